@@ -1,0 +1,207 @@
+//! The dependency engine: ops pushed with the variables they read and write run as soon
+//! as their dependencies allow, in parallel where they are independent.
+//!
+//! Per variable, in push order: a read sees every earlier write; writes run one at a time
+//! after earlier reads; reads between two writes may run together. Errors raised by an op
+//! are stored on the variables it writes and returned at the next wait on them.
+
+mod naive;
+mod var;
+
+pub use var::Var;
+
+use crate::context::Context;
+use crate::error::Result;
+use std::sync::OnceLock;
+
+/// What a running op knows about where it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct RunContext {
+    /// The device the op was pushed for.
+    pub ctx: Context,
+}
+
+/// Kind of work, which decides the worker pool that runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FnProperty {
+    /// An ordinary kernel.
+    Normal,
+    /// A copy from a GPU to the host.
+    CopyFromGpu,
+    /// A copy from the host to a GPU.
+    CopyToGpu,
+    /// CPU work that should not wait behind ordinary kernels (KVStore traffic).
+    CpuPrioritized,
+    /// Work that completes later, from another thread (network, GPU events).
+    Async,
+    /// The deletion of a variable; runs even after errors.
+    DeleteVar,
+}
+
+/// Called by an async op when its work is done, with its outcome.
+pub struct OnComplete(Box<dyn FnOnce(Result<()>) + Send>);
+
+impl OnComplete {
+    /// Wraps the engine's completion callback.
+    pub fn new(f: impl FnOnce(Result<()>) + Send + 'static) -> OnComplete {
+        OnComplete(Box::new(f))
+    }
+
+    /// Reports the op's outcome to the engine.
+    pub fn done(self, result: Result<()>) {
+        (self.0)(result)
+    }
+}
+
+/// A synchronous op body.
+pub type SyncFn = Box<dyn FnOnce(RunContext) -> Result<()> + Send>;
+/// An asynchronous op body: it must call `OnComplete::done` exactly once, from any thread.
+pub type AsyncFn = Box<dyn FnOnce(RunContext, OnComplete) + Send>;
+
+/// The three engine types MXNet offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// Synchronous: every op runs inside `push`.
+    Naive,
+    /// One work-stealing pool for every device.
+    Threaded,
+    /// A pool per device, plus a pool for prioritised and copy work (the default).
+    ThreadedPerDevice,
+}
+
+impl EngineKind {
+    /// MXNet's name for the kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Naive => "NaiveEngine",
+            EngineKind::Threaded => "ThreadedEngine",
+            EngineKind::ThreadedPerDevice => "ThreadedEnginePerDevice",
+        }
+    }
+
+    /// The kind for MXNet's name.
+    pub fn from_name(name: &str) -> Option<EngineKind> {
+        match name.trim() {
+            "NaiveEngine" => Some(EngineKind::Naive),
+            "ThreadedEngine" => Some(EngineKind::Threaded),
+            "ThreadedEnginePerDevice" | "" => Some(EngineKind::ThreadedPerDevice),
+            _ => None,
+        }
+    }
+}
+
+/// The engine interface every engine type implements.
+pub trait Engine: Send + Sync {
+    /// Which engine this is.
+    fn kind(&self) -> EngineKind;
+
+    /// A new variable with no pending ops.
+    fn new_variable(&self) -> Var {
+        Var::new()
+    }
+
+    /// Schedules `f` after the ops it depends on; returns at once.
+    #[allow(clippy::too_many_arguments)]
+    fn push_async(
+        &self,
+        f: AsyncFn,
+        ctx: Context,
+        const_vars: &[Var],
+        mutable_vars: &[Var],
+        prop: FnProperty,
+        priority: i32,
+        name: &'static str,
+    );
+
+    /// Schedules a synchronous op body.
+    fn push_sync(
+        &self,
+        f: SyncFn,
+        ctx: Context,
+        const_vars: &[Var],
+        mutable_vars: &[Var],
+        prop: FnProperty,
+        priority: i32,
+        name: &'static str,
+    ) {
+        self.push_async(
+            Box::new(move |rctx, done| done.done(f(rctx))),
+            ctx,
+            const_vars,
+            mutable_vars,
+            prop,
+            priority,
+            name,
+        )
+    }
+
+    /// Runs `deleter` once every op already pushed on `var` has finished; the variable
+    /// must not be used after this call.
+    fn delete_variable(&self, deleter: SyncFn, ctx: Context, var: &Var) {
+        self.push_sync(
+            deleter,
+            ctx,
+            &[],
+            std::slice::from_ref(var),
+            FnProperty::DeleteVar,
+            0,
+            "DeleteVariable",
+        )
+    }
+
+    /// Blocks until every op pushed so far that writes `var` is done; returns (and clears)
+    /// the error stored on it.
+    fn wait_for_var(&self, var: &Var) -> Result<()>;
+
+    /// Blocks until every op pushed so far is done; returns (and clears) the first error
+    /// raised since the last `wait_for_all`.
+    fn wait_for_all(&self) -> Result<()>;
+}
+
+/// Reads an environment variable by its rsmx name, then by MXNet's.
+pub fn env_var(rsmx_name: &str, mxnet_name: &str) -> Option<String> {
+    std::env::var(rsmx_name)
+        .ok()
+        .or_else(|| std::env::var(mxnet_name).ok())
+}
+
+/// The engine type chosen by `RSMX_ENGINE_TYPE` / `MXNET_ENGINE_TYPE`.
+pub fn kind_from_env() -> EngineKind {
+    let name = env_var("RSMX_ENGINE_TYPE", "MXNET_ENGINE_TYPE").unwrap_or_default();
+    EngineKind::from_name(&name).unwrap_or_else(|| {
+        eprintln!("rsmx: unknown engine type '{name}', using ThreadedEnginePerDevice");
+        EngineKind::ThreadedPerDevice
+    })
+}
+
+/// CPU worker threads per pool: `RSMX_CPU_WORKER_NTHREADS` / `MXNET_CPU_WORKER_NTHREADS`,
+/// or the number of cores.
+pub fn cpu_workers_from_env() -> usize {
+    env_var("RSMX_CPU_WORKER_NTHREADS", "MXNET_CPU_WORKER_NTHREADS")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+}
+
+/// Builds an engine of the given kind.
+pub fn create(kind: EngineKind, cpu_workers: usize) -> Box<dyn Engine> {
+    let _ = cpu_workers;
+    match kind {
+        EngineKind::Naive => Box::new(naive::NaiveEngine::new()),
+        // Threaded engines are built in `threaded`.
+        _ => Box::new(naive::NaiveEngine::new()),
+    }
+}
+
+static ENGINE: OnceLock<Box<dyn Engine>> = OnceLock::new();
+
+/// The process's engine, built on first use from the environment.
+pub fn get() -> &'static dyn Engine {
+    ENGINE
+        .get_or_init(|| create(kind_from_env(), cpu_workers_from_env()))
+        .as_ref()
+}

@@ -1,0 +1,8 @@
+//! rsmx: MXNet 1.x's execution core in Rust: dependency engine, memory pool, NDArray and
+//! operators, with a Python extension module (`rsmx._core`) behind the `python` feature.
+
+pub mod context;
+pub mod dtype;
+pub mod engine;
+pub mod error;
+pub mod shape;
