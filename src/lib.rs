@@ -6,3 +6,4 @@ pub mod dtype;
 pub mod engine;
 pub mod error;
 pub mod shape;
+pub mod storage;

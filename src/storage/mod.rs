@@ -1,0 +1,147 @@
+//! Memory pools per device: pooled, 64-byte aligned host blocks in size buckets, reused
+//! after free, with byte counters and a release-all. The GPU pool plugs in behind the same
+//! `Pool` interface.
+
+mod cpu;
+
+pub use cpu::CpuPool;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::ptr::NonNull;
+use std::sync::OnceLock;
+
+/// Alignment of every block, in bytes.
+pub const ALIGNMENT: usize = 64;
+
+/// How a pool rounds request sizes into buckets (MXNet's pool types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolKind {
+    /// Exact sizes (rounded to the alignment only).
+    Naive,
+    /// Powers of two up to a cutoff, then multiples of a page.
+    Round,
+    /// No pooling: every free returns memory to the system.
+    Unpooled,
+}
+
+impl PoolKind {
+    /// The kind for MXNet's name (`Naive`, `Round`, `Unpooled`).
+    pub fn from_name(name: &str) -> Option<PoolKind> {
+        match name.trim() {
+            "Naive" => Some(PoolKind::Naive),
+            "Round" | "" => Some(PoolKind::Round),
+            "Unpooled" => Some(PoolKind::Unpooled),
+            _ => None,
+        }
+    }
+}
+
+/// Byte counters of one pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Bytes in blocks handed out and not yet freed (bucket sizes).
+    pub bytes_in_use: usize,
+    /// Bytes in free blocks the pool keeps for reuse.
+    pub bytes_pooled: usize,
+    /// The most bytes ever in use at once.
+    pub peak_bytes_in_use: usize,
+    /// Allocations served from the pool without asking the system.
+    pub pool_hits: usize,
+    /// Allocations that asked the system.
+    pub system_allocs: usize,
+}
+
+/// A device memory pool.
+pub trait Pool: Send + Sync {
+    /// A block of at least `size` bytes.
+    fn alloc(&'static self, size: usize) -> Result<Block>;
+    /// Returns a block's memory to the pool (called by `Block::drop`).
+    fn free(&self, ptr: NonNull<u8>, bucket: usize);
+    /// Gives every pooled free block back to the system.
+    fn release_all(&self);
+    /// The pool's counters.
+    fn stats(&self) -> Stats;
+    /// The device the pool serves.
+    fn context(&self) -> Context;
+}
+
+/// An allocated block; its memory goes back to its pool when dropped.
+pub struct Block {
+    ptr: NonNull<u8>,
+    size: usize,
+    bucket: usize,
+    pool: &'static dyn Pool,
+}
+
+// SAFETY: a Block owns its memory exclusively; the pool it returns to is Sync.
+unsafe impl Send for Block {}
+// SAFETY: shared references only expose the pointer value; access is ordered by the engine.
+unsafe impl Sync for Block {}
+
+impl Block {
+    /// Start of the block (aligned to `ALIGNMENT`; dangling but aligned for size 0).
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Bytes requested.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The device the block lives on.
+    pub fn context(&self) -> Context {
+        self.pool.context()
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        if self.bucket > 0 {
+            self.pool.free(self.ptr, self.bucket);
+        }
+    }
+}
+
+static POOLS: OnceLock<Mutex<HashMap<Context, &'static dyn Pool>>> = OnceLock::new();
+
+fn pool_kind_from_env() -> PoolKind {
+    let name = crate::engine::env_var("RSMX_CPU_MEM_POOL_TYPE", "MXNET_CPU_MEM_POOL_TYPE")
+        .unwrap_or_default();
+    PoolKind::from_name(&name).unwrap_or(PoolKind::Round)
+}
+
+/// The pool of a device, made on first use.
+pub fn pool(ctx: Context) -> Result<&'static dyn Pool> {
+    let mut pools = POOLS.get_or_init(Default::default).lock();
+    if let Some(p) = pools.get(&ctx) {
+        return Ok(*p);
+    }
+    if !ctx.is_cpu() {
+        return Err(Error::NotImplemented(format!(
+            "cannot allocate on {ctx}: this build of rsmx has no GPU support enabled"
+        )));
+    }
+    let p: &'static dyn Pool = Box::leak(Box::new(CpuPool::new(ctx, pool_kind_from_env())));
+    pools.insert(ctx, p);
+    Ok(p)
+}
+
+/// Allocates `size` bytes on `ctx`.
+pub fn alloc(ctx: Context, size: usize) -> Result<Block> {
+    pool(ctx)?.alloc(size)
+}
+
+/// Counters of the pool of `ctx`.
+pub fn stats(ctx: Context) -> Result<Stats> {
+    Ok(pool(ctx)?.stats())
+}
+
+/// Releases the pooled free blocks of `ctx`.
+pub fn release_all(ctx: Context) -> Result<()> {
+    pool(ctx)?.release_all();
+    Ok(())
+}
