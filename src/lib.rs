@@ -5,5 +5,11 @@ pub mod context;
 pub mod dtype;
 pub mod engine;
 pub mod error;
+pub mod kernels;
+pub mod ndarray;
+pub mod op;
 pub mod shape;
 pub mod storage;
+
+#[cfg(feature = "python")]
+mod py;

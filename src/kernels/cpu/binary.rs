@@ -1,0 +1,305 @@
+//! Element-wise binary operators: same-shape (`elemwise_*`), broadcasting (`broadcast_*`)
+//! and with a scalar (`_plus_scalar`, ...).
+
+use super::map::{map1, map2_broadcast};
+use super::num::Num;
+use crate::dispatch_num;
+use crate::error::{Error, Result};
+use crate::ndarray::TBlob;
+use crate::op::{check_inputs, Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry};
+use crate::shape::{broadcast_shapes, fmt_shape, Shape};
+use std::sync::Arc;
+
+/// The element-wise functions of two values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryKind {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Power,
+    Maximum,
+    Minimum,
+    Hypot,
+    Equal,
+    NotEqual,
+    Greater,
+    GreaterEqual,
+    Lesser,
+    LesserEqual,
+    LogicalAnd,
+    LogicalOr,
+    LogicalXor,
+}
+
+#[inline(always)]
+fn truth<T: Num>(b: bool) -> T {
+    if b {
+        T::ONE
+    } else {
+        T::ZERO
+    }
+}
+
+/// `out = f(a, b)` with broadcasting; `swap` computes `f(b, a)` instead.
+#[allow(clippy::too_many_arguments)]
+fn kernel<T: Num>(
+    kind: BinaryKind,
+    a: &[T],
+    ash: &[usize],
+    b: &[T],
+    bsh: &[usize],
+    out: &mut [T],
+    osh: &[usize],
+    req: OpReq,
+) {
+    macro_rules! m {
+        ($f:expr) => {
+            map2_broadcast(a, ash, b, bsh, out, osh, req, $f)
+        };
+    }
+    let z = T::ZERO;
+    match kind {
+        BinaryKind::Add => m!(|x: T, y: T| x.add(y)),
+        BinaryKind::Sub => m!(|x: T, y: T| x.sub(y)),
+        BinaryKind::Mul => m!(|x: T, y: T| x.mul(y)),
+        BinaryKind::Div => m!(|x: T, y: T| x.div(y)),
+        BinaryKind::Mod => m!(|x: T, y: T| x.rem(y)),
+        BinaryKind::Power => m!(|x: T, y: T| x.pow(y)),
+        BinaryKind::Maximum => m!(|x: T, y: T| x.max_of(y)),
+        BinaryKind::Minimum => m!(|x: T, y: T| x.min_of(y)),
+        BinaryKind::Hypot => m!(|x: T, y: T| T::from_f64(x.to_f64().hypot(y.to_f64()))),
+        BinaryKind::Equal => m!(|x: T, y: T| truth(x == y)),
+        BinaryKind::NotEqual => m!(|x: T, y: T| truth(x != y)),
+        BinaryKind::Greater => m!(|x: T, y: T| truth(x > y)),
+        BinaryKind::GreaterEqual => m!(|x: T, y: T| truth(x >= y)),
+        BinaryKind::Lesser => m!(|x: T, y: T| truth(x < y)),
+        BinaryKind::LesserEqual => m!(|x: T, y: T| truth(x <= y)),
+        BinaryKind::LogicalAnd => m!(|x: T, y: T| truth(x != z && y != z)),
+        BinaryKind::LogicalOr => m!(|x: T, y: T| truth(x != z || y != z)),
+        BinaryKind::LogicalXor => m!(|x: T, y: T| truth((x != z) != (y != z))),
+    }
+}
+
+/// Computes `out = kind(a, b)` with broadcasting.
+pub fn apply(kind: BinaryKind, a: &TBlob, b: &TBlob, out: &TBlob, req: OpReq) -> Result<()> {
+    dispatch_num!("binary", out.dtype, T => kernel::<T>(
+        kind, a.slice(), &a.shape, b.slice(), &b.shape, out.slice_mut(), &out.shape, req
+    ));
+    Ok(())
+}
+
+/// A binary operator on two arrays.
+struct Binary {
+    name: &'static str,
+    kind: BinaryKind,
+    broadcast: bool,
+}
+
+impl Operator for Binary {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name, inputs, 2)?;
+        if self.broadcast {
+            Ok(vec![broadcast_shapes(self.name, &inputs[0], &inputs[1])?])
+        } else if inputs[0] != inputs[1] {
+            Err(Error::Value(format!(
+                "{}: the two inputs must have the same shape, got {} and {}",
+                self.name,
+                fmt_shape(&inputs[0]),
+                fmt_shape(&inputs[1])
+            )))
+        } else {
+            Ok(vec![inputs[0].clone()])
+        }
+    }
+
+    fn forward(&self, _: &mut OpContext, inputs: &[TBlob], outputs: &[TBlob], req: &[OpReq]) -> Result<()> {
+        apply(self.kind, &inputs[0], &inputs[1], &outputs[0], req[0])
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0), (1, 0)]
+    }
+}
+
+/// A binary operator with a scalar operand.
+struct Scalar {
+    name: &'static str,
+    kind: BinaryKind,
+    /// True for `scalar op x` (`_rminus_scalar`, ...).
+    reverse: bool,
+    scalar: f64,
+}
+
+fn scalar_kernel<T: Num>(op: &Scalar, x: &[T], out: &mut [T], req: OpReq) {
+    let s = T::from_f64(op.scalar);
+    let one = [s];
+    if op.reverse {
+        kernel(op.kind, &one, &[1], x, &[x.len()], out, &[x.len()], req)
+    } else if op.kind == BinaryKind::Mul && req != OpReq::Add {
+        map1(x, out, req, |v: T| v.mul(s))
+    } else {
+        kernel(op.kind, x, &[x.len()], &one, &[1], out, &[x.len()], req)
+    }
+}
+
+impl Operator for Scalar {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name, inputs, 1)?;
+        Ok(vec![inputs[0].clone()])
+    }
+
+    fn forward(&self, _: &mut OpContext, inputs: &[TBlob], outputs: &[TBlob], req: &[OpReq]) -> Result<()> {
+        dispatch_num!(self.name, inputs[0].dtype, T => scalar_kernel::<T>(
+            self, inputs[0].slice(), outputs[0].slice_mut(), req[0]
+        ));
+        Ok(())
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+}
+
+/// A broadcasting binary operator, for callers in the core.
+pub fn broadcast_op(name: &'static str, kind: BinaryKind) -> OpRef {
+    Arc::new(Binary {
+        name,
+        kind,
+        broadcast: true,
+    })
+}
+
+/// A scalar operator, for callers in the core.
+pub fn scalar_op(name: &'static str, kind: BinaryKind, reverse: bool, scalar: f64) -> OpRef {
+    Arc::new(Scalar {
+        name,
+        kind,
+        reverse,
+        scalar,
+    })
+}
+
+type Entry = (&'static str, &'static [&'static str], BinaryKind);
+
+const ELEMWISE: &[Entry] = &[
+    ("elemwise_add", &["_add", "_plus", "_Plus"], BinaryKind::Add),
+    ("elemwise_sub", &["_sub", "_minus", "_Minus"], BinaryKind::Sub),
+    ("elemwise_mul", &["_mul", "_Mul"], BinaryKind::Mul),
+    ("elemwise_div", &["_div", "_Div"], BinaryKind::Div),
+    ("_mod", &["_Mod"], BinaryKind::Mod),
+    ("_power", &["_Power"], BinaryKind::Power),
+    ("_maximum", &["_Maximum"], BinaryKind::Maximum),
+    ("_minimum", &["_Minimum"], BinaryKind::Minimum),
+    ("_hypot", &["_Hypot"], BinaryKind::Hypot),
+    ("_equal", &[], BinaryKind::Equal),
+    ("_not_equal", &[], BinaryKind::NotEqual),
+    ("_greater", &[], BinaryKind::Greater),
+    ("_greater_equal", &[], BinaryKind::GreaterEqual),
+    ("_lesser", &[], BinaryKind::Lesser),
+    ("_lesser_equal", &[], BinaryKind::LesserEqual),
+    ("_logical_and", &[], BinaryKind::LogicalAnd),
+    ("_logical_or", &[], BinaryKind::LogicalOr),
+    ("_logical_xor", &[], BinaryKind::LogicalXor),
+];
+
+const BROADCAST: &[Entry] = &[
+    ("broadcast_add", &["broadcast_plus"], BinaryKind::Add),
+    ("broadcast_sub", &["broadcast_minus"], BinaryKind::Sub),
+    ("broadcast_mul", &[], BinaryKind::Mul),
+    ("broadcast_div", &[], BinaryKind::Div),
+    ("broadcast_mod", &[], BinaryKind::Mod),
+    ("broadcast_power", &[], BinaryKind::Power),
+    ("broadcast_maximum", &[], BinaryKind::Maximum),
+    ("broadcast_minimum", &[], BinaryKind::Minimum),
+    ("broadcast_hypot", &[], BinaryKind::Hypot),
+    ("broadcast_equal", &[], BinaryKind::Equal),
+    ("broadcast_not_equal", &[], BinaryKind::NotEqual),
+    ("broadcast_greater", &[], BinaryKind::Greater),
+    ("broadcast_greater_equal", &[], BinaryKind::GreaterEqual),
+    ("broadcast_lesser", &[], BinaryKind::Lesser),
+    ("broadcast_lesser_equal", &[], BinaryKind::LesserEqual),
+    ("broadcast_logical_and", &[], BinaryKind::LogicalAnd),
+    ("broadcast_logical_or", &[], BinaryKind::LogicalOr),
+    ("broadcast_logical_xor", &[], BinaryKind::LogicalXor),
+];
+
+type ScalarEntry = (&'static str, &'static [&'static str], BinaryKind, bool);
+
+const SCALAR: &[ScalarEntry] = &[
+    ("_plus_scalar", &["_PlusScalar"], BinaryKind::Add, false),
+    ("_minus_scalar", &["_MinusScalar"], BinaryKind::Sub, false),
+    ("_rminus_scalar", &["_RMinusScalar"], BinaryKind::Sub, true),
+    ("_mul_scalar", &["_MulScalar"], BinaryKind::Mul, false),
+    ("_div_scalar", &["_DivScalar"], BinaryKind::Div, false),
+    ("_rdiv_scalar", &["_RDivScalar"], BinaryKind::Div, true),
+    ("_mod_scalar", &["_ModScalar"], BinaryKind::Mod, false),
+    ("_rmod_scalar", &["_RModScalar"], BinaryKind::Mod, true),
+    ("_power_scalar", &["_PowerScalar"], BinaryKind::Power, false),
+    ("_rpower_scalar", &["_RPowerScalar"], BinaryKind::Power, true),
+    ("_maximum_scalar", &["_MaximumScalar"], BinaryKind::Maximum, false),
+    ("_minimum_scalar", &["_MinimumScalar"], BinaryKind::Minimum, false),
+    ("_hypot_scalar", &["_HypotScalar"], BinaryKind::Hypot, false),
+    ("_equal_scalar", &["_EqualScalar"], BinaryKind::Equal, false),
+    ("_not_equal_scalar", &["_NotEqualScalar"], BinaryKind::NotEqual, false),
+    ("_greater_scalar", &["_GreaterScalar"], BinaryKind::Greater, false),
+    ("_greater_equal_scalar", &["_GreaterEqualScalar"], BinaryKind::GreaterEqual, false),
+    ("_lesser_scalar", &["_LesserScalar"], BinaryKind::Lesser, false),
+    ("_lesser_equal_scalar", &["_LesserEqualScalar"], BinaryKind::LesserEqual, false),
+    ("_logical_and_scalar", &[], BinaryKind::LogicalAnd, false),
+    ("_logical_or_scalar", &[], BinaryKind::LogicalOr, false),
+    ("_logical_xor_scalar", &[], BinaryKind::LogicalXor, false),
+];
+
+/// Registers the binary operators.
+pub fn register(r: &mut Registry) {
+    for (table, broadcast) in [(ELEMWISE, false), (BROADCAST, true)] {
+        for &(name, aliases, kind) in table {
+            r.add(OpDef {
+                name,
+                aliases,
+                inputs: &["lhs", "rhs"],
+                variadic: false,
+                params: &[],
+                doc: if broadcast {
+                    "Element-wise function of two arrays, with broadcasting."
+                } else {
+                    "Element-wise function of two arrays of the same shape."
+                },
+                create: Box::new(move |attrs: &Attrs| -> Result<OpRef> {
+                    Params::new(name, attrs, &[])?;
+                    Ok(Arc::new(Binary {
+                        name,
+                        kind,
+                        broadcast,
+                    }))
+                }),
+            });
+        }
+    }
+    for &(name, aliases, kind, reverse) in SCALAR {
+        r.add(OpDef {
+            name,
+            aliases,
+            inputs: &["data"],
+            variadic: false,
+            params: &["scalar", "is_int"],
+            doc: "Element-wise function of an array and a scalar.",
+            create: Box::new(move |attrs: &Attrs| -> Result<OpRef> {
+                let p = Params::new(name, attrs, &["scalar", "is_int"])?;
+                let scalar = p.float("scalar", 1.0)?;
+                p.bool("is_int", true)?;
+                Ok(scalar_op(name, kind, reverse, scalar))
+            }),
+        });
+    }
+}

@@ -1,0 +1,156 @@
+//! Element-wise loops shared by the kernels: serial for small arrays, split across the
+//! rayon pool for large ones, honouring the output request (write or add).
+
+use super::num::Num;
+use crate::op::OpReq;
+use rayon::prelude::*;
+
+/// Below this many elements an element-wise op runs on one thread: splitting costs more
+/// than it saves, and the engine already runs independent ops in parallel.
+pub const PAR_MIN: usize = 1 << 17;
+
+fn chunk_len(n: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    n.div_ceil(threads * 4).max(PAR_MIN / 4)
+}
+
+#[inline(always)]
+fn store<T: Num>(o: &mut T, v: T, add: bool) {
+    *o = if add { o.add(v) } else { v };
+}
+
+/// `out[i] (=|+=) f(a[i])`.
+pub fn map1<A: Copy + Sync, T: Num>(a: &[A], out: &mut [T], req: OpReq, f: impl Fn(A) -> T + Sync + Send) {
+    if req == OpReq::Null {
+        return;
+    }
+    let add = req == OpReq::Add;
+    let body = |a: &[A], out: &mut [T]| {
+        if add {
+            out.iter_mut().zip(a).for_each(|(o, &x)| store(o, f(x), true));
+        } else {
+            out.iter_mut().zip(a).for_each(|(o, &x)| *o = f(x));
+        }
+    };
+    if out.len() < PAR_MIN {
+        body(a, out);
+    } else {
+        let c = chunk_len(out.len());
+        out.par_chunks_mut(c)
+            .zip(a.par_chunks(c))
+            .for_each(|(o, a)| body(a, o));
+    }
+}
+
+/// `out[i] (=|+=) f(out[i])`, for ops whose output is also their input.
+pub fn map_inplace<T: Num>(out: &mut [T], f: impl Fn(T) -> T + Sync + Send) {
+    if out.len() < PAR_MIN {
+        out.iter_mut().for_each(|o| *o = f(*o));
+    } else {
+        let c = chunk_len(out.len());
+        out.par_chunks_mut(c)
+            .for_each(|o| o.iter_mut().for_each(|o| *o = f(*o)));
+    }
+}
+
+/// `out[i] (=|+=) f(a[i], b[i])`.
+pub fn map2<A: Copy + Sync, B: Copy + Sync, T: Num>(
+    a: &[A],
+    b: &[B],
+    out: &mut [T],
+    req: OpReq,
+    f: impl Fn(A, B) -> T + Sync + Send,
+) {
+    if req == OpReq::Null {
+        return;
+    }
+    let add = req == OpReq::Add;
+    let body = |a: &[A], b: &[B], out: &mut [T]| {
+        if add {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                store(o, f(x, y), true);
+            }
+        } else {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                *o = f(x, y);
+            }
+        }
+    };
+    if out.len() < PAR_MIN {
+        body(a, b, out);
+    } else {
+        let c = chunk_len(out.len());
+        out.par_chunks_mut(c)
+            .zip(a.par_chunks(c))
+            .zip(b.par_chunks(c))
+            .for_each(|((o, a), b)| body(a, b, o));
+    }
+}
+
+/// Element strides of `shape` broadcast to `out_shape` (0 along broadcast axes).
+pub fn broadcast_strides(shape: &[usize], out_shape: &[usize]) -> Vec<usize> {
+    let n = out_shape.len();
+    let mut strides = vec![0; n];
+    let mut s = 1;
+    for i in (0..shape.len()).rev() {
+        let oi = i + n - shape.len();
+        strides[oi] = if shape[i] == 1 { 0 } else { s };
+        s *= shape[i];
+    }
+    strides
+}
+
+/// `out (=|+=) f(a, b)` with numpy broadcasting of `a` and `b` to `out_shape`.
+#[allow(clippy::too_many_arguments)]
+pub fn map2_broadcast<A: Copy + Sync, B: Copy + Sync, T: Num>(
+    a: &[A],
+    a_shape: &[usize],
+    b: &[B],
+    b_shape: &[usize],
+    out: &mut [T],
+    out_shape: &[usize],
+    req: OpReq,
+    f: impl Fn(A, B) -> T + Sync + Send,
+) {
+    if req == OpReq::Null || out.is_empty() {
+        return;
+    }
+    if a.len() == out.len() && b.len() == out.len() {
+        return map2(a, b, out, req, f);
+    }
+    if b.len() == 1 && a.len() == out.len() {
+        let y = b[0];
+        return map1(a, out, req, |x| f(x, y));
+    }
+    if a.len() == 1 && b.len() == out.len() {
+        let x = a[0];
+        return map1(b, out, req, |y| f(x, y));
+    }
+    let add = req == OpReq::Add;
+    let sa = broadcast_strides(a_shape, out_shape);
+    let sb = broadcast_strides(b_shape, out_shape);
+    let nd = out_shape.len();
+    let inner = out_shape[nd - 1];
+    let (ia, ib) = (sa[nd - 1], sb[nd - 1]);
+    let row = |r: usize, o: &mut [T]| {
+        // Offsets of row `r` (all axes but the last) in a and b.
+        let (mut oa, mut ob, mut rem) = (0usize, 0usize, r);
+        for ax in (0..nd - 1).rev() {
+            let i = rem % out_shape[ax];
+            rem /= out_shape[ax];
+            oa += i * sa[ax];
+            ob += i * sb[ax];
+        }
+        for (j, oj) in o.iter_mut().enumerate() {
+            let v = f(a[oa + j * ia], b[ob + j * ib]);
+            store(oj, v, add);
+        }
+    };
+    if out.len() < PAR_MIN {
+        out.chunks_mut(inner).enumerate().for_each(|(r, o)| row(r, o));
+    } else {
+        out.par_chunks_mut(inner)
+            .enumerate()
+            .for_each(|(r, o)| row(r, o));
+    }
+}

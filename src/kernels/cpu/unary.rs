@@ -1,0 +1,329 @@
+//! Element-wise unary operators (`exp`, `tanh`, `relu`, `clip`, ...).
+
+use super::map::{map1, map_inplace};
+use super::num::Num;
+use crate::dispatch_num;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::ndarray::TBlob;
+use crate::op::{check_inputs, Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry};
+use crate::shape::Shape;
+use num_traits::Float;
+use std::sync::Arc;
+
+/// The element-wise functions of one input.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum UnaryKind {
+    Copy,
+    Negative,
+    Abs,
+    Sign,
+    Sqrt,
+    Rsqrt,
+    Cbrt,
+    Rcbrt,
+    Square,
+    Reciprocal,
+    Exp,
+    Expm1,
+    Log,
+    Log1p,
+    Log2,
+    Log10,
+    Sin,
+    Cos,
+    Tan,
+    Arcsin,
+    Arccos,
+    Arctan,
+    Sinh,
+    Cosh,
+    Tanh,
+    Arcsinh,
+    Arccosh,
+    Arctanh,
+    Degrees,
+    Radians,
+    Sigmoid,
+    Softsign,
+    Relu,
+    Floor,
+    Ceil,
+    Round,
+    Rint,
+    Fix,
+    Trunc,
+    LogicalNot,
+    Clip(f64, f64),
+}
+
+fn float_kernel<F: Float + Num>(kind: UnaryKind, x: &[F], out: &mut [F], req: OpReq) {
+    let one = F::one();
+    let zero = F::zero();
+    macro_rules! m {
+        ($f:expr) => {
+            map1(x, out, req, $f)
+        };
+    }
+    match kind {
+        UnaryKind::Copy => m!(|v| v),
+        UnaryKind::Negative => m!(|v: F| -v),
+        UnaryKind::Abs => m!(|v: F| v.abs()),
+        UnaryKind::Sign => m!(|v: F| if v > zero {
+            one
+        } else if v < zero {
+            -one
+        } else {
+            zero
+        }),
+        UnaryKind::Sqrt => m!(|v: F| v.sqrt()),
+        UnaryKind::Rsqrt => m!(|v: F| one / v.sqrt()),
+        UnaryKind::Cbrt => m!(|v: F| v.cbrt()),
+        UnaryKind::Rcbrt => m!(|v: F| one / v.cbrt()),
+        UnaryKind::Square => m!(|v: F| v * v),
+        UnaryKind::Reciprocal => m!(|v: F| one / v),
+        UnaryKind::Exp => m!(|v: F| v.exp()),
+        UnaryKind::Expm1 => m!(|v: F| v.exp_m1()),
+        UnaryKind::Log => m!(|v: F| v.ln()),
+        UnaryKind::Log1p => m!(|v: F| v.ln_1p()),
+        UnaryKind::Log2 => m!(|v: F| v.log2()),
+        UnaryKind::Log10 => m!(|v: F| v.log10()),
+        UnaryKind::Sin => m!(|v: F| v.sin()),
+        UnaryKind::Cos => m!(|v: F| v.cos()),
+        UnaryKind::Tan => m!(|v: F| v.tan()),
+        UnaryKind::Arcsin => m!(|v: F| v.asin()),
+        UnaryKind::Arccos => m!(|v: F| v.acos()),
+        UnaryKind::Arctan => m!(|v: F| v.atan()),
+        UnaryKind::Sinh => m!(|v: F| v.sinh()),
+        UnaryKind::Cosh => m!(|v: F| v.cosh()),
+        UnaryKind::Tanh => m!(|v: F| v.tanh()),
+        UnaryKind::Arcsinh => m!(|v: F| v.asinh()),
+        UnaryKind::Arccosh => m!(|v: F| v.acosh()),
+        UnaryKind::Arctanh => m!(|v: F| v.atanh()),
+        UnaryKind::Degrees => m!(|v: F| v.to_degrees()),
+        UnaryKind::Radians => m!(|v: F| v.to_radians()),
+        UnaryKind::Sigmoid => m!(|v: F| one / (one + (-v).exp())),
+        UnaryKind::Softsign => m!(|v: F| v / (one + v.abs())),
+        UnaryKind::Relu => m!(|v: F| if v > zero { v } else { zero }),
+        UnaryKind::Floor => m!(|v: F| v.floor()),
+        UnaryKind::Ceil => m!(|v: F| v.ceil()),
+        UnaryKind::Round => m!(|v: F| v.round()),
+        UnaryKind::Rint => m!(|v: F| {
+            // Round half to even, as numpy's rint does.
+            let r = v.round();
+            if (v - v.trunc()).abs() == F::from(0.5).unwrap_or(zero)
+                && (r / (one + one)).fract() != zero
+            {
+                r - v.signum()
+            } else {
+                r
+            }
+        }),
+        UnaryKind::Fix | UnaryKind::Trunc => m!(|v: F| v.trunc()),
+        UnaryKind::LogicalNot => m!(|v: F| if v == zero { one } else { zero }),
+        UnaryKind::Clip(lo, hi) => {
+            let lo = F::from(lo).unwrap_or(F::neg_infinity());
+            let hi = F::from(hi).unwrap_or(F::infinity());
+            m!(|v: F| if v < lo {
+                lo
+            } else if v > hi {
+                hi
+            } else {
+                v
+            })
+        }
+    }
+}
+
+fn int_kernel<T: Num>(kind: UnaryKind, x: &[T], out: &mut [T], req: OpReq) {
+    let zero = T::ZERO;
+    match kind {
+        UnaryKind::Copy => map1(x, out, req, |v| v),
+        UnaryKind::Negative => map1(x, out, req, |v: T| v.neg()),
+        UnaryKind::Abs => map1(x, out, req, |v: T| if v < zero { v.neg() } else { v }),
+        UnaryKind::Sign => map1(x, out, req, |v: T| {
+            if v > zero {
+                T::ONE
+            } else if v < zero {
+                T::ONE.neg()
+            } else {
+                zero
+            }
+        }),
+        UnaryKind::Square => map1(x, out, req, |v: T| v.mul(v)),
+        UnaryKind::Relu => map1(x, out, req, |v: T| if v > zero { v } else { zero }),
+        UnaryKind::Floor
+        | UnaryKind::Ceil
+        | UnaryKind::Round
+        | UnaryKind::Rint
+        | UnaryKind::Fix
+        | UnaryKind::Trunc => map1(x, out, req, |v| v),
+        UnaryKind::LogicalNot => map1(x, out, req, |v: T| if v == zero { T::ONE } else { zero }),
+        UnaryKind::Clip(lo, hi) => map1(x, out, req, |v: T| {
+            let f = v.to_f64();
+            if f < lo {
+                T::from_f64(lo)
+            } else if f > hi {
+                T::from_f64(hi)
+            } else {
+                v
+            }
+        }),
+        _ => {
+            // Other functions compute in double precision and cast back, as MXNet does.
+            let wide: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+            let mut res = vec![0f64; wide.len()];
+            float_kernel(kind, &wide, &mut res, OpReq::Write);
+            map1(&res, out, req, T::from_f64);
+        }
+    }
+}
+
+/// Applies `kind` to `x`, writing `out` as `req` says.
+pub fn apply(kind: UnaryKind, x: &TBlob, out: &TBlob, req: OpReq) -> Result<()> {
+    if req == OpReq::WriteInplace && x.ptr() == out.ptr() && kind == UnaryKind::Copy {
+        return Ok(());
+    }
+    match x.dtype {
+        DType::F32 => float_kernel::<f32>(kind, x.slice(), out.slice_mut(), req),
+        DType::F64 => float_kernel::<f64>(kind, x.slice(), out.slice_mut(), req),
+        DType::F16 => {
+            let wide: Vec<f32> = x.slice::<half::f16>().iter().map(|v| v.to_f32()).collect();
+            let mut res = vec![0f32; wide.len()];
+            float_kernel(kind, &wide, &mut res, OpReq::Write);
+            map1(&res, out.slice_mut::<half::f16>(), req, half::f16::from_f32);
+        }
+        other => dispatch_num!(kind_name(kind), other, T => int_kernel::<T>(kind, x.slice(), out.slice_mut(), req)),
+    }
+    Ok(())
+}
+
+fn kind_name(kind: UnaryKind) -> &'static str {
+    UNARY_OPS
+        .iter()
+        .find(|(_, _, k)| std::mem::discriminant(k) == std::mem::discriminant(&kind))
+        .map_or("unary", |(n, _, _)| n)
+}
+
+/// Scales `out` in place by `k` (used by ops that post-process their output).
+pub fn scale_inplace<T: Num>(out: &mut [T], k: T) {
+    map_inplace(out, |v| v.mul(k));
+}
+
+struct Unary {
+    name: &'static str,
+    kind: UnaryKind,
+}
+
+impl Operator for Unary {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name, inputs, 1)?;
+        Ok(vec![inputs[0].clone()])
+    }
+
+    fn forward(&self, _: &mut OpContext, inputs: &[TBlob], outputs: &[TBlob], req: &[OpReq]) -> Result<()> {
+        apply(self.kind, &inputs[0], &outputs[0], req[0])
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+}
+
+type UnaryEntry = (&'static str, &'static [&'static str], UnaryKind);
+
+const UNARY_OPS: &[UnaryEntry] = &[
+    ("_copy", &["identity"], UnaryKind::Copy),
+    ("BlockGrad", &["stop_gradient"], UnaryKind::Copy),
+    ("negative", &[], UnaryKind::Negative),
+    ("abs", &[], UnaryKind::Abs),
+    ("sign", &[], UnaryKind::Sign),
+    ("sqrt", &[], UnaryKind::Sqrt),
+    ("rsqrt", &[], UnaryKind::Rsqrt),
+    ("cbrt", &[], UnaryKind::Cbrt),
+    ("rcbrt", &[], UnaryKind::Rcbrt),
+    ("square", &[], UnaryKind::Square),
+    ("reciprocal", &[], UnaryKind::Reciprocal),
+    ("exp", &[], UnaryKind::Exp),
+    ("expm1", &[], UnaryKind::Expm1),
+    ("log", &[], UnaryKind::Log),
+    ("log1p", &[], UnaryKind::Log1p),
+    ("log2", &[], UnaryKind::Log2),
+    ("log10", &[], UnaryKind::Log10),
+    ("sin", &[], UnaryKind::Sin),
+    ("cos", &[], UnaryKind::Cos),
+    ("tan", &[], UnaryKind::Tan),
+    ("arcsin", &[], UnaryKind::Arcsin),
+    ("arccos", &[], UnaryKind::Arccos),
+    ("arctan", &[], UnaryKind::Arctan),
+    ("sinh", &[], UnaryKind::Sinh),
+    ("cosh", &[], UnaryKind::Cosh),
+    ("tanh", &[], UnaryKind::Tanh),
+    ("arcsinh", &[], UnaryKind::Arcsinh),
+    ("arccosh", &[], UnaryKind::Arccosh),
+    ("arctanh", &[], UnaryKind::Arctanh),
+    ("degrees", &[], UnaryKind::Degrees),
+    ("radians", &[], UnaryKind::Radians),
+    ("sigmoid", &[], UnaryKind::Sigmoid),
+    ("softsign", &[], UnaryKind::Softsign),
+    ("relu", &[], UnaryKind::Relu),
+    ("floor", &[], UnaryKind::Floor),
+    ("ceil", &[], UnaryKind::Ceil),
+    ("round", &[], UnaryKind::Round),
+    ("rint", &[], UnaryKind::Rint),
+    ("fix", &[], UnaryKind::Fix),
+    ("trunc", &[], UnaryKind::Trunc),
+    ("logical_not", &[], UnaryKind::LogicalNot),
+];
+
+fn create_clip(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new("clip", attrs, &["a_min", "a_max"])?;
+    let lo = p.float("a_min", f64::NEG_INFINITY)?;
+    let hi = p.float("a_max", f64::INFINITY)?;
+    if p.raw("a_min").is_none() || p.raw("a_max").is_none() {
+        return Err(crate::error::Error::Value(
+            "clip: required arguments 'a_min' and 'a_max' must both be given".into(),
+        ));
+    }
+    Ok(Arc::new(Unary {
+        name: "clip",
+        kind: UnaryKind::Clip(lo, hi),
+    }))
+}
+
+/// A unary operator by its kind, for callers in the core.
+pub fn unary_op(name: &'static str, kind: UnaryKind) -> OpRef {
+    Arc::new(Unary { name, kind })
+}
+
+/// Registers the unary operators.
+pub fn register(r: &mut Registry) {
+    for (i, (name, aliases, _)) in UNARY_OPS.iter().enumerate() {
+        r.add(OpDef {
+            name,
+            aliases,
+            inputs: &["data"],
+            variadic: false,
+            params: &[],
+            doc: "Element-wise function of one array.",
+            create: Box::new(move |attrs| {
+                let (name, _, kind) = UNARY_OPS[i];
+                Params::new(name, attrs, &[])?;
+                Ok(unary_op(name, kind))
+            }),
+        });
+    }
+    r.add(OpDef {
+        name: "clip",
+        aliases: &[],
+        inputs: &["data"],
+        variadic: false,
+        params: &["a_min", "a_max"],
+        doc: "Clips values to [a_min, a_max].",
+        create: Box::new(create_clip),
+    });
+}

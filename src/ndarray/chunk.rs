@@ -1,0 +1,67 @@
+//! A chunk: the memory and engine variable that an array and its views share.
+
+use crate::context::Context;
+use crate::engine::{self, Var};
+use crate::error::Result;
+use crate::storage::{self, Block};
+
+/// Storage plus the engine variable that orders every access to it.
+pub struct Chunk {
+    block: Option<Block>,
+    var: Var,
+    ctx: Context,
+}
+
+impl Chunk {
+    /// A chunk of `bytes` bytes on `ctx`, taken from the device's pool.
+    pub fn alloc(ctx: Context, bytes: usize) -> Result<Chunk> {
+        Ok(Chunk {
+            block: Some(storage::alloc(ctx, bytes)?),
+            var: engine::get().new_variable(),
+            ctx,
+        })
+    }
+
+    /// The engine variable.
+    pub fn var(&self) -> &Var {
+        &self.var
+    }
+
+    /// The device.
+    pub fn context(&self) -> Context {
+        self.ctx
+    }
+
+    /// Start of the memory.
+    pub fn ptr(&self) -> *mut u8 {
+        self.block.as_ref().map_or(std::ptr::null_mut(), |b| b.ptr())
+    }
+
+    /// Bytes in the chunk.
+    pub fn bytes(&self) -> usize {
+        self.block.as_ref().map_or(0, |b| b.size())
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        let block = self.block.take();
+        if var_is_idle(&self.var) {
+            drop(block);
+        } else {
+            // Memory returns to the pool only after every queued op on it has run.
+            engine::get().delete_variable(
+                Box::new(move |_| {
+                    drop(block);
+                    Ok(())
+                }),
+                self.ctx,
+                &self.var,
+            );
+        }
+    }
+}
+
+fn var_is_idle(_var: &Var) -> bool {
+    false
+}

@@ -1,0 +1,307 @@
+//! NDArray: a shape, a dtype and an offset into a shared chunk; views share the chunk and
+//! its engine variable, so writes through a view are ordered with the parent.
+
+mod chunk;
+pub mod serialize;
+
+pub use chunk::Chunk;
+
+use crate::context::Context;
+use crate::dtype::{DType, Element};
+use crate::engine::{self, FnProperty, Var};
+use crate::error::{Error, Result};
+use crate::shape::{fmt_shape, size_of, Shape};
+use std::sync::Arc;
+
+/// An n-dimensional array on a device, computed asynchronously by the engine.
+#[derive(Clone)]
+pub struct NDArray {
+    chunk: Arc<Chunk>,
+    shape: Shape,
+    /// Offset of the first element, in elements of `dtype`.
+    offset: usize,
+    dtype: DType,
+}
+
+/// A raw view of an array's memory for kernels: valid while the op that got it runs.
+#[derive(Clone, Debug)]
+pub struct TBlob {
+    ptr: *mut u8,
+    pub shape: Shape,
+    pub dtype: DType,
+}
+
+// SAFETY: a TBlob is handed to exactly one engine op, which the engine orders against every
+// other access to the same memory.
+unsafe impl Send for TBlob {}
+// SAFETY: as above.
+unsafe impl Sync for TBlob {}
+
+impl TBlob {
+    /// A blob over raw memory (the caller guarantees it stays valid and ordered).
+    pub fn from_raw(ptr: *mut u8, shape: Shape, dtype: DType) -> TBlob {
+        TBlob { ptr, shape, dtype }
+    }
+
+    /// Number of elements.
+    pub fn size(&self) -> usize {
+        size_of(&self.shape)
+    }
+
+    /// Start of the memory.
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    fn check<T: Element>(&self) {
+        assert_eq!(
+            T::DTYPE,
+            self.dtype,
+            "kernel dtype {} does not match blob dtype {}",
+            T::DTYPE,
+            self.dtype
+        );
+    }
+
+    /// The elements, read-only.
+    pub fn slice<T: Element>(&self) -> &[T] {
+        self.check::<T>();
+        if self.size() == 0 {
+            return &[];
+        }
+        // SAFETY: the engine gives this op shared access to the blob's memory, which holds
+        // `size()` elements of T, aligned, for as long as the op runs.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const T, self.size()) }
+    }
+
+    /// The elements, writable.
+    #[allow(clippy::mut_from_ref)]
+    pub fn slice_mut<T: Element>(&self) -> &mut [T] {
+        self.check::<T>();
+        if self.size() == 0 {
+            return &mut [];
+        }
+        // SAFETY: the engine gives this op exclusive access to the blob's memory (it is a
+        // mutable var of the op), which holds `size()` elements of T.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut T, self.size()) }
+    }
+
+    /// The raw bytes, read-only.
+    pub fn bytes(&self) -> &[u8] {
+        let n = self.size() * self.dtype.size();
+        if n == 0 {
+            return &[];
+        }
+        // SAFETY: as for `slice`.
+        unsafe { std::slice::from_raw_parts(self.ptr, n) }
+    }
+
+    /// The raw bytes, writable.
+    #[allow(clippy::mut_from_ref)]
+    pub fn bytes_mut(&self) -> &mut [u8] {
+        let n = self.size() * self.dtype.size();
+        if n == 0 {
+            return &mut [];
+        }
+        // SAFETY: as for `slice_mut`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, n) }
+    }
+}
+
+impl NDArray {
+    /// A new array with uninitialised contents.
+    pub fn empty(shape: &[usize], dtype: DType, ctx: Context) -> Result<NDArray> {
+        let n = shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .and_then(|n| n.checked_mul(dtype.size()))
+            .ok_or_else(|| Error::Value(format!("shape {} is too large", fmt_shape(shape))))?;
+        Ok(NDArray {
+            chunk: Arc::new(Chunk::alloc(ctx, n)?),
+            shape: Shape::from_slice(shape),
+            offset: 0,
+            dtype,
+        })
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The device.
+    pub fn context(&self) -> Context {
+        self.chunk.context()
+    }
+
+    /// Number of elements.
+    pub fn size(&self) -> usize {
+        size_of(&self.shape)
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// The engine variable that orders access to the memory.
+    pub fn var(&self) -> &Var {
+        self.chunk.var()
+    }
+
+    /// The chunk shared with views.
+    pub fn chunk(&self) -> &Arc<Chunk> {
+        &self.chunk
+    }
+
+    /// Offset into the chunk, in elements.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// True if both arrays use the same chunk.
+    pub fn same_chunk(&self, other: &NDArray) -> bool {
+        Arc::ptr_eq(&self.chunk, &other.chunk)
+    }
+
+    /// True if the two arrays may overlap in memory.
+    pub fn overlaps(&self, other: &NDArray) -> bool {
+        if !self.same_chunk(other) {
+            return false;
+        }
+        let (a0, a1) = self.byte_range();
+        let (b0, b1) = other.byte_range();
+        a0 < b1 && b0 < a1
+    }
+
+    fn byte_range(&self) -> (usize, usize) {
+        let start = self.offset * self.dtype.size();
+        (start, start + self.size() * self.dtype.size())
+    }
+
+    /// A kernel's view of the memory; only use it inside an engine op that lists `var()`.
+    pub fn blob(&self) -> TBlob {
+        let base = self.chunk.ptr();
+        let ptr = if base.is_null() || self.size() == 0 {
+            base
+        } else {
+            // SAFETY: offset + size lies within the chunk (views are checked when made).
+            unsafe { base.add(self.offset * self.dtype.size()) }
+        };
+        TBlob {
+            ptr,
+            shape: self.shape.clone(),
+            dtype: self.dtype,
+        }
+    }
+
+    /// The array with the same data seen as `shape` (same number of elements).
+    pub fn reshape_view(&self, shape: &[usize]) -> Result<NDArray> {
+        if size_of(shape) != self.size() {
+            return Err(Error::Value(format!(
+                "reshape: cannot view an array of shape {} as {}",
+                fmt_shape(&self.shape),
+                fmt_shape(shape)
+            )));
+        }
+        Ok(NDArray {
+            chunk: self.chunk.clone(),
+            shape: Shape::from_slice(shape),
+            offset: self.offset,
+            dtype: self.dtype,
+        })
+    }
+
+    /// Rows `begin..end` of the first axis, sharing memory.
+    pub fn slice_view(&self, begin: usize, end: usize) -> Result<NDArray> {
+        if self.ndim() == 0 {
+            return Err(Error::Index(
+                "cannot slice a 0-dimensional array".to_string(),
+            ));
+        }
+        if begin > end || end > self.shape[0] {
+            return Err(Error::Index(format!(
+                "slice [{begin}:{end}] is out of range for axis 0 of an array of shape {}",
+                fmt_shape(&self.shape)
+            )));
+        }
+        let row = size_of(&self.shape[1..]);
+        let mut shape = self.shape.clone();
+        shape[0] = end - begin;
+        Ok(NDArray {
+            chunk: self.chunk.clone(),
+            shape,
+            offset: self.offset + begin * row,
+            dtype: self.dtype,
+        })
+    }
+
+    /// Row `i` of the first axis without that axis, sharing memory.
+    pub fn at_view(&self, i: usize) -> Result<NDArray> {
+        let s = self.slice_view(i, i + 1)?;
+        s.reshape_view(&self.shape[1..])
+    }
+
+    /// Blocks until every pending write is done; returns a stored error.
+    pub fn wait_to_read(&self) -> Result<()> {
+        engine::get().wait_for_var(self.var())
+    }
+
+    /// Blocks until every pending read and write is done; returns a stored error.
+    pub fn wait_to_write(&self) -> Result<()> {
+        let e = engine::get();
+        let (tx, rx) = std::sync::mpsc::channel();
+        e.push_sync(
+            Box::new(move |_| {
+                let _ = tx.send(());
+                Ok(())
+            }),
+            self.context(),
+            &[],
+            std::slice::from_ref(self.var()),
+            FnProperty::Normal,
+            0,
+            "WaitToWrite",
+        );
+        let _ = rx.recv();
+        e.wait_for_var(self.var())
+    }
+
+    /// Copies the contents out as bytes (waits for pending writes).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        self.wait_to_read()?;
+        Ok(self.blob().bytes().to_vec())
+    }
+
+    /// Overwrites the contents from bytes, ordered after pending work.
+    pub fn write_bytes(&self, data: Vec<u8>) -> Result<()> {
+        let want = self.size() * self.dtype.size();
+        if data.len() != want {
+            return Err(Error::Value(format!(
+                "cannot write {} bytes into an array of shape {} and dtype {} ({want} bytes)",
+                data.len(),
+                fmt_shape(&self.shape),
+                self.dtype
+            )));
+        }
+        let blob = self.blob();
+        engine::get().push_sync(
+            Box::new(move |_| {
+                blob.bytes_mut().copy_from_slice(&data);
+                Ok(())
+            }),
+            self.context(),
+            &[],
+            std::slice::from_ref(self.var()),
+            FnProperty::Normal,
+            0,
+            "_sync_copyfrom",
+        );
+        Ok(())
+    }
+}

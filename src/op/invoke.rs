@@ -1,0 +1,200 @@
+//! Imperative invocation: infer shapes and types now, allocate outputs, push the kernel.
+
+use super::{OpContext, OpRef, OpReq};
+use crate::context::Context;
+use crate::engine::{self, FnProperty, Var};
+use crate::error::{Error, Result};
+use crate::ndarray::{NDArray, TBlob};
+use crate::shape::{fmt_shape, Shape};
+use parking_lot::Mutex;
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use smallvec::SmallVec;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// A device's random generator and the engine variable that orders its users.
+pub struct RngResource {
+    var: Var,
+    gen: Mutex<Pcg64Mcg>,
+    ctx: Context,
+}
+
+static GLOBAL_SEED: AtomicU64 = AtomicU64::new(0);
+
+fn rng_table() -> &'static Mutex<HashMap<Context, &'static RngResource>> {
+    static T: OnceLock<Mutex<HashMap<Context, &'static RngResource>>> = OnceLock::new();
+    T.get_or_init(Default::default)
+}
+
+fn seeded(seed: u64, ctx: Context) -> Pcg64Mcg {
+    let mix = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add((ctx.dev_type as u64) << 32 | ctx.dev_id as u32 as u64);
+    Pcg64Mcg::seed_from_u64(mix)
+}
+
+/// The random generator of `ctx`.
+pub fn rng_resource(ctx: Context) -> &'static RngResource {
+    let mut t = rng_table().lock();
+    t.entry(ctx).or_insert_with(|| {
+        Box::leak(Box::new(RngResource {
+            var: engine::get().new_variable(),
+            gen: Mutex::new(seeded(GLOBAL_SEED.load(Ordering::Relaxed), ctx)),
+            ctx,
+        }))
+    })
+}
+
+/// Seeds the generators of every device (or of one), ordered after the random ops
+/// already pushed, so a seed makes later draws reproducible.
+pub fn seed(seed_value: u64, only: Option<Context>) {
+    if only.is_none() {
+        GLOBAL_SEED.store(seed_value, Ordering::Relaxed);
+    }
+    let targets: Vec<&'static RngResource> = match only {
+        Some(ctx) => vec![rng_resource(ctx)],
+        None => rng_table().lock().values().copied().collect(),
+    };
+    for r in targets {
+        engine::get().push_sync(
+            Box::new(move |_| {
+                *r.gen.lock() = seeded(seed_value, r.ctx);
+                Ok(())
+            }),
+            r.ctx,
+            &[],
+            std::slice::from_ref(&r.var),
+            FnProperty::Normal,
+            0,
+            "_random_seed",
+        );
+    }
+}
+
+/// The context an op runs on: its inputs' (which must agree), else `default`.
+pub fn common_context(op: &str, inputs: &[NDArray], default: Option<Context>) -> Result<Context> {
+    let Some(first) = inputs.first() else {
+        return Ok(default.unwrap_or(Context::cpu(0)));
+    };
+    let ctx = first.context();
+    if let Some(other) = inputs.iter().find(|a| a.context() != ctx) {
+        return Err(Error::Value(format!(
+            "{op}: all inputs must be on the same context, got {ctx} and {}",
+            other.context()
+        )));
+    }
+    Ok(ctx)
+}
+
+/// Runs `op` on `inputs`, writing into `out` if given, else into new arrays; returns the
+/// outputs at once while the kernel runs on the engine.
+pub fn invoke(
+    op: &OpRef,
+    inputs: &[NDArray],
+    out: Option<Vec<NDArray>>,
+    ctx: Option<Context>,
+    is_train: bool,
+) -> Result<Vec<NDArray>> {
+    let name = op.name();
+    let ctx = common_context(name, inputs, ctx)?;
+    let in_shapes: SmallVec<[Shape; 4]> = inputs.iter().map(|a| Shape::from_slice(a.shape())).collect();
+    let in_types: SmallVec<[crate::dtype::DType; 4]> = inputs.iter().map(|a| a.dtype()).collect();
+    let out_shapes = op.infer_shape(&in_shapes)?;
+    let out_types = op.infer_type(&in_types)?;
+    let outputs = match out {
+        Some(outs) => {
+            check_outputs(name, &outs, &out_shapes, &out_types, ctx)?;
+            outs
+        }
+        None => out_shapes
+            .iter()
+            .zip(&out_types)
+            .map(|(s, t)| NDArray::empty(s, *t, ctx))
+            .collect::<Result<Vec<_>>>()?,
+    };
+    push_kernel(op.clone(), inputs, &outputs, ctx, is_train);
+    Ok(outputs)
+}
+
+fn check_outputs(
+    op: &str,
+    outs: &[NDArray],
+    shapes: &[Shape],
+    types: &[crate::dtype::DType],
+    ctx: Context,
+) -> Result<()> {
+    if outs.len() != shapes.len() {
+        return Err(Error::Value(format!(
+            "{op}: expected {} output array(s), got {}",
+            shapes.len(),
+            outs.len()
+        )));
+    }
+    for (i, ((o, s), t)) in outs.iter().zip(shapes).zip(types).enumerate() {
+        if o.shape() != s.as_slice() {
+            return Err(Error::Value(format!(
+                "{op}: output {i} has shape {} but the result has shape {}",
+                fmt_shape(o.shape()),
+                fmt_shape(s)
+            )));
+        }
+        if o.dtype() != *t {
+            return Err(Error::Type(format!(
+                "{op}: output {i} has dtype {} but the result has dtype {t}",
+                o.dtype()
+            )));
+        }
+        if o.context() != ctx {
+            return Err(Error::Value(format!(
+                "{op}: output {i} is on {} but the inputs are on {ctx}",
+                o.context()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Pushes the kernel of `op` with the arrays' variables as dependencies.
+pub fn push_kernel(op: OpRef, inputs: &[NDArray], outputs: &[NDArray], ctx: Context, is_train: bool) {
+    let in_blobs: SmallVec<[TBlob; 4]> = inputs.iter().map(|a| a.blob()).collect();
+    let out_blobs: SmallVec<[TBlob; 2]> = outputs.iter().map(|a| a.blob()).collect();
+    let req: SmallVec<[OpReq; 2]> = outputs
+        .iter()
+        .map(|o| {
+            if inputs.iter().any(|i| i.overlaps(o)) {
+                OpReq::WriteInplace
+            } else {
+                OpReq::Write
+            }
+        })
+        .collect();
+    let const_vars: SmallVec<[Var; 4]> = inputs.iter().map(|a| a.var().clone()).collect();
+    let mut mutable_vars: SmallVec<[Var; 2]> = outputs.iter().map(|a| a.var().clone()).collect();
+    let rng = if op.needs_rng() {
+        let r = rng_resource(ctx);
+        mutable_vars.push(r.var.clone());
+        Some(r)
+    } else {
+        None
+    };
+    let name = op.name();
+    engine::get().push_sync(
+        Box::new(move |_| {
+            let mut guard = rng.map(|r| r.gen.lock());
+            let mut octx = OpContext {
+                is_train,
+                rng: guard.as_deref_mut(),
+            };
+            op.forward(&mut octx, &in_blobs, &out_blobs, &req)
+                .map_err(|e| e.with_prefix(&format!("{name}: ")))
+        }),
+        ctx,
+        &const_vars,
+        &mutable_vars,
+        FnProperty::Normal,
+        0,
+        name,
+    );
+}

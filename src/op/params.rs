@@ -1,0 +1,280 @@
+//! Operator attributes: string values parsed as MXNet's parameter parser reads them.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+
+/// An operator's attributes as given: name to string value.
+pub type Attrs = BTreeMap<String, String>;
+
+/// Typed access to one operator's attributes; rejects names the operator does not take.
+pub struct Params<'a> {
+    op: &'a str,
+    attrs: &'a Attrs,
+}
+
+fn bad(op: &str, key: &str, value: &str, want: &str) -> Error {
+    Error::Value(format!(
+        "{op}: invalid value '{value}' for argument '{key}': expected {want}"
+    ))
+}
+
+/// Parses an integer as MXNet does (plain decimal, possibly signed, surrounding spaces).
+pub fn parse_int(s: &str) -> Option<i64> {
+    let t = s.trim();
+    t.parse::<i64>()
+        .ok()
+        .or_else(|| t.strip_suffix('L').and_then(|u| u.parse().ok()))
+}
+
+/// Parses a tuple like `(2, 3)`, `[2,3]`, `(2,)`, `()` or a bare `2`; `None` for `None`.
+pub fn parse_tuple(s: &str) -> Option<Option<Vec<i64>>> {
+    let t = s.trim();
+    if t == "None" {
+        return Some(None);
+    }
+    let inner = if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']'))
+    {
+        &t[1..t.len() - 1]
+    } else {
+        t
+    };
+    let mut out = Vec::new();
+    for part in inner.split(',') {
+        let p = part.trim();
+        if p.is_empty() {
+            continue;
+        }
+        if p == "None" {
+            return None;
+        }
+        out.push(parse_int(p)?);
+    }
+    Some(Some(out))
+}
+
+/// Parses a tuple of optional integers (`None` entries allowed), as slice begin/end take.
+pub fn parse_opt_tuple(s: &str) -> Option<Vec<Option<i64>>> {
+    let t = s.trim();
+    let inner = if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']'))
+    {
+        &t[1..t.len() - 1]
+    } else {
+        t
+    };
+    let mut out = Vec::new();
+    for part in inner.split(',') {
+        let p = part.trim();
+        if p.is_empty() {
+            continue;
+        }
+        out.push(if p == "None" { None } else { Some(parse_int(p)?) });
+    }
+    Some(out)
+}
+
+impl<'a> Params<'a> {
+    /// Checks that every attribute is one of `allowed` (hidden `__x__` attributes pass).
+    pub fn new(op: &'a str, attrs: &'a Attrs, allowed: &[&str]) -> Result<Params<'a>> {
+        for key in attrs.keys() {
+            if key.starts_with("__") || allowed.contains(&key.as_str()) {
+                continue;
+            }
+            return Err(Error::Value(format!(
+                "{op}: unknown argument '{key}'; possible arguments: {}",
+                if allowed.is_empty() {
+                    "none".to_string()
+                } else {
+                    allowed.join(", ")
+                }
+            )));
+        }
+        Ok(Params { op, attrs })
+    }
+
+    /// The operator's name, for messages.
+    pub fn op(&self) -> &str {
+        self.op
+    }
+
+    /// The raw string, if given.
+    pub fn raw(&self, key: &str) -> Option<&'a str> {
+        self.attrs.get(key).map(|s| s.as_str())
+    }
+
+    /// A required attribute's raw string.
+    pub fn required(&self, key: &str) -> Result<&'a str> {
+        self.raw(key).ok_or_else(|| {
+            Error::Value(format!("{}: required argument '{key}' is missing", self.op))
+        })
+    }
+
+    /// An integer.
+    pub fn int(&self, key: &str, default: i64) -> Result<i64> {
+        match self.raw(key) {
+            None => Ok(default),
+            Some(v) => parse_int(v).ok_or_else(|| bad(self.op, key, v, "an integer")),
+        }
+    }
+
+    /// A required integer.
+    pub fn int_required(&self, key: &str) -> Result<i64> {
+        let v = self.required(key)?;
+        parse_int(v).ok_or_else(|| bad(self.op, key, v, "an integer"))
+    }
+
+    /// An integer or `None`.
+    pub fn opt_int(&self, key: &str) -> Result<Option<i64>> {
+        match self.raw(key) {
+            None => Ok(None),
+            Some(v) if v.trim() == "None" => Ok(None),
+            Some(v) => parse_int(v)
+                .map(Some)
+                .ok_or_else(|| bad(self.op, key, v, "an integer or None")),
+        }
+    }
+
+    /// A non-negative integer.
+    pub fn usize(&self, key: &str, default: usize) -> Result<usize> {
+        let v = self.int(key, default as i64)?;
+        usize::try_from(v).map_err(|_| {
+            bad(
+                self.op,
+                key,
+                self.raw(key).unwrap_or(""),
+                "a non-negative integer",
+            )
+        })
+    }
+
+    /// A float.
+    pub fn float(&self, key: &str, default: f64) -> Result<f64> {
+        match self.raw(key) {
+            None => Ok(default),
+            Some(v) => parse_float(v).ok_or_else(|| bad(self.op, key, v, "a number")),
+        }
+    }
+
+    /// A float or `None`.
+    pub fn opt_float(&self, key: &str) -> Result<Option<f64>> {
+        match self.raw(key) {
+            None => Ok(None),
+            Some(v) if v.trim() == "None" => Ok(None),
+            Some(v) => parse_float(v)
+                .map(Some)
+                .ok_or_else(|| bad(self.op, key, v, "a number or None")),
+        }
+    }
+
+    /// A boolean (`True`/`False`/`1`/`0`, any case).
+    pub fn bool(&self, key: &str, default: bool) -> Result<bool> {
+        match self.raw(key) {
+            None => Ok(default),
+            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" => Ok(true),
+                "false" | "0" => Ok(false),
+                _ => Err(bad(self.op, key, v, "a boolean")),
+            },
+        }
+    }
+
+    /// A tuple of integers, or `None` if absent or `None`.
+    pub fn opt_tuple(&self, key: &str) -> Result<Option<Vec<i64>>> {
+        match self.raw(key) {
+            None => Ok(None),
+            Some(v) => parse_tuple(v).ok_or_else(|| bad(self.op, key, v, "a tuple of integers")),
+        }
+    }
+
+    /// A tuple of integers with a default.
+    pub fn tuple(&self, key: &str, default: &[i64]) -> Result<Vec<i64>> {
+        Ok(self.opt_tuple(key)?.unwrap_or_else(|| default.to_vec()))
+    }
+
+    /// A required tuple of integers.
+    pub fn tuple_required(&self, key: &str) -> Result<Vec<i64>> {
+        let v = self.required(key)?;
+        parse_tuple(v)
+            .flatten()
+            .ok_or_else(|| bad(self.op, key, v, "a tuple of integers"))
+    }
+
+    /// A tuple whose entries may be `None`.
+    pub fn opt_entries(&self, key: &str) -> Result<Option<Vec<Option<i64>>>> {
+        match self.raw(key) {
+            None => Ok(None),
+            Some(v) => parse_opt_tuple(v)
+                .map(Some)
+                .ok_or_else(|| bad(self.op, key, v, "a tuple of integers or None")),
+        }
+    }
+
+    /// One of a fixed set of names.
+    pub fn choice(&self, key: &str, default: &'static str, options: &[&'static str]) -> Result<&'static str> {
+        match self.raw(key) {
+            None => Ok(default),
+            Some(v) => {
+                let t = v.trim().trim_matches('\'').trim_matches('"');
+                options.iter().copied().find(|o| *o == t).ok_or_else(|| {
+                    bad(self.op, key, v, &format!("one of {}", options.join(", ")))
+                })
+            }
+        }
+    }
+
+    /// A dtype name, or `None`.
+    pub fn opt_dtype(&self, key: &str) -> Result<Option<DType>> {
+        match self.raw(key) {
+            None => Ok(None),
+            Some(v) if v.trim() == "None" => Ok(None),
+            Some(v) => DType::from_name(v.trim().trim_matches('\'').trim_matches('"'))
+                .map(Some)
+                .map_err(|_| bad(self.op, key, v, "a dtype name such as float32")),
+        }
+    }
+}
+
+/// Parses a float as MXNet does, accepting `inf`, `-inf` and `nan`.
+pub fn parse_float(s: &str) -> Option<f64> {
+    let t = s.trim();
+    match t.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" => Some(f64::INFINITY),
+        "-inf" | "-infinity" => Some(f64::NEG_INFINITY),
+        "nan" => Some(f64::NAN),
+        "true" => Some(1.0),
+        "false" => Some(0.0),
+        _ => t.parse().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(pairs: &[(&str, &str)]) -> Attrs {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn parses_like_mxnet() {
+        let a = attrs(&[("axis", "(0, 2)"), ("keepdims", "True"), ("scalar", "1.5")]);
+        let p = Params::new("sum", &a, &["axis", "keepdims", "scalar"]).unwrap();
+        assert_eq!(p.opt_tuple("axis").unwrap(), Some(vec![0, 2]));
+        assert!(p.bool("keepdims", false).unwrap());
+        assert_eq!(p.float("scalar", 0.0).unwrap(), 1.5);
+        assert_eq!(parse_tuple("2"), Some(Some(vec![2])));
+        assert_eq!(parse_tuple("(2,)"), Some(Some(vec![2])));
+        assert_eq!(parse_tuple("None"), Some(None));
+        assert_eq!(parse_opt_tuple("(None, 1)"), Some(vec![None, Some(1)]));
+    }
+
+    #[test]
+    fn rejects_unknown_and_malformed() {
+        let a = attrs(&[("axes", "1")]);
+        let e = Params::new("sum", &a, &["axis"]).err().unwrap();
+        assert!(e.to_string().contains("unknown argument 'axes'"));
+        let a = attrs(&[("axis", "x")]);
+        let p = Params::new("sum", &a, &["axis"]).unwrap();
+        assert!(p.int("axis", 0).is_err());
+    }
+}

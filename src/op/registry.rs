@@ -1,0 +1,84 @@
+//! The table of operator definitions, filled once from every kernel family.
+
+use super::{Attrs, OpRef};
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// One registered operator: names, inputs, and how to build it from attributes.
+pub struct OpDef {
+    /// MXNet's name.
+    pub name: &'static str,
+    /// Other names MXNet accepts.
+    pub aliases: &'static [&'static str],
+    /// Names of the inputs, in order (`data`, `lhs`, `rhs`, ...).
+    pub inputs: &'static [&'static str],
+    /// True if the op takes any number of inputs (given by `num_args`).
+    pub variadic: bool,
+    /// Attribute names the op takes.
+    pub params: &'static [&'static str],
+    /// One-line description.
+    pub doc: &'static str,
+    /// Builds the op from its attributes.
+    pub create: Box<dyn Fn(&Attrs) -> Result<OpRef> + Send + Sync>,
+}
+
+/// A set of definitions under construction.
+#[derive(Default)]
+pub struct Registry {
+    defs: Vec<OpDef>,
+}
+
+impl Registry {
+    /// Adds a definition.
+    pub fn add(&mut self, def: OpDef) {
+        self.defs.push(def);
+    }
+}
+
+struct Table {
+    defs: Vec<&'static OpDef>,
+    by_name: HashMap<&'static str, &'static OpDef>,
+}
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut r = Registry::default();
+        crate::kernels::cpu::register_all(&mut r);
+        let mut defs = Vec::new();
+        let mut by_name = HashMap::new();
+        for def in r.defs {
+            let def: &'static OpDef = Box::leak(Box::new(def));
+            for n in std::iter::once(&def.name).chain(def.aliases.iter()) {
+                assert!(
+                    by_name.insert(*n, def).is_none(),
+                    "operator name {n} registered twice"
+                );
+            }
+            defs.push(def);
+        }
+        Table { defs, by_name }
+    })
+}
+
+/// The definition registered under `name` (or an alias).
+pub fn find(name: &str) -> Result<&'static OpDef> {
+    table()
+        .by_name
+        .get(name)
+        .copied()
+        .ok_or_else(|| Error::Value(format!("unknown operator '{name}'")))
+}
+
+/// Every registered definition, in registration order.
+pub fn list_ops() -> &'static [&'static OpDef] {
+    &table().defs
+}
+
+impl OpDef {
+    /// Builds the operator from attributes, with the op's name in any error.
+    pub fn build(&self, attrs: &Attrs) -> Result<OpRef> {
+        (self.create)(attrs)
+    }
+}

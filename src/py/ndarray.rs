@@ -1,0 +1,432 @@
+//! The `NDArray` Python class: a handle on a core array, with the hot paths (arithmetic,
+//! views, properties) in Rust; `rsmx.ndarray` adds the rest of MXNet's methods in Python.
+
+use super::errors::{guard, IntoPy};
+use crate::context::{Context, DeviceType};
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::kernels::cpu::binary::{broadcast_op, scalar_op, BinaryKind};
+use crate::ndarray::NDArray;
+use crate::op::invoke::invoke;
+use crate::op::OpRef;
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyTuple, PyType};
+use std::sync::OnceLock;
+
+/// The Python class behind `mx.nd.NDArray`.
+#[pyclass(name = "NDArray", module = "rsmx.ndarray.ndarray", subclass, weakref)]
+pub struct PyNDArray {
+    pub inner: NDArray,
+    writable: bool,
+}
+
+impl PyNDArray {
+    pub fn new(inner: NDArray) -> PyNDArray {
+        PyNDArray {
+            inner,
+            writable: true,
+        }
+    }
+}
+
+/// numpy's scalar types in dtype-flag order, installed by `rsmx.ndarray` at import.
+static NUMPY_TYPES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
+
+#[pyfunction]
+pub fn _set_numpy_types(py: Python<'_>, types: Vec<Py<PyType>>) {
+    let _ = NUMPY_TYPES.set(py, types);
+}
+
+/// Parses a `(dev_type, dev_id)` pair.
+pub fn context_of(dev_type: i32, dev_id: i32) -> PyResult<Context> {
+    let t = DeviceType::from_i32(dev_type)
+        .ok_or_else(|| Error::Value(format!("unknown device type {dev_type}")))
+        .py()?;
+    Ok(Context { dev_type: t, dev_id })
+}
+
+#[derive(Clone, Copy)]
+enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Pow,
+}
+
+struct ArithOps {
+    broadcast: OpRef,
+}
+
+fn arith_kind(a: Arith) -> BinaryKind {
+    match a {
+        Arith::Add => BinaryKind::Add,
+        Arith::Sub => BinaryKind::Sub,
+        Arith::Mul => BinaryKind::Mul,
+        Arith::Div => BinaryKind::Div,
+        Arith::Mod => BinaryKind::Mod,
+        Arith::Pow => BinaryKind::Power,
+    }
+}
+
+fn arith_ops(a: Arith) -> &'static ArithOps {
+    static OPS: OnceLock<Vec<ArithOps>> = OnceLock::new();
+    let all = OPS.get_or_init(|| {
+        [
+            ("broadcast_add", BinaryKind::Add),
+            ("broadcast_sub", BinaryKind::Sub),
+            ("broadcast_mul", BinaryKind::Mul),
+            ("broadcast_div", BinaryKind::Div),
+            ("broadcast_mod", BinaryKind::Mod),
+            ("broadcast_power", BinaryKind::Power),
+        ]
+        .into_iter()
+        .map(|(n, k)| ArithOps {
+            broadcast: broadcast_op(n, k),
+        })
+        .collect()
+    });
+    &all[a as usize]
+}
+
+fn scalar_name(a: Arith, reverse: bool) -> &'static str {
+    match (a, reverse) {
+        (Arith::Add, _) => "_plus_scalar",
+        (Arith::Sub, false) => "_minus_scalar",
+        (Arith::Sub, true) => "_rminus_scalar",
+        (Arith::Mul, _) => "_mul_scalar",
+        (Arith::Div, false) => "_div_scalar",
+        (Arith::Div, true) => "_rdiv_scalar",
+        (Arith::Mod, false) => "_mod_scalar",
+        (Arith::Mod, true) => "_rmod_scalar",
+        (Arith::Pow, false) => "_power_scalar",
+        (Arith::Pow, true) => "_rpower_scalar",
+    }
+}
+
+fn wrap(py: Python<'_>, a: NDArray) -> PyResult<Py<PyNDArray>> {
+    Py::new(py, PyNDArray::new(a))
+}
+
+/// `lhs <op> rhs` where `rhs` is an NDArray or a number; `reverse` computes `rhs <op> lhs`;
+/// `out` writes in place.
+fn arith(
+    py: Python<'_>,
+    lhs: &NDArray,
+    rhs: &Bound<'_, PyAny>,
+    a: Arith,
+    reverse: bool,
+    out: Option<NDArray>,
+) -> PyResult<Option<NDArray>> {
+    let out = out.map(|o| vec![o]);
+    let result = if let Ok(other) = rhs.cast::<PyNDArray>() {
+        let other = other.borrow();
+        let (l, r) = if reverse {
+            (&other.inner, lhs)
+        } else {
+            (lhs, &other.inner)
+        };
+        invoke(&arith_ops(a).broadcast, &[l.clone(), r.clone()], out, None, false)
+    } else if let Ok(s) = rhs.extract::<f64>() {
+        let op = scalar_op(scalar_name(a, reverse), arith_kind(a), reverse, s);
+        invoke(&op, std::slice::from_ref(lhs), out, None, false)
+    } else {
+        let _ = py;
+        return Ok(None);
+    };
+    Ok(Some(result.py()?.pop().expect("one output")))
+}
+
+macro_rules! binary_methods {
+    ($($fwd:ident, $rev:ident, $inp:ident, $kind:expr);* $(;)?) => {
+        #[pymethods]
+        impl PyNDArray {
+            $(
+                fn $fwd(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                    let py = slf.py();
+                    let lhs = slf.borrow().inner.clone();
+                    match guard(stringify!($fwd), || arith(py, &lhs, other, $kind, false, None))? {
+                        Some(r) => Ok(wrap(py, r)?.into_any()),
+                        None => Ok(py.NotImplemented()),
+                    }
+                }
+
+                fn $rev(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                    let py = slf.py();
+                    let lhs = slf.borrow().inner.clone();
+                    match guard(stringify!($rev), || arith(py, &lhs, other, $kind, true, None))? {
+                        Some(r) => Ok(wrap(py, r)?.into_any()),
+                        None => Ok(py.NotImplemented()),
+                    }
+                }
+
+                fn $inp(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+                    let lhs = slf.borrow().writable_inner()?;
+                    match guard(stringify!($inp), || arith(slf.py(), &lhs, other, $kind, false, Some(lhs.clone())))? {
+                        Some(_) => Ok(()),
+                        None => Err(unsupported(other)),
+                    }
+                }
+            )*
+        }
+    };
+}
+
+binary_methods!(
+    __add__, __radd__, __iadd__, Arith::Add;
+    __sub__, __rsub__, __isub__, Arith::Sub;
+    __mul__, __rmul__, __imul__, Arith::Mul;
+    __truediv__, __rtruediv__, __itruediv__, Arith::Div;
+    __mod__, __rmod__, __imod__, Arith::Mod;
+);
+
+#[pymethods]
+impl PyNDArray {
+    fn __pow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _m: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let lhs = slf.borrow().inner.clone();
+        match guard("__pow__", || arith(py, &lhs, other, Arith::Pow, false, None))? {
+            Some(r) => Ok(wrap(py, r)?.into_any()),
+            None => Ok(py.NotImplemented()),
+        }
+    }
+
+    fn __rpow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _m: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let lhs = slf.borrow().inner.clone();
+        match guard("__rpow__", || arith(py, &lhs, other, Arith::Pow, true, None))? {
+            Some(r) => Ok(wrap(py, r)?.into_any()),
+            None => Ok(py.NotImplemented()),
+        }
+    }
+
+    fn __ipow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _m: &Bound<'_, PyAny>) -> PyResult<()> {
+        let lhs = slf.borrow().writable_inner()?;
+        match guard("__ipow__", || arith(slf.py(), &lhs, other, Arith::Pow, false, Some(lhs.clone())))? {
+            Some(_) => Ok(()),
+            None => Err(unsupported(other)),
+        }
+    }
+
+    /// The shape as a tuple.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape())
+    }
+
+    /// The element type as a numpy type (`numpy.float32`, ...).
+    #[getter]
+    fn dtype(&self, py: Python<'_>) -> PyResult<Py<PyType>> {
+        let types = NUMPY_TYPES
+            .get(py)
+            .ok_or_else(|| PyTypeError::new_err("rsmx.ndarray is not initialised"))?;
+        Ok(types[self.inner.dtype().flag() as usize].clone_ref(py))
+    }
+
+    /// MXNet's type flag of the element type.
+    #[getter]
+    fn _dtype_flag(&self) -> i32 {
+        self.inner.dtype().flag()
+    }
+
+    /// `(device_type_id, device_id)`.
+    #[getter]
+    fn _ctx(&self) -> (i32, i32) {
+        let c = self.inner.context();
+        (c.dev_type as i32, c.dev_id)
+    }
+
+    /// Number of elements.
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+
+    /// Number of dimensions.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.ndim()
+    }
+
+    /// True unless the array is read-only.
+    #[getter]
+    fn writable(&self) -> bool {
+        self.writable
+    }
+
+    #[setter]
+    fn set_writable(&mut self, v: bool) {
+        self.writable = v;
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner
+            .shape()
+            .first()
+            .copied()
+            .ok_or_else(|| PyTypeError::new_err("len() of a 0-d NDArray"))
+    }
+
+    /// Blocks until pending writes are done; raises an error an op stored on the array.
+    fn wait_to_read(&self, py: Python<'_>) -> PyResult<()> {
+        let a = self.inner.clone();
+        py.detach(move || a.wait_to_read()).py()
+    }
+
+    /// Blocks until pending reads and writes are done.
+    fn _wait_to_write(&self, py: Python<'_>) -> PyResult<()> {
+        let a = self.inner.clone();
+        py.detach(move || a.wait_to_write()).py()
+    }
+
+    /// Row `i` of the first axis, sharing memory.
+    fn _at(&self, i: i64) -> PyResult<PyNDArray> {
+        let n = *self.inner.shape().first().unwrap_or(&0) as i64;
+        let j = if i < 0 { i + n } else { i };
+        if j < 0 || j >= n {
+            return Err(Error::Index(format!(
+                "index {i} is out of bounds for axis 0 with size {n}"
+            )))
+            .py();
+        }
+        Ok(self.view(self.inner.at_view(j as usize).py()?))
+    }
+
+    /// Rows `begin..end` of the first axis, sharing memory.
+    fn _slice(&self, begin: usize, end: usize) -> PyResult<PyNDArray> {
+        Ok(self.view(self.inner.slice_view(begin, end).py()?))
+    }
+
+    /// The same memory seen with another shape of the same size.
+    fn _reshape_view(&self, shape: Vec<usize>) -> PyResult<PyNDArray> {
+        Ok(self.view(self.inner.reshape_view(&shape).py()?))
+    }
+
+    /// True if both arrays share memory.
+    fn _shares_memory(&self, other: &PyNDArray) -> bool {
+        self.inner.overlaps(&other.inner)
+    }
+
+    /// Copies the contents into a C-contiguous numpy array of the same size and dtype.
+    fn _copy_to_numpy(&self, py: Python<'_>, dst: &Bound<'_, PyUntypedArray>) -> PyResult<()> {
+        let nbytes = self.inner.size() * self.inner.dtype().size();
+        check_numpy(dst, nbytes, self.inner.dtype())?;
+        let a = self.inner.clone();
+        py.detach(|| a.wait_to_read()).py()?;
+        // SAFETY: dst is a C-contiguous numpy array of exactly nbytes bytes (checked above),
+        // and the source is not written while we copy (all writes pushed so far are done and
+        // we hold the GIL, so no new op on this array can be pushed from Python).
+        unsafe {
+            let dptr = (*dst.as_array_ptr()).data as *mut u8;
+            if nbytes > 0 {
+                std::ptr::copy_nonoverlapping(a.blob().ptr(), dptr, nbytes);
+            }
+        }
+        Ok(())
+    }
+
+    /// Overwrites the contents from a C-contiguous numpy array of the same size and dtype,
+    /// ordered after pending work on the array.
+    fn _copy_from_numpy(&self, src: &Bound<'_, PyUntypedArray>) -> PyResult<()> {
+        let nbytes = self.inner.size() * self.inner.dtype().size();
+        check_numpy(src, nbytes, self.inner.dtype())?;
+        let mut data = vec![0u8; nbytes];
+        // SAFETY: src is a C-contiguous numpy array of nbytes bytes (checked above).
+        unsafe {
+            let sptr = (*src.as_array_ptr()).data as *const u8;
+            if nbytes > 0 {
+                std::ptr::copy_nonoverlapping(sptr, data.as_mut_ptr(), nbytes);
+            }
+        }
+        self.inner.write_bytes(data).py()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<NDArray {} @{}>",
+            self.inner
+                .shape()
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("x"),
+            self.inner.context()
+        )
+    }
+}
+
+fn unsupported(other: &Bound<'_, PyAny>) -> PyErr {
+    let t = other
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    super::errors::to_pyerr(Error::Type(format!(
+        "unsupported operand type for an in-place NDArray operation: {t}"
+    )))
+}
+
+impl PyNDArray {
+    /// The array, or an error if it is read-only.
+    pub fn writable_inner(&self) -> PyResult<NDArray> {
+        if !self.writable {
+            return Err(Error::Value("trying to write to a read-only NDArray".into())).py();
+        }
+        Ok(self.inner.clone())
+    }
+
+    /// True unless the array is read-only.
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    fn view(&self, inner: NDArray) -> PyNDArray {
+        PyNDArray {
+            inner,
+            writable: self.writable,
+        }
+    }
+}
+
+fn check_numpy(a: &Bound<'_, PyUntypedArray>, nbytes: usize, dtype: DType) -> PyResult<()> {
+    let itemsize = a.dtype().itemsize();
+    if !a.is_c_contiguous() || a.len() * itemsize != nbytes || itemsize != dtype.size() {
+        return Err(Error::Value(format!(
+            "numpy array of {} bytes (item size {itemsize}) does not match an NDArray of {nbytes} bytes and dtype {dtype}",
+            a.len() * itemsize
+        )))
+        .py();
+    }
+    Ok(())
+}
+
+/// A new array with uninitialised contents.
+#[pyfunction]
+pub fn empty(shape: Vec<usize>, dtype_flag: i32, dev_type: i32, dev_id: i32) -> PyResult<PyNDArray> {
+    let ctx = context_of(dev_type, dev_id)?;
+    let dtype = DType::from_flag(dtype_flag).py()?;
+    Ok(PyNDArray::new(NDArray::empty(&shape, dtype, ctx).py()?))
+}
+
+/// A new array with a copy of a C-contiguous numpy array's contents.
+#[pyfunction]
+pub fn from_numpy(src: &Bound<'_, PyUntypedArray>, dtype_flag: i32, dev_type: i32, dev_id: i32) -> PyResult<PyNDArray> {
+    let ctx = context_of(dev_type, dev_id)?;
+    let dtype = DType::from_flag(dtype_flag).py()?;
+    let shape: Vec<usize> = src.shape().to_vec();
+    let a = NDArray::empty(&shape, dtype, ctx).py()?;
+    let nbytes = a.size() * dtype.size();
+    check_numpy(src, nbytes, dtype)?;
+    // SAFETY: `a` is new, so no engine op can touch its memory yet; src holds nbytes bytes.
+    unsafe {
+        if nbytes > 0 {
+            let sptr = (*src.as_array_ptr()).data as *const u8;
+            std::ptr::copy_nonoverlapping(sptr, a.blob().ptr(), nbytes);
+        }
+    }
+    Ok(PyNDArray::new(a))
+}
