@@ -3,6 +3,8 @@
 
 pub mod invoke;
 pub mod params;
+#[cfg(test)]
+pub mod testutil;
 mod registry;
 
 pub use params::{Attrs, Params};

@@ -303,3 +303,33 @@ pub fn register(r: &mut Registry) {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
+
+    #[test]
+    fn broadcast_and_scalar() {
+        let a = f32a(&[2, 3], &[1., 2., 3., 4., 5., 6.]);
+        let b = f32a(&[3], &[10., 20., 30.]);
+        let c = &run("broadcast_add", &[], &[a.clone(), b])[0];
+        assert_eq!(c.shape(), &[2, 3]);
+        assert_eq!(f32s(c), vec![11., 22., 33., 14., 25., 36.]);
+        let d = &run("_rminus_scalar", &[("scalar", "1")], &[a.clone()])[0];
+        assert_eq!(f32s(d), vec![0., -1., -2., -3., -4., -5.]);
+        let col = f32a(&[2, 1], &[1., 2.]);
+        let e = &run("broadcast_mul", &[], &[a.clone(), col])[0];
+        assert_eq!(f32s(e), vec![1., 2., 3., 8., 10., 12.]);
+        assert!(try_run("broadcast_add", &[], &[a.clone(), f32a(&[2], &[1., 2.])]).is_err());
+        assert!(try_run("elemwise_add", &[], &[a.clone(), f32a(&[3], &[1., 2., 3.])]).is_err());
+    }
+
+    #[test]
+    fn integer_semantics_follow_mxnet() {
+        let a = array::<i32>(&[4], &[-7, 7, -7, 7]);
+        let b = array::<i32>(&[4], &[2, -2, -2, 2]);
+        assert_eq!(values::<i32>(&run("_div", &[], &[a.clone(), b.clone()])[0]), vec![-3, -3, 3, 3]);
+        assert_eq!(values::<i32>(&run("_mod", &[], &[a.clone(), b])[0]), vec![1, -1, -1, 1]);
+        assert_eq!(values::<i32>(&run("_div_scalar", &[("scalar", "0")], &[a])[0]), vec![0; 4]);
+    }
+}

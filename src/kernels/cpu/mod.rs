@@ -1,8 +1,15 @@
 //! CPU kernels, grouped by operator family; each family registers its operators.
 
 pub mod binary;
+pub mod indexing;
+pub mod init;
+pub mod linalg;
 pub mod map;
 pub mod num;
+pub mod random;
+pub mod reduce;
+pub mod sorting;
+pub mod transform;
 pub mod unary;
 
 use crate::op::Registry;
@@ -11,4 +18,11 @@ use crate::op::Registry;
 pub fn register_all(r: &mut Registry) {
     unary::register(r);
     binary::register(r);
+    init::register(r);
+    reduce::register(r);
+    linalg::register(r);
+    transform::register(r);
+    indexing::register(r);
+    sorting::register(r);
+    random::register(r);
 }
