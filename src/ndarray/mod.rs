@@ -2,6 +2,7 @@
 //! its engine variable, so writes through a view are ordered with the parent.
 
 mod chunk;
+pub mod io;
 pub mod serialize;
 
 pub use chunk::Chunk;
@@ -304,4 +305,40 @@ impl NDArray {
         );
         Ok(())
     }
+}
+
+/// Copies `src` into `dst` (same shape and dtype, any contexts), ordered after pending
+/// writes to `src` and pending reads and writes of `dst`.
+pub fn copy_into(src: &NDArray, dst: &NDArray) -> Result<()> {
+    if src.shape() != dst.shape() {
+        return Err(Error::Value(format!(
+            "copyto: source shape {} does not match destination shape {}",
+            fmt_shape(src.shape()),
+            fmt_shape(dst.shape())
+        )));
+    }
+    if src.dtype() != dst.dtype() {
+        return Err(Error::Type(format!(
+            "copyto: source dtype {} does not match destination dtype {}",
+            src.dtype(),
+            dst.dtype()
+        )));
+    }
+    if src.overlaps(dst) && src.offset() == dst.offset() {
+        return Ok(());
+    }
+    let (s, d) = (src.blob(), dst.blob());
+    engine::get().push_sync(
+        Box::new(move |_| {
+            d.bytes_mut().copy_from_slice(s.bytes());
+            Ok(())
+        }),
+        dst.context(),
+        std::slice::from_ref(src.var()),
+        std::slice::from_ref(dst.var()),
+        FnProperty::Normal,
+        0,
+        "_copyto",
+    );
+    Ok(())
 }

@@ -114,5 +114,71 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(storage_stats, m)?)?;
     m.add_function(wrap_pyfunction!(storage_release_all, m)?)?;
     m.add_function(wrap_pyfunction!(random_seed, m)?)?;
+    add_io_functions(m)?;
+    Ok(())
+}
+
+/// Saves arrays (and names, empty for a list) to `path` in MXNet's format.
+#[pyfunction]
+fn save(py: Python<'_>, path: String, arrays: Vec<PyRef<'_, PyNDArray>>, names: Vec<String>) -> PyResult<()> {
+    let arrays: Vec<_> = arrays.iter().map(|a| a.inner.clone()).collect();
+    py.detach(move || crate::ndarray::io::save(&path, &arrays, &names))
+        .py()
+}
+
+/// Loads `(arrays, names)` from a file in MXNet's format.
+#[pyfunction]
+fn load(py: Python<'_>, path: String) -> PyResult<(Vec<Py<PyNDArray>>, Vec<String>)> {
+    let (arrays, names) = py.detach(move || crate::ndarray::io::load(&path)).py()?;
+    let arrays = arrays
+        .into_iter()
+        .map(|a| Py::new(py, PyNDArray::new(a)))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((arrays, names))
+}
+
+/// Loads `(arrays, names)` from the bytes of a file in MXNet's format.
+#[pyfunction]
+fn load_from_bytes(py: Python<'_>, data: Vec<u8>) -> PyResult<(Vec<Py<PyNDArray>>, Vec<String>)> {
+    let (arrays, names) = crate::ndarray::io::load_bytes(&data).py()?;
+    let arrays = arrays
+        .into_iter()
+        .map(|a| Py::new(py, PyNDArray::new(a)))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((arrays, names))
+}
+
+/// Copies `src` into `dst`.
+#[pyfunction]
+fn copy_into(src: PyRef<'_, PyNDArray>, dst: PyRef<'_, PyNDArray>) -> PyResult<()> {
+    let d = dst.writable_inner()?;
+    crate::ndarray::copy_into(&src.inner, &d).py()
+}
+
+/// Output shapes of operator `name` with `attrs` for input shapes.
+#[pyfunction]
+fn infer_shape(name: &str, attrs: Attrs, shapes: Vec<Vec<usize>>) -> PyResult<Vec<Vec<usize>>> {
+    guard(name, || {
+        let op = op::find(name).py()?.build(&attrs).py()?;
+        let shapes: Vec<crate::shape::Shape> = shapes
+            .iter()
+            .map(|s| crate::shape::Shape::from_slice(s))
+            .collect();
+        Ok(op
+            .infer_shape(&shapes)
+            .py()?
+            .into_iter()
+            .map(|s| s.to_vec())
+            .collect())
+    })
+}
+
+/// Registers the array I/O and utility functions.
+fn add_io_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(save, m)?)?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(load_from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_into, m)?)?;
+    m.add_function(wrap_pyfunction!(infer_shape, m)?)?;
     Ok(())
 }

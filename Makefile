@@ -1,0 +1,43 @@
+# Build, demo and test rsmx. `make demo` runs the main job; `make test` runs the whole suite.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+ENGINES := ThreadedEnginePerDevice ThreadedEngine NaiveEngine
+
+.PHONY: venv build demo test test-rust test-python lint bench
+
+$(VENV)/.ready: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "maturin>=1.5,<2" "numpy>=1.23" pytest pytest-timeout ruff
+	touch $@
+
+venv: $(VENV)/.ready
+
+build: venv
+	maturin develop --release -q
+
+demo: build
+	$(PY) examples/demo.py
+
+lint: venv
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+	cargo clippy --all-targets --features python -- -D warnings
+	ruff check python tests benches examples
+
+test-rust:
+	cargo test
+
+test-python: build
+	for e in $(ENGINES); do \
+		echo "== pytest under $$e"; \
+		RSMX_ENGINE_TYPE=$$e $(PY) -m pytest -q -p no:cacheprovider tests || exit 1; \
+	done
+
+test: lint test-rust test-python
+
+bench: build
+	cargo bench
+	$(PY) benches/python/bench.py

@@ -1,0 +1,32 @@
+"""rsmx: MXNet 1.x's execution core rebuilt in Rust, with MXNet's Python API.
+
+Use it as ``import rsmx as mx``.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import base, context, engine, storage
+from .base import MXNetError
+from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
+from . import ndarray
+from . import ndarray as nd
+from . import random
+
+__all__ = [
+    "MXNetError",
+    "Context",
+    "cpu",
+    "gpu",
+    "cpu_pinned",
+    "current_context",
+    "num_gpus",
+    "base",
+    "context",
+    "engine",
+    "storage",
+    "ndarray",
+    "nd",
+    "random",
+]

@@ -1,0 +1,66 @@
+"""Exception classes and small helpers shared by the whole package."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "MXNetError",
+    "MXNetValueError",
+    "MXNetTypeError",
+    "MXNetIndexError",
+    "MXNetNotImplementedError",
+    "MXNetMemoryError",
+    "numeric_types",
+    "integer_types",
+    "string_types",
+]
+
+
+class MXNetError(RuntimeError):
+    """The error rsmx raises for anything that went wrong in the core."""
+
+
+class MXNetValueError(MXNetError, ValueError):
+    """A bad value: wrong shape, malformed attribute, corrupt file."""
+
+
+class MXNetTypeError(MXNetError, TypeError):
+    """A wrong type: unsupported dtype, wrong kind of argument."""
+
+
+class MXNetIndexError(MXNetError, IndexError):
+    """An index or axis out of range."""
+
+
+class MXNetNotImplementedError(MXNetError, NotImplementedError):
+    """A feature that is not available, such as a GPU in a build without GPU support."""
+
+
+class MXNetMemoryError(MXNetError, MemoryError):
+    """An allocation that could not be satisfied."""
+
+
+numeric_types = (float, int, np.generic, numbers.Number)
+integer_types = (int, np.integer)
+string_types = (str,)
+
+
+class _NullType:
+    """Marks an argument that was not given (MXNet's ``_Null``)."""
+
+    def __repr__(self) -> str:
+        return "_Null"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+_Null = _NullType()
+
+
+def py_str(x: bytes | str) -> str:
+    """Decodes bytes to str."""
+    return x.decode("utf-8") if isinstance(x, bytes) else x
