@@ -46,7 +46,7 @@ impl Chunk {
 impl Drop for Chunk {
     fn drop(&mut self) {
         let block = self.block.take();
-        if var_is_idle(&self.var) {
+        if self.var.is_idle() {
             drop(block);
         } else {
             // Memory returns to the pool only after every queued op on it has run.
@@ -60,8 +60,4 @@ impl Drop for Chunk {
             );
         }
     }
-}
-
-fn var_is_idle(_var: &Var) -> bool {
-    false
 }

@@ -143,7 +143,7 @@ def _assign(dst: NDArray, value: Any) -> None:
         raise MXNetValueError(
             f"cannot assign a value of shape {src.shape} to a region of shape {dst.shape}"
         ) from None
-    dst._copy_from_numpy(np.ascontiguousarray(src, dtype=dst.dtype))
+    dst._copy_from_numpy(np.asarray(src, dtype=dst.dtype, order="C"))
 
 
 def _fit(src: tuple, dst: tuple) -> tuple:

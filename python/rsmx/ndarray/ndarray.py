@@ -118,7 +118,7 @@ def array(source_array: Any, ctx: Any = None, dtype: Any = None) -> NDArray:
     if src.dtype == object:
         raise MXNetTypeError(f"cannot make an NDArray from {type(source_array).__name__}")
     flag = _flag(dtype)
-    src = np.ascontiguousarray(src, dtype=_FLAG_TYPES[flag])
+    src = np.asarray(src, dtype=_FLAG_TYPES[flag], order="C")
     return _core.from_numpy(src, flag, *_ctx(ctx)._pair)
 
 

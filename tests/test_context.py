@@ -1,0 +1,52 @@
+"""Contexts, the package surface and the error classes."""
+
+from __future__ import annotations
+
+import pytest
+
+import rsmx as mx
+
+
+def test_package_surface():
+    assert isinstance(mx.__version__, str)
+    assert mx.cpu(1) == mx.Context("cpu", 1)
+    assert mx.cpu(0) != mx.cpu(1)
+    assert str(mx.cpu(2)) == "cpu(2)"
+    assert repr(mx.gpu(1)) == "gpu(1)"
+    assert mx.cpu(3).device_type == "cpu" and mx.cpu(3).device_id == 3
+    assert mx.context.num_gpus() == 0
+    assert mx.current_context() == mx.cpu(0)
+    assert hash(mx.cpu(1)) == hash(mx.Context(mx.cpu(1)))
+
+
+def test_with_context_sets_the_default():
+    with mx.Context("cpu", 2):
+        assert mx.current_context() == mx.cpu(2)
+        a = mx.nd.zeros((2,))
+        with mx.cpu(3):
+            assert mx.nd.ones((1,)).context == mx.cpu(3)
+        assert mx.current_context() == mx.cpu(2)
+    assert a.context == mx.cpu(2)
+    assert mx.current_context() == mx.cpu(0)
+
+
+def test_gpu_without_support_is_a_clear_error():
+    with pytest.raises(mx.MXNetError, match="GPU"):
+        mx.nd.zeros((2, 2), ctx=mx.gpu(0))
+    with pytest.raises(mx.MXNetError, match="GPU"):
+        mx.nd.array([1, 2]).copyto(mx.gpu(0))
+
+
+def test_error_classes():
+    from rsmx import base
+
+    for cls, builtin in [
+        (base.MXNetValueError, ValueError),
+        (base.MXNetTypeError, TypeError),
+        (base.MXNetIndexError, IndexError),
+        (base.MXNetNotImplementedError, NotImplementedError),
+    ]:
+        assert issubclass(cls, base.MXNetError) and issubclass(cls, builtin)
+    assert issubclass(base.MXNetError, RuntimeError)
+    with pytest.raises(mx.MXNetError):
+        mx.Context("tpu", 0)
