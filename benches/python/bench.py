@@ -1,0 +1,300 @@
+"""End-to-end workloads for rsmx, run side by side with a reference.
+
+    python benches/python/bench.py [--ref /path/to/python] [--only NAME ...] [--json FILE]
+
+Runs each workload against rsmx in this interpreter and, with ``--ref``, against MXNet 1.9.1
+or PyTorch (whichever the other interpreter has) in a subprocess started by this same
+invocation, then prints each figure and the ratio rsmx / reference. numpy figures are taken
+in this interpreter for the workloads where numpy is the yardstick. The machine is shared
+and noisy: every figure is the best of several repeats, and only ratios measured in one run
+should be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+# Each workload returns (value, unit, higher_is_better).
+Result = tuple[float, str, bool]
+
+
+def best_of(repeats: int, fn: Callable[[], float]) -> float:
+    """The smallest of ``repeats`` timings (seconds) returned by ``fn``."""
+    return min(fn() for _ in range(repeats))
+
+
+# ------------------------------------------------------------------ backends
+
+
+class MXBackend:
+    """rsmx or MXNet 1.x: the same API."""
+
+    def __init__(self, module_name: str):
+        self.name = module_name
+        self.mx = __import__(module_name)
+
+    def tiny_op(self, n: int = 20000) -> Result:
+        mx = self.mx
+        a = mx.nd.ones((10,))
+        b = mx.nd.ones((10,))
+        mx.nd.waitall()
+
+        def run() -> float:
+            t = time.perf_counter()
+            for _ in range(n):
+                c = a + b
+            mx.nd.waitall()
+            del c
+            return time.perf_counter() - t
+
+        return best_of(5, run) / n * 1e6, "us/op", False
+
+    def parallel_chains(self) -> Result:
+        mx = self.mx
+        x = mx.nd.ones((65536,)) * 0.5
+        y = mx.nd.ones((65536,)) * 0.25
+        mx.nd.waitall()
+
+        def one_chain() -> float:
+            t = time.perf_counter()
+            a = x
+            for _ in range(1000):
+                a = mx.nd.tanh(a)
+            mx.nd.waitall()
+            return time.perf_counter() - t
+
+        def two_chains() -> float:
+            t = time.perf_counter()
+            a, b = x, y
+            for _ in range(500):
+                a = mx.nd.tanh(a)
+                b = mx.nd.tanh(b)
+            mx.nd.waitall()
+            return time.perf_counter() - t
+
+        t1 = best_of(5, one_chain)
+        t2 = best_of(5, two_chains)
+        return t1 / t2, "x speed-up", True
+
+    def elemwise(self) -> Result:
+        mx = self.mx
+        n = 16 * 1024 * 1024
+        a = mx.nd.ones((n,)) * 1.5
+        b = mx.nd.ones((n,)) * 0.5
+        mx.nd.waitall()
+
+        def run() -> float:
+            t = time.perf_counter()
+            c = a * b + a
+            c.wait_to_read()
+            return time.perf_counter() - t
+
+        run()
+        return best_of(10, run) * 1e3, "ms", False
+
+    def dot(self) -> Result:
+        mx = self.mx
+        a = mx.nd.random.uniform(shape=(1024, 1024))
+        b = mx.nd.random.uniform(shape=(1024, 1024))
+        mx.nd.waitall()
+
+        def run() -> float:
+            t = time.perf_counter()
+            c = mx.nd.dot(a, b)
+            c.wait_to_read()
+            return time.perf_counter() - t
+
+        run()
+        return 2 * 1024**3 / best_of(10, run) / 1e9, "GFLOP/s", True
+
+
+class TorchBackend:
+    """PyTorch on the CPU."""
+
+    name = "torch"
+
+    def __init__(self) -> None:
+        import torch
+
+        self.torch = torch
+
+    def tiny_op(self, n: int = 20000) -> Result:
+        torch = self.torch
+        a = torch.ones(10)
+        b = torch.ones(10)
+
+        def run() -> float:
+            t = time.perf_counter()
+            for _ in range(n):
+                c = a + b
+            del c
+            return time.perf_counter() - t
+
+        return best_of(5, run) / n * 1e6, "us/op", False
+
+    def parallel_chains(self) -> Result:
+        return float("nan"), "x speed-up", True
+
+    def elemwise(self) -> Result:
+        torch = self.torch
+        n = 16 * 1024 * 1024
+        a = torch.full((n,), 1.5)
+        b = torch.full((n,), 0.5)
+
+        def run() -> float:
+            t = time.perf_counter()
+            c = a * b + a
+            del c
+            return time.perf_counter() - t
+
+        run()
+        return best_of(10, run) * 1e3, "ms", False
+
+    def dot(self) -> Result:
+        torch = self.torch
+        a = torch.rand(1024, 1024)
+        b = torch.rand(1024, 1024)
+
+        def run() -> float:
+            t = time.perf_counter()
+            torch.mm(a, b)
+            return time.perf_counter() - t
+
+        run()
+        return 2 * 1024**3 / best_of(10, run) / 1e9, "GFLOP/s", True
+
+
+class NumpyBackend:
+    """numpy, the yardstick for element-wise work."""
+
+    name = "numpy"
+
+    def __init__(self) -> None:
+        import numpy
+
+        self.np = numpy
+
+    def elemwise(self) -> Result:
+        np = self.np
+        n = 16 * 1024 * 1024
+        a = np.full(n, 1.5, dtype=np.float32)
+        b = np.full(n, 0.5, dtype=np.float32)
+
+        def run() -> float:
+            t = time.perf_counter()
+            c = a * b + a
+            del c
+            return time.perf_counter() - t
+
+        run()
+        return best_of(10, run) * 1e3, "ms", False
+
+    def dot(self) -> Result:
+        np = self.np
+        a = np.random.rand(1024, 1024).astype(np.float32)
+        b = np.random.rand(1024, 1024).astype(np.float32)
+
+        def run() -> float:
+            t = time.perf_counter()
+            a @ b
+            return time.perf_counter() - t
+
+        run()
+        return 2 * 1024**3 / best_of(10, run) / 1e9, "GFLOP/s", True
+
+
+WORKLOADS = ["tiny_op", "parallel_chains", "elemwise", "dot"]
+
+
+def make_backend(name: str):
+    if name in ("rsmx", "mxnet"):
+        return MXBackend(name)
+    if name == "torch":
+        return TorchBackend()
+    if name == "numpy":
+        return NumpyBackend()
+    raise SystemExit(f"unknown backend {name}")
+
+
+def run_backend(name: str, only: list[str]) -> dict[str, Result]:
+    backend = make_backend(name)
+    out = {}
+    for w in only:
+        fn = getattr(backend, w, None)
+        if fn is not None:
+            out[w] = fn()
+    return out
+
+
+def detect_reference(python: str) -> str:
+    code = (
+        "import importlib.util as u;"
+        "print('mxnet' if u.find_spec('mxnet') else 'torch' if u.find_spec('torch') else 'none')"
+    )
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def run_reference(python: str, only: list[str]) -> tuple[str, dict[str, Result]]:
+    backend = detect_reference(python)
+    if backend == "none":
+        raise SystemExit(f"{python} has neither mxnet nor torch")
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    cmd = [python, os.path.abspath(__file__), "--backend", backend, "--json", "-", "--only", *only]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd="/")
+    if proc.returncode != 0:
+        raise SystemExit(f"reference run failed:\n{proc.stderr}")
+    return backend, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ref", action="append", default=[], help="python of an environment with MXNet 1.9.1 or PyTorch")
+    p.add_argument("--only", nargs="*", default=WORKLOADS)
+    p.add_argument("--backend", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--json", default=None, help="write the figures as JSON to this file ('-' for stdout)")
+    args = p.parse_args()
+
+    if args.backend:
+        res = run_backend(args.backend, args.only)
+        print(json.dumps(res))
+        return
+
+    results: dict[str, dict[str, Result]] = {"rsmx": run_backend("rsmx", args.only)}
+    numpy_workloads = [w for w in ("elemwise", "dot") if w in args.only]
+    if numpy_workloads:
+        results["numpy"] = run_backend("numpy", numpy_workloads)
+    for ref in args.ref:
+        name, res = run_reference(ref, args.only)
+        results[name] = res
+
+    print(f"{'workload':<18}{'backend':<8}{'figure':>14}  unit         rsmx/ref")
+    for w in args.only:
+        mine = results["rsmx"].get(w)
+        for name, res in results.items():
+            if w not in res:
+                continue
+            value, unit, higher = res[w]
+            ratio = ""
+            if name != "rsmx" and mine and value == value and value != 0:
+                r = mine[0] / value if higher else value / mine[0]
+                ratio = f"{r:6.2f}x {'better' if r >= 1 else 'worse'}"
+            print(f"{w:<18}{name:<8}{value:>14.3f}  {unit:<12} {ratio}")
+    if args.json:
+        text = json.dumps(results, indent=1)
+        if args.json == "-":
+            print(text)
+        else:
+            with open(args.json, "w") as f:
+                f.write(text)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
