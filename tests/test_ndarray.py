@@ -1,0 +1,228 @@
+"""NDArray creation, properties, transfer, arithmetic, indexing and bad input."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import rsmx as mx
+
+DTYPES = [np.float32, np.float64, np.float16, np.uint8, np.int32, np.int8, np.int64]
+
+
+def test_array_dtype_rules():
+    assert mx.nd.array([1, 2]).dtype == np.float32
+    assert mx.nd.array(np.arange(3)).dtype == np.float32  # MXNet casts to float32
+    assert mx.nd.array(np.arange(3), dtype="int64").dtype == np.int64
+    a = mx.nd.array([1, 2], dtype=np.int32)
+    assert mx.nd.array(a).dtype == np.int32  # an NDArray source keeps its dtype
+    assert mx.nd.array(np.float32(3)).shape == ()
+    for dt in DTYPES:
+        x = (np.arange(12) % 7).astype(dt).reshape(3, 4)
+        y = mx.nd.array(x, dtype=dt)
+        assert y.dtype == dt and y.shape == (3, 4) and y.size == 12 and y.ndim == 2
+        np.testing.assert_array_equal(y.asnumpy(), x)
+
+
+def test_creation_functions(ctx):
+    assert mx.nd.zeros((2, 3), ctx=ctx).asnumpy().tolist() == [[0] * 3] * 2
+    assert mx.nd.ones(4, dtype="int32").asnumpy().tolist() == [1] * 4
+    assert mx.nd.full((2,), 7.5).asnumpy().tolist() == [7.5, 7.5]
+    assert mx.nd.empty((3, 2)).shape == (3, 2)
+    np.testing.assert_array_equal(mx.nd.arange(2, 8, 2).asnumpy(), [2, 4, 6])
+    np.testing.assert_array_equal(mx.nd.arange(3, repeat=2).asnumpy(), [0, 0, 1, 1, 2, 2])
+    x = mx.nd.array([[1, 2], [3, 4]])
+    np.testing.assert_array_equal(mx.nd.zeros_like(x).asnumpy(), np.zeros((2, 2)))
+    np.testing.assert_array_equal(mx.nd.ones_like(x).asnumpy(), np.ones((2, 2)))
+
+
+def test_properties_and_transfer():
+    x = mx.nd.array([[1, 2, 3], [4, 5, 6]], ctx=mx.cpu(1))
+    assert x.context == mx.cpu(1)
+    np.testing.assert_array_equal(x.T.asnumpy(), [[1, 4], [2, 5], [3, 6]])
+    assert mx.nd.array([5]).asscalar() == 5.0
+    with pytest.raises(ValueError):
+        x.asscalar()
+    np.testing.assert_array_equal(np.asarray(x), x.asnumpy())
+    y = x.copyto(mx.cpu(2))
+    assert y.context == mx.cpu(2)
+    z = mx.nd.zeros((2, 3))
+    x.copyto(z)
+    np.testing.assert_array_equal(z.asnumpy(), x.asnumpy())
+    assert x.as_in_context(mx.cpu(1)) is x
+    assert x.as_in_context(mx.cpu(0)).context == mx.cpu(0)
+    c = x.copy()
+    c += 1
+    assert x.asnumpy()[0, 0] == 1 and c.asnumpy()[0, 0] == 2
+    i = x.astype("int32")
+    assert i.dtype == np.int32 and i.asnumpy().tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert x.astype(np.float32, copy=False) is x
+    x.wait_to_read()
+    mx.nd.waitall()
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_arithmetic_matches_numpy(dt):
+    rng = np.random.default_rng(0)
+    a = rng.integers(1, 5, size=(3, 4)).astype(dt)
+    b = rng.integers(1, 5, size=(4,)).astype(dt)
+    x, y = mx.nd.array(a, dtype=dt), mx.nd.array(b, dtype=dt)
+    np.testing.assert_allclose((x + y).asnumpy(), a + b, rtol=1e-3)
+    np.testing.assert_allclose((x * y).asnumpy(), a * b, rtol=1e-3)
+    np.testing.assert_allclose((x - 1).asnumpy(), a - dt(1), rtol=1e-3)
+    np.testing.assert_allclose((10 - x).asnumpy(), dt(10) - a, rtol=1e-3)
+    np.testing.assert_allclose((2 * x).asnumpy(), a * dt(2), rtol=1e-3)
+    np.testing.assert_allclose((x % 3).asnumpy(), a % dt(3), rtol=1e-3)
+    np.testing.assert_allclose((x**2).asnumpy(), a.astype(np.float64) ** 2, rtol=1e-2)
+    if np.dtype(dt).kind == "f":
+        np.testing.assert_allclose((x / y).asnumpy(), a / b, rtol=1e-3)
+        np.testing.assert_allclose((1 / x).asnumpy(), 1 / a, rtol=1e-3)
+        np.testing.assert_allclose((2**x).asnumpy(), 2.0**a, rtol=1e-3)
+    np.testing.assert_array_equal((x > 2).asnumpy(), (a > 2).astype(dt))
+    np.testing.assert_array_equal((x == y).asnumpy(), (a == b).astype(dt))
+    np.testing.assert_array_equal((-x).asnumpy(), -a if np.dtype(dt).kind != "u" else (-a))
+
+
+def test_in_place_forms_write_the_same_memory():
+    x = mx.nd.ones((2, 2))
+    view = x[1]
+    x += 1
+    x *= 3
+    x -= 1
+    x /= 5
+    np.testing.assert_allclose(x.asnumpy(), np.full((2, 2), 1.0))
+    np.testing.assert_allclose(view.asnumpy(), [1.0, 1.0])
+    view += 2
+    np.testing.assert_allclose(x.asnumpy(), [[1, 1], [3, 3]])
+
+
+def test_unary_functions():
+    a = np.array([-2.5, -0.5, 0.0, 0.5, 1.5, 2.5], dtype=np.float32)
+    x = mx.nd.array(a)
+    checks = {
+        "negative": -a,
+        "abs": np.abs(a),
+        "sign": np.sign(a),
+        "square": a * a,
+        "exp": np.exp(a),
+        "tanh": np.tanh(a),
+        "sigmoid": 1 / (1 + np.exp(-a)),
+        "relu": np.maximum(a, 0),
+        "floor": np.floor(a),
+        "ceil": np.ceil(a),
+        "round": np.array([-3, -1, 0, 1, 2, 3], dtype=np.float32),  # half away from zero
+        "sin": np.sin(a),
+        "cos": np.cos(a),
+        "expm1": np.expm1(a),
+    }
+    for name, want in checks.items():
+        np.testing.assert_allclose(getattr(mx.nd, name)(x).asnumpy(), want, rtol=1e-5, atol=1e-6, err_msg=name)
+    p = mx.nd.array([0.5, 1.0, 4.0])
+    np.testing.assert_allclose(mx.nd.sqrt(p).asnumpy(), np.sqrt([0.5, 1, 4]), rtol=1e-6)
+    np.testing.assert_allclose(mx.nd.rsqrt(p).asnumpy(), 1 / np.sqrt([0.5, 1, 4]), rtol=1e-6)
+    np.testing.assert_allclose(mx.nd.log(p).asnumpy(), np.log([0.5, 1, 4]), rtol=1e-6)
+    np.testing.assert_allclose(mx.nd.log1p(p).asnumpy(), np.log1p([0.5, 1, 4]), rtol=1e-6)
+    np.testing.assert_allclose(mx.nd.clip(x, -1, 1).asnumpy(), np.clip(a, -1, 1))
+    np.testing.assert_allclose(x.clip(a_min=0, a_max=2).asnumpy(), np.clip(a, 0, 2))
+    np.testing.assert_allclose(mx.nd.maximum(x, 0.5).asnumpy(), np.maximum(a, 0.5))
+    np.testing.assert_allclose(mx.nd.minimum(x, x * 2).asnumpy(), np.minimum(a, a * 2))
+
+
+def test_first_axis_indexing_gives_views():
+    x = mx.nd.arange(12).reshape((3, 4))
+    row = x[1]
+    assert row.shape == (4,)
+    row[:] = 0
+    assert x.asnumpy()[1].tolist() == [0] * 4
+    part = x[1:3]
+    part += 100
+    assert x.asnumpy()[2, 0] == 108
+    assert mx.nd.array([1, 2, 3])[0].shape == (1,)  # MXNet 1.x keeps one dimension
+    assert mx.nd.array([1, 2, 3])[-1].asnumpy().tolist() == [3]
+    with pytest.raises(IndexError):
+        x[3]
+
+
+def test_setitem_forms():
+    x = mx.nd.zeros((3, 4))
+    x[:] = 2
+    assert x.asnumpy().sum() == 24
+    x[1] = mx.nd.ones((4,))
+    x[2] = np.arange(4)
+    assert x.asnumpy().tolist() == [[2] * 4, [1] * 4, [0, 1, 2, 3]]
+    x[0:2] = 5
+    assert x.asnumpy()[:2].tolist() == [[5] * 4] * 2
+    x[:] = np.ones((3, 4)) * 7
+    assert (x.asnumpy() == 7).all()
+    x[:] = mx.nd.array([1, 2, 3, 4])  # broadcast
+    assert x.asnumpy()[2].tolist() == [1, 2, 3, 4]
+
+
+def test_reshape_special_values_and_views():
+    x = mx.nd.arange(24).reshape((2, 3, 4))
+    assert x.reshape((0, -1)).shape == (2, 12)
+    assert x.reshape(-1).shape == (24,)
+    assert x.reshape(4, -1).shape == (4, 6)
+    assert x.reshape((-3, 4)).shape == (6, 4)
+    assert x.reshape((0, -4, 1, 3, 4)).shape == (2, 1, 3, 4)
+    assert x.reshape((-2,)).shape == (2, 3, 4)
+    y = x.reshape((6, 4))
+    y[0] = -1
+    assert x.asnumpy()[0, 0].tolist() == [-1] * 4
+    with pytest.raises(mx.MXNetError):
+        x.reshape((5, 5))
+
+
+def test_bad_input_is_a_clear_error_and_leaves_arrays_unchanged():
+    a = mx.nd.ones((2, 3))
+    b = mx.nd.ones((4,))
+    with pytest.raises(mx.MXNetError, match=r"broadcast_add.*\(2, 3\).*\(4,\)"):
+        a + b
+    with pytest.raises(mx.MXNetError, match=r"\(2, 3\)"):
+        a += b
+    np.testing.assert_array_equal(a.asnumpy(), np.ones((2, 3)))
+    with pytest.raises(mx.MXNetError, match="unknown argument"):
+        mx.nd.exp(a, bogus=1)
+    with pytest.raises(mx.MXNetError, match="a_min"):
+        mx.nd.clip(a, a_min="x", a_max=1)
+    with pytest.raises(mx.MXNetError, match="dtype"):
+        mx.nd.zeros((2,), dtype="complex64")
+    with pytest.raises(mx.MXNetError, match="same context"):
+        mx.nd.ones((2,), ctx=mx.cpu(0)) + mx.nd.ones((2,), ctx=mx.cpu(1))
+    with pytest.raises(TypeError):
+        a + "x"
+    with pytest.raises(mx.MXNetError):
+        mx.nd.exp(a, out=mx.nd.zeros((3, 2)))
+    np.testing.assert_array_equal(a.asnumpy(), np.ones((2, 3)))
+
+
+def test_every_cpu_context_is_a_distinct_device():
+    xs = [mx.nd.full((3,), i, ctx=mx.cpu(i)) for i in range(4)]
+    total = sum((x.copyto(mx.cpu(0)) for x in xs), mx.nd.zeros((3,)))
+    assert total.asnumpy().tolist() == [6.0] * 3
+    assert {x.context for x in xs} == {mx.cpu(i) for i in range(4)}
+
+
+def test_many_arrays_are_freed():
+    ctx = mx.cpu(5)
+    mx.nd.waitall()
+    base = mx.storage.stats(ctx)["bytes_in_use"]
+    x = mx.nd.ones((100,), ctx=ctx)
+    for _ in range(200):
+        x = x * 1.0001
+    x.wait_to_read()
+    del x
+    gc.collect()
+    mx.nd.waitall()
+    assert mx.storage.stats(ctx)["bytes_in_use"] == base
+
+
+def test_repr_and_pickle():
+    import pickle
+
+    x = mx.nd.array([[1, 2], [3, 4]])
+    assert repr(x).endswith("<NDArray 2x2 @cpu(0)>")
+    y = pickle.loads(pickle.dumps(x))
+    np.testing.assert_array_equal(y.asnumpy(), x.asnumpy())
