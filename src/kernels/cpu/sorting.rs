@@ -1,6 +1,505 @@
-//! sorting operators.
+//! Sorting operators: `topk`, `sort`, `argsort` (stable: ties keep index order; NaN sorts above every number).
 
-use crate::op::Registry;
+use super::indexing::{store, CastElem, Scalar};
+use super::map::PAR_MIN;
+use super::num::Num;
+use crate::dispatch_num;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::ndarray::TBlob;
+use crate::op::{check_inputs, Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry};
+use crate::shape::{norm_axis, size_of, Shape};
+use rayon::prelude::*;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// What `topk` returns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ret {
+    Value,
+    Indices,
+    Mask,
+    Both,
+}
+
+/// `topk`, `sort` and `argsort`: the `k` first elements of each lane along an axis (all of
+/// them for `sort`/`argsort`) in ascending or descending order.
+struct SortOp {
+    name: &'static str,
+    /// `None`: the flattened array is one lane.
+    axis: Option<i64>,
+    /// Elements kept per lane; `<= 0` keeps all.
+    k: i64,
+    ret: Ret,
+    ascend: bool,
+    /// dtype of the indices output.
+    dtype: DType,
+}
+
+/// A lane decomposition of the input: `outer` blocks of `n` elements along the axis, with
+/// `inner` interleaved lanes per block.
+#[derive(Debug, Clone, Copy)]
+struct Lanes {
+    outer: usize,
+    n: usize,
+    inner: usize,
+}
+
+impl SortOp {
+    fn lanes(&self, shape: &[usize]) -> Result<(Lanes, Option<usize>)> {
+        match self.axis {
+            None => Ok((
+                Lanes {
+                    outer: 1,
+                    n: size_of(shape),
+                    inner: 1,
+                },
+                None,
+            )),
+            Some(a) => {
+                let ax = norm_axis(a, shape.len(), self.name)?;
+                Ok((
+                    Lanes {
+                        outer: size_of(&shape[..ax]),
+                        n: shape[ax],
+                        inner: size_of(&shape[ax + 1..]),
+                    },
+                    Some(ax),
+                ))
+            }
+        }
+    }
+
+    fn k_of(&self, n: usize) -> Result<usize> {
+        if self.k <= 0 {
+            return Ok(n);
+        }
+        let k = self.k as usize;
+        if k > n {
+            return Err(Error::Value(format!(
+                "{}: k must be at most the number of elements along the axis ({n}), got k = {k}",
+                self.name
+            )));
+        }
+        Ok(k)
+    }
+}
+
+/// A total order on elements: NaN compares above every number and equal to NaN.
+#[inline(always)]
+fn total<T: PartialOrd>(a: &T, b: &T) -> Ordering {
+    match a.partial_cmp(b) {
+        Some(o) => o,
+        None => {
+            let (an, bn) = (a.partial_cmp(a).is_none(), b.partial_cmp(b).is_none());
+            an.cmp(&bn)
+        }
+    }
+}
+
+/// Orders `scratch` (value, index) pairs and keeps the first `k` indices in `dst`.
+fn order_lane<T: Element>(
+    scratch: &mut [(T, usize)],
+    k: usize,
+    ascend: bool,
+    dst: &mut [usize],
+    parallel: bool,
+) {
+    let cmp = |a: &(T, usize), b: &(T, usize)| {
+        let o = total(&a.0, &b.0);
+        (if ascend { o } else { o.reverse() }).then(a.1.cmp(&b.1))
+    };
+    let n = scratch.len();
+    if k == 0 {
+        return;
+    }
+    if parallel {
+        scratch.par_sort_unstable_by(cmp);
+    } else {
+        if k < n {
+            scratch.select_nth_unstable_by(k - 1, cmp);
+        }
+        scratch[..k].sort_unstable_by(cmp);
+    }
+    for (d, s) in dst.iter_mut().zip(scratch.iter()) {
+        *d = s.1;
+    }
+}
+
+/// For every lane, the positions of its first `k` elements in order, lane after lane.
+fn lane_order<T: Element>(src: &[T], l: Lanes, k: usize, ascend: bool) -> Vec<usize> {
+    let lanes = l.outer * l.inner;
+    let mut perm = vec![0usize; lanes * k];
+    if k == 0 {
+        return perm;
+    }
+    let gather = |lane: usize, scratch: &mut Vec<(T, usize)>| {
+        let (o, i) = (lane / l.inner, lane % l.inner);
+        scratch.clear();
+        scratch.extend((0..l.n).map(|t| (src[(o * l.n + t) * l.inner + i], t)));
+    };
+    if lanes == 1 {
+        let mut scratch = Vec::with_capacity(l.n);
+        gather(0, &mut scratch);
+        order_lane(&mut scratch, k, ascend, &mut perm, l.n >= PAR_MIN);
+    } else if lanes * l.n < PAR_MIN {
+        let mut scratch = Vec::with_capacity(l.n);
+        for (lane, dst) in perm.chunks_mut(k).enumerate() {
+            gather(lane, &mut scratch);
+            order_lane(&mut scratch, k, ascend, dst, false);
+        }
+    } else {
+        perm.par_chunks_mut(k)
+            .enumerate()
+            .for_each_init(Vec::new, |scratch, (lane, dst)| {
+                gather(lane, scratch);
+                order_lane(scratch, k, ascend, dst, false);
+            });
+    }
+    perm
+}
+
+/// Position in the output (`outer x k x inner`) of the `t`-th element of `lane`.
+#[inline(always)]
+fn out_pos(l: Lanes, k: usize, lane: usize, t: usize) -> usize {
+    let (o, i) = (lane / l.inner, lane % l.inner);
+    (o * k + t) * l.inner + i
+}
+
+fn write_values<T: Num>(src: &[T], l: Lanes, k: usize, perm: &[usize], out: &mut [T], add: bool) {
+    for (lane, p) in perm.chunks(k.max(1)).enumerate().take(l.outer * l.inner) {
+        let (o, i) = (lane / l.inner, lane % l.inner);
+        for (t, &j) in p.iter().enumerate() {
+            store(
+                &mut out[out_pos(l, k, lane, t)],
+                src[(o * l.n + j) * l.inner + i],
+                add,
+            );
+        }
+    }
+}
+
+fn write_indices<I: CastElem>(l: Lanes, k: usize, perm: &[usize], out: &mut [I], add: bool) {
+    for (lane, p) in perm.chunks(k.max(1)).enumerate().take(l.outer * l.inner) {
+        for (t, &j) in p.iter().enumerate() {
+            store(
+                &mut out[out_pos(l, k, lane, t)],
+                I::from_scalar(Scalar::Int(j as i64)),
+                add,
+            );
+        }
+    }
+}
+
+fn write_mask<T: Num>(l: Lanes, k: usize, perm: &[usize], out: &mut [T], add: bool) {
+    if !add {
+        out.fill(T::ZERO);
+    }
+    for (lane, p) in perm.chunks(k.max(1)).enumerate().take(l.outer * l.inner) {
+        let (o, i) = (lane / l.inner, lane % l.inner);
+        for &j in p {
+            store(&mut out[(o * l.n + j) * l.inner + i], T::ONE, add);
+        }
+    }
+}
+
+fn write_index_blob(l: Lanes, k: usize, perm: &[usize], out: &TBlob, add: bool) {
+    crate::dispatch_dtype!(out.dtype, I => write_indices::<I>(l, k, perm, out.slice_mut(), add))
+}
+
+impl Operator for SortOp {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn num_outputs(&self) -> usize {
+        if self.ret == Ret::Both {
+            2
+        } else {
+            1
+        }
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name, inputs, 1)?;
+        let data = &inputs[0];
+        let (l, ax) = self.lanes(data)?;
+        let k = self.k_of(l.n)?;
+        let picked: Shape = match ax {
+            None => Shape::from_slice(&[k]),
+            Some(ax) => {
+                let mut s = data.clone();
+                s[ax] = k;
+                s
+            }
+        };
+        Ok(match self.ret {
+            Ret::Mask => vec![data.clone()],
+            Ret::Both => vec![picked.clone(), picked],
+            _ => vec![picked],
+        })
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        let Some(&t) = inputs.first() else {
+            return Err(Error::Value(format!(
+                "{}: expected 1 input(s), got 0",
+                self.name
+            )));
+        };
+        if t == DType::Bool {
+            return Err(Error::Type(format!(
+                "{}: dtype bool is not supported",
+                self.name
+            )));
+        }
+        Ok(match self.ret {
+            Ret::Value | Ret::Mask => vec![t],
+            Ret::Indices => vec![self.dtype],
+            Ret::Both => vec![t, self.dtype],
+        })
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        if req.iter().all(|r| *r == OpReq::Null) {
+            return Ok(());
+        }
+        let data = &inputs[0];
+        let (l, _) = self.lanes(&data.shape)?;
+        let k = self.k_of(l.n)?;
+        dispatch_num!(self.name, data.dtype, T => {
+            let src = data.slice::<T>();
+            let perm = lane_order(src, l, k, self.ascend);
+            let add = |i: usize| req[i] == OpReq::Add;
+            match self.ret {
+                Ret::Value => {
+                    if req[0] != OpReq::Null {
+                        write_values(src, l, k, &perm, outputs[0].slice_mut::<T>(), add(0));
+                    }
+                }
+                Ret::Indices => {
+                    if req[0] != OpReq::Null {
+                        write_index_blob(l, k, &perm, &outputs[0], add(0));
+                    }
+                }
+                Ret::Mask => {
+                    if req[0] != OpReq::Null {
+                        write_mask(l, k, &perm, outputs[0].slice_mut::<T>(), add(0));
+                    }
+                }
+                Ret::Both => {
+                    if req[0] != OpReq::Null {
+                        write_values(src, l, k, &perm, outputs[0].slice_mut::<T>(), add(0));
+                    }
+                    if req[1] != OpReq::Null {
+                        write_index_blob(l, k, &perm, &outputs[1], add(1));
+                    }
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+fn axis_param(p: &Params) -> Result<Option<i64>> {
+    match p.raw("axis") {
+        None => Ok(Some(-1)),
+        Some(_) => p.opt_int("axis"),
+    }
+}
+
+fn index_dtype(p: &Params) -> Result<DType> {
+    let d = p.opt_dtype("dtype")?.unwrap_or(DType::F32);
+    if matches!(d, DType::Bool | DType::I8) {
+        return Err(Error::Type(format!(
+            "{}: dtype {d} is not supported for indices; use one of float16, float32, float64, int32, int64, uint8",
+            p.op()
+        )));
+    }
+    Ok(d)
+}
+
+fn create_topk(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new(
+        "topk",
+        attrs,
+        &["axis", "k", "ret_typ", "is_ascend", "dtype"],
+    )?;
+    let ret = match p.choice("ret_typ", "indices", &["both", "indices", "mask", "value"])? {
+        "both" => Ret::Both,
+        "mask" => Ret::Mask,
+        "value" => Ret::Value,
+        _ => Ret::Indices,
+    };
+    Ok(Arc::new(SortOp {
+        name: "topk",
+        axis: axis_param(&p)?,
+        k: p.int("k", 1)?,
+        ret,
+        ascend: p.bool("is_ascend", false)?,
+        dtype: index_dtype(&p)?,
+    }))
+}
+
+fn create_sort(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new("sort", attrs, &["axis", "is_ascend"])?;
+    Ok(Arc::new(SortOp {
+        name: "sort",
+        axis: axis_param(&p)?,
+        k: 0,
+        ret: Ret::Value,
+        ascend: p.bool("is_ascend", true)?,
+        dtype: DType::F32,
+    }))
+}
+
+fn create_argsort(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new("argsort", attrs, &["axis", "is_ascend", "dtype"])?;
+    Ok(Arc::new(SortOp {
+        name: "argsort",
+        axis: axis_param(&p)?,
+        k: 0,
+        ret: Ret::Indices,
+        ascend: p.bool("is_ascend", true)?,
+        dtype: index_dtype(&p)?,
+    }))
+}
 
 /// Registers the sorting operators.
-pub fn register(_r: &mut Registry) {}
+pub fn register(r: &mut Registry) {
+    r.add(OpDef {
+        name: "topk",
+        aliases: &[],
+        inputs: &["data"],
+        variadic: false,
+        params: &["axis", "k", "ret_typ", "is_ascend", "dtype"],
+        doc: "The k largest (or smallest) elements along an axis: values, indices, a mask or both.",
+        create: Box::new(create_topk),
+    });
+    r.add(OpDef {
+        name: "sort",
+        aliases: &[],
+        inputs: &["data"],
+        variadic: false,
+        params: &["axis", "is_ascend"],
+        doc: "Sorts along an axis (the flattened array for axis=None).",
+        create: Box::new(create_sort),
+    });
+    r.add(OpDef {
+        name: "argsort",
+        aliases: &[],
+        inputs: &["data"],
+        variadic: false,
+        params: &["axis", "is_ascend", "dtype"],
+        doc: "Indices that sort an array along an axis.",
+        create: Box::new(create_argsort),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
+
+    fn x() -> crate::ndarray::NDArray {
+        f32a(&[2, 5], &[3., 1., 2., 1., 5., 0., 4., 4., -1., 2.])
+    }
+
+    #[test]
+    fn topk_returns() {
+        let o = &run("topk", &[], &[x()])[0];
+        assert_eq!(o.shape(), &[2, 1]);
+        assert_eq!(f32s(o), vec![4., 1.]);
+        let o = run("topk", &[("k", "2"), ("ret_typ", "both")], &[x()]);
+        assert_eq!(f32s(&o[0]), vec![5., 3., 4., 4.]);
+        assert_eq!(f32s(&o[1]), vec![4., 0., 1., 2.]);
+        let o = &run("topk", &[("k", "2"), ("ret_typ", "mask")], &[x()])[0];
+        assert_eq!(f32s(o), vec![1., 0., 0., 0., 1., 0., 1., 1., 0., 0.]);
+        let o = &run("topk", &[("k", "2"), ("is_ascend", "True")], &[x()])[0];
+        assert_eq!(f32s(o), vec![1., 3., 3., 0.]);
+        let o = run(
+            "topk",
+            &[("k", "1"), ("axis", "0"), ("ret_typ", "both")],
+            &[x()],
+        );
+        assert_eq!(o[0].shape(), &[1, 5]);
+        assert_eq!(f32s(&o[0]), vec![3., 4., 4., 1., 5.]);
+        assert_eq!(f32s(&o[1]), vec![0., 1., 1., 0., 0.]);
+        let o = run(
+            "topk",
+            &[("k", "3"), ("axis", "None"), ("ret_typ", "both")],
+            &[x()],
+        );
+        assert_eq!(o[0].shape(), &[3]);
+        assert_eq!(f32s(&o[1]), vec![4., 6., 7.]);
+        let o = &run(
+            "topk",
+            &[("k", "0"), ("ret_typ", "indices"), ("dtype", "int64")],
+            &[x()],
+        )[0];
+        assert_eq!(values::<i64>(o), vec![4, 0, 2, 1, 3, 1, 2, 4, 0, 3]);
+        let xi = array::<i32>(&[5], &[2, 1, 2, 1, 2]);
+        let o = run(
+            "topk",
+            &[("k", "5"), ("ret_typ", "both"), ("dtype", "uint8")],
+            &[xi],
+        );
+        assert_eq!(values::<i32>(&o[0]), vec![2, 2, 2, 1, 1]);
+        assert_eq!(values::<u8>(&o[1]), vec![0, 2, 4, 1, 3]);
+        assert!(try_run("topk", &[("k", "6")], &[x()]).is_err());
+        assert!(try_run("topk", &[("axis", "2")], &[x()]).is_err());
+        assert!(try_run("topk", &[("ret_typ", "foo")], &[x()]).is_err());
+        assert!(try_run("topk", &[("dtype", "bool")], &[x()]).is_err());
+        assert!(try_run("topk", &[], &[array::<bool>(&[2], &[true, false])]).is_err());
+    }
+
+    #[test]
+    fn sort_and_argsort() {
+        let o = &run("sort", &[], &[x()])[0];
+        assert_eq!(f32s(o), vec![1., 1., 2., 3., 5., -1., 0., 2., 4., 4.]);
+        let o = &run("sort", &[("axis", "0"), ("is_ascend", "False")], &[x()])[0];
+        assert_eq!(f32s(o), vec![3., 4., 4., 1., 5., 0., 1., 2., -1., 2.]);
+        let o = &run("sort", &[("axis", "None")], &[x()])[0];
+        assert_eq!(o.shape(), &[10]);
+        let o = &run("argsort", &[], &[x()])[0];
+        assert_eq!(f32s(o), vec![1., 3., 2., 0., 4., 3., 0., 4., 1., 2.]);
+        let o = &run(
+            "argsort",
+            &[("is_ascend", "0"), ("dtype", "int32")],
+            &[f32a(&[7], &[2., 1., 2., 1., 2., 1., 2.])],
+        )[0];
+        assert_eq!(values::<i32>(o), vec![0, 2, 4, 6, 1, 3, 5]);
+        let nan = f32a(&[5], &[1., f32::NAN, 3., f32::NAN, f32::NEG_INFINITY]);
+        let o = &run("argsort", &[], std::slice::from_ref(&nan))[0];
+        assert_eq!(f32s(o), vec![4., 0., 2., 1., 3.]);
+        let o = &run("sort", &[("is_ascend", "False")], &[nan])[0];
+        let v = f32s(o);
+        assert!(v[0].is_nan() && v[1].is_nan() && v[2] == 3.);
+    }
+
+    #[test]
+    fn large_lanes_in_parallel() {
+        let n = 1 << 18;
+        let data: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1000) as f32).collect();
+        let a = f32a(&[n / 4, 4], &data);
+        let o = &run("sort", &[("axis", "0")], std::slice::from_ref(&a))[0];
+        let v = f32s(o);
+        for c in 0..4 {
+            for r in 1..n / 4 {
+                assert!(v[r * 4 + c] >= v[(r - 1) * 4 + c]);
+            }
+        }
+        let flat = f32a(&[n], &data);
+        let o = &run("argsort", &[("dtype", "int64")], &[flat])[0];
+        let idx = values::<i64>(o);
+        for w in idx.windows(2) {
+            let (a, b) = (data[w[0] as usize], data[w[1] as usize]);
+            assert!(a < b || (a == b && w[0] < w[1]));
+        }
+    }
+}
