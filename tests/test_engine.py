@@ -1,0 +1,108 @@
+"""The dependency engine as seen from Python: ordering, parallel contexts, waits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import rsmx as mx
+
+
+def test_engine_type_follows_the_environment():
+    want = os.environ.get("RSMX_ENGINE_TYPE") or os.environ.get("MXNET_ENGINE_TYPE") or "ThreadedEnginePerDevice"
+    assert mx.engine.engine_type() == want
+    code = "import rsmx as mx; print(mx.engine.engine_type())"
+    for name in ["NaiveEngine", "ThreadedEngine", "ThreadedEnginePerDevice"]:
+        env = {k: v for k, v in os.environ.items() if k not in ("RSMX_ENGINE_TYPE",)}
+        env["MXNET_ENGINE_TYPE"] = name
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == name
+
+
+def test_writes_and_reads_are_ordered_per_array():
+    x = mx.nd.zeros((1000,))
+    snapshots = []
+    for i in range(1, 51):
+        x += 1
+        snapshots.append(x * 1)  # a read between writes sees exactly the writes before it
+    for i, s in enumerate(snapshots, start=1):
+        assert s.asnumpy()[0] == i
+    assert x.asnumpy()[0] == 50
+
+
+def test_views_are_ordered_with_their_parent():
+    x = mx.nd.zeros((4, 100))
+    for _ in range(20):
+        x[1] += 1
+        x += 1
+        x[2:4] *= 2
+    got = x.asnumpy()
+    want = np.zeros((4, 100))
+    for _ in range(20):
+        want[1] += 1
+        want += 1
+        want[2:4] *= 2
+    np.testing.assert_array_equal(got, want)
+
+
+def test_independent_chains_on_several_contexts():
+    chains = []
+    for i in range(4):
+        x = mx.nd.full((256,), 0.1 * i, ctx=mx.cpu(i))
+        for _ in range(100):
+            x = mx.nd.tanh(x) + 0.01
+        chains.append(x)
+    mx.nd.waitall()
+    for i, x in enumerate(chains):
+        v = np.full(256, 0.1 * i, dtype=np.float32)
+        for _ in range(100):
+            v = np.tanh(v) + np.float32(0.01)
+        np.testing.assert_allclose(x.asnumpy(), v, rtol=1e-5)
+
+
+def test_waits_from_several_python_threads():
+    errors = []
+
+    def work(k: int) -> None:
+        try:
+            x = mx.nd.ones((100,)) * k
+            for _ in range(50):
+                x = x + 1
+            assert x.asnumpy()[0] == k + 50
+            mx.nd.waitall()
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors
+    assert not any(t.is_alive() for t in threads)
+
+
+@pytest.mark.timeout(120)
+def test_stress_many_small_ops_match_numpy():
+    rng = np.random.default_rng(1)
+    arrays = [mx.nd.array(rng.standard_normal(64)) for _ in range(8)]
+    mirror = [a.asnumpy().copy() for a in arrays]
+    for _ in range(2000):
+        i, j, k = rng.integers(0, 8, size=3)
+        op = rng.integers(0, 3)
+        if op == 0:
+            arrays[k] = arrays[i] + arrays[j]
+            mirror[k] = mirror[i] + mirror[j]
+        elif op == 1:
+            arrays[k] = mx.nd.tanh(arrays[i]) * 0.5
+            mirror[k] = np.tanh(mirror[i]) * np.float32(0.5)
+        else:
+            arrays[k] += arrays[i] * 0.1
+            mirror[k] = mirror[k] + mirror[i] * np.float32(0.1)
+    for a, m in zip(arrays, mirror, strict=True):
+        np.testing.assert_allclose(a.asnumpy(), m, rtol=1e-4, atol=1e-5)
