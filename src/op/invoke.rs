@@ -188,7 +188,13 @@ pub fn push_kernel(op: OpRef, inputs: &[NDArray], outputs: &[NDArray], ctx: Cont
                 rng: guard.as_deref_mut(),
             };
             op.forward(&mut octx, &in_blobs, &out_blobs, &req)
-                .map_err(|e| e.with_prefix(&format!("{name}: ")))
+                .map_err(|e| {
+                    if e.message().starts_with(name) {
+                        e
+                    } else {
+                        e.with_prefix(&format!("{name}: "))
+                    }
+                })
         }),
         ctx,
         &const_vars,
