@@ -478,9 +478,16 @@ fn one_hot_kernel<T: CastElem>(
         T::from_scalar(Scalar::Float(off)),
     );
     for_rows(out, depth, |r, o| {
-        let j = idx[r];
-        for (c, v) in o.iter_mut().enumerate() {
-            store(v, if j == c as i64 { on } else { off }, add);
+        let hot = usize::try_from(idx[r]).ok().filter(|&j| j < depth);
+        if add {
+            for (c, v) in o.iter_mut().enumerate() {
+                *v = v.acc(if hot == Some(c) { on } else { off });
+            }
+        } else {
+            o.fill(off);
+            if let Some(j) = hot {
+                o[j] = on;
+            }
         }
     });
 }

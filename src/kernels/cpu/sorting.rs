@@ -10,7 +10,6 @@ use crate::ndarray::TBlob;
 use crate::op::{check_inputs, Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry};
 use crate::shape::{norm_axis, size_of, Shape};
 use rayon::prelude::*;
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 /// What `topk` returns.
@@ -85,41 +84,72 @@ impl SortOp {
     }
 }
 
-/// A total order on elements: NaN compares above every number and equal to NaN.
+/// An element's place in a total order as an unsigned key: numbers in their order, `-0.0`
+/// equal to `0.0`, NaN above every number and equal to NaN.
+trait SortKey: Element {
+    fn key(self) -> u64;
+}
+
 #[inline(always)]
-fn total<T: PartialOrd>(a: &T, b: &T) -> Ordering {
-    match a.partial_cmp(b) {
-        Some(o) => o,
-        None => {
-            let (an, bn) = (a.partial_cmp(a).is_none(), b.partial_cmp(b).is_none());
-            an.cmp(&bn)
-        }
+fn float_key(v: f64) -> u64 {
+    if v.is_nan() {
+        return u64::MAX;
+    }
+    let b = if v == 0.0 { 0 } else { v.to_bits() };
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | 1 << 63
     }
 }
 
-/// Orders `scratch` (value, index) pairs and keeps the first `k` indices in `dst`.
-fn order_lane<T: Element>(
-    scratch: &mut [(T, usize)],
-    k: usize,
-    ascend: bool,
-    dst: &mut [usize],
-    parallel: bool,
-) {
-    let cmp = |a: &(T, usize), b: &(T, usize)| {
-        let o = total(&a.0, &b.0);
-        (if ascend { o } else { o.reverse() }).then(a.1.cmp(&b.1))
-    };
+macro_rules! int_key {
+    ($($t:ty),*) => {$(
+        impl SortKey for $t {
+            #[inline(always)]
+            fn key(self) -> u64 {
+                (self as i64 as u64) ^ (1 << 63)
+            }
+        }
+    )*};
+}
+int_key!(u8, i8, i32, i64);
+
+impl SortKey for f32 {
+    #[inline(always)]
+    fn key(self) -> u64 {
+        float_key(self as f64)
+    }
+}
+
+impl SortKey for f64 {
+    #[inline(always)]
+    fn key(self) -> u64 {
+        float_key(self)
+    }
+}
+
+impl SortKey for half::f16 {
+    #[inline(always)]
+    fn key(self) -> u64 {
+        float_key(self.to_f64())
+    }
+}
+
+/// Orders `scratch` (key, index) pairs and keeps the first `k` indices in `dst`; keys are
+/// complemented for a descending order, so ties always keep index order.
+fn order_lane(scratch: &mut [(u64, usize)], k: usize, dst: &mut [usize], parallel: bool) {
     let n = scratch.len();
     if k == 0 {
         return;
     }
     if parallel {
-        scratch.par_sort_unstable_by(cmp);
+        scratch.par_sort_unstable();
     } else {
         if k < n {
-            scratch.select_nth_unstable_by(k - 1, cmp);
+            scratch.select_nth_unstable(k - 1);
         }
-        scratch[..k].sort_unstable_by(cmp);
+        scratch[..k].sort_unstable();
     }
     for (d, s) in dst.iter_mut().zip(scratch.iter()) {
         *d = s.1;
@@ -127,33 +157,34 @@ fn order_lane<T: Element>(
 }
 
 /// For every lane, the positions of its first `k` elements in order, lane after lane.
-fn lane_order<T: Element>(src: &[T], l: Lanes, k: usize, ascend: bool) -> Vec<usize> {
+fn lane_order<T: SortKey>(src: &[T], l: Lanes, k: usize, ascend: bool) -> Vec<usize> {
     let lanes = l.outer * l.inner;
     let mut perm = vec![0usize; lanes * k];
     if k == 0 {
         return perm;
     }
-    let gather = |lane: usize, scratch: &mut Vec<(T, usize)>| {
+    let flip = if ascend { 0 } else { u64::MAX };
+    let gather = |lane: usize, scratch: &mut Vec<(u64, usize)>| {
         let (o, i) = (lane / l.inner, lane % l.inner);
         scratch.clear();
-        scratch.extend((0..l.n).map(|t| (src[(o * l.n + t) * l.inner + i], t)));
+        scratch.extend((0..l.n).map(|t| (src[(o * l.n + t) * l.inner + i].key() ^ flip, t)));
     };
     if lanes == 1 {
         let mut scratch = Vec::with_capacity(l.n);
         gather(0, &mut scratch);
-        order_lane(&mut scratch, k, ascend, &mut perm, l.n >= PAR_MIN);
+        order_lane(&mut scratch, k, &mut perm, l.n >= PAR_MIN);
     } else if lanes * l.n < PAR_MIN {
         let mut scratch = Vec::with_capacity(l.n);
         for (lane, dst) in perm.chunks_mut(k).enumerate() {
             gather(lane, &mut scratch);
-            order_lane(&mut scratch, k, ascend, dst, false);
+            order_lane(&mut scratch, k, dst, false);
         }
     } else {
         perm.par_chunks_mut(k)
             .enumerate()
             .for_each_init(Vec::new, |scratch, (lane, dst)| {
                 gather(lane, scratch);
-                order_lane(scratch, k, ascend, dst, false);
+                order_lane(scratch, k, dst, false);
             });
     }
     perm
@@ -480,6 +511,28 @@ mod tests {
         let o = &run("sort", &[("is_ascend", "False")], &[nan])[0];
         let v = f32s(o);
         assert!(v[0].is_nan() && v[1].is_nan() && v[2] == 3.);
+    }
+
+    #[test]
+    fn keys_order_every_type() {
+        let z = f32a(&[4], &[0.0, -0.0, -1.0, f32::MIN_POSITIVE]);
+        assert_eq!(f32s(&run("argsort", &[], &[z])[0]), vec![2., 0., 1., 3.]);
+        let big = array::<i64>(&[4], &[i64::MAX, i64::MIN, 0, -1]);
+        let o = &run("argsort", &[("dtype", "int64")], &[big])[0];
+        assert_eq!(values::<i64>(o), vec![1, 3, 2, 0]);
+        let u = array::<u8>(&[3], &[255, 0, 128]);
+        assert_eq!(
+            values::<u8>(&run("sort", &[("is_ascend", "False")], &[u])[0]),
+            vec![255, 128, 0]
+        );
+        let h = array::<half::f16>(&[3], &[2.0, -3.0, 0.5].map(half::f16::from_f32));
+        let o = &run("sort", &[], &[h])[0];
+        assert_eq!(
+            values::<half::f16>(o),
+            [-3.0, 0.5, 2.0].map(half::f16::from_f32).to_vec()
+        );
+        let d = array::<f64>(&[3], &[1e300, -1e300, f64::INFINITY]);
+        assert_eq!(f32s(&run("argsort", &[], &[d])[0]), vec![1., 0., 2.]);
     }
 
     #[test]
