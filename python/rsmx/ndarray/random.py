@@ -17,11 +17,15 @@ def _op(name: str) -> Any:
 
 
 def _sample(
-    scalar_op: str, array_op: str, params: dict[str, Any], shape: Any, dtype: Any, ctx: Any, out: Any, kwargs: dict
+    scalar_op: str, array_op: str | None, params: dict[str, Any], shape: Any, dtype: Any, ctx: Any, out: Any, kwargs: dict
 ) -> Any:
     from .ndarray import NDArray
 
     arrays = [v for v in params.values() if isinstance(v, NDArray)]
+    if arrays and array_op is None:
+        from ..base import MXNetTypeError
+
+        raise MXNetTypeError(f"{scalar_op}: distribution parameters must be numbers")
     if arrays:
         if len(arrays) != len(params):
             from ..base import MXNetTypeError
@@ -53,7 +57,7 @@ def normal(loc: Any = 0, scale: Any = 1, shape: Any = _Null, dtype: Any = _Null,
 
 def randint(low: int, high: int, shape: Any = _Null, dtype: Any = _Null, ctx: Any = None, out: Any = None, **kwargs: Any) -> Any:
     """Samples integers uniformly from ``[low, high)``."""
-    return _sample("_random_randint", "_sample_randint", {"low": low, "high": high}, shape, dtype, ctx, out, kwargs)
+    return _sample("_random_randint", None, {"low": low, "high": high}, shape, dtype, ctx, out, kwargs)
 
 
 def exponential(scale: Any = 1, shape: Any = _Null, dtype: Any = _Null, ctx: Any = None, out: Any = None, **kwargs: Any) -> Any:
