@@ -1,0 +1,399 @@
+//! Operators that join and split arrays along an axis: `Concat`, `stack` and
+//! `SliceChannel` (split).
+
+use super::copy::{concat_bytes, emit, gather, source, View};
+use super::{axis_in, def};
+use crate::error::{Error, Result};
+use crate::ndarray::TBlob;
+use crate::op::{Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry};
+use crate::shape::{fmt_shape, size_of, Shape};
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// Checks the input count against `num_args`, if it was given.
+fn check_count(op: &str, inputs: usize, num_args: Option<usize>) -> Result<()> {
+    if inputs == 0 {
+        return Err(Error::Value(format!(
+            "{op}: at least one input is required"
+        )));
+    }
+    if let Some(n) = num_args {
+        if n != inputs {
+            return Err(Error::Value(format!(
+                "{op}: num_args is {n} but {inputs} input(s) were given"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn num_args(op: &str, p: &Params) -> Result<Option<usize>> {
+    match p.opt_int("num_args")? {
+        None => Ok(None),
+        Some(n) if n >= 1 => Ok(Some(n as usize)),
+        Some(n) => Err(Error::Value(format!(
+            "{op}: num_args must be at least 1, got {n}"
+        ))),
+    }
+}
+
+/// Copies `inputs` as consecutive blocks of every output row: row `r` of the output is
+/// block `r` of each input in turn, input `i` giving `len[i]` elements per row.
+fn join(inputs: &[TBlob], lens: &[usize], out: &TBlob, req: OpReq) -> Result<()> {
+    let esize = out.dtype.size();
+    let srcs: Vec<Cow<[u8]>> = inputs.iter().map(|b| source(b, out)).collect();
+    let parts: Vec<(&[u8], usize)> = srcs
+        .iter()
+        .zip(lens)
+        .map(|(s, &l)| (&s[..], l * esize))
+        .collect();
+    emit(out, req, |dst| {
+        concat_bytes(&parts, dst);
+        Ok(())
+    })
+}
+
+struct Concat {
+    dim: i64,
+    num_args: Option<usize>,
+}
+
+impl Operator for Concat {
+    fn name(&self) -> &'static str {
+        "Concat"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        let op = "Concat";
+        check_count(op, inputs.len(), self.num_args)?;
+        let first = &inputs[0];
+        let axis = axis_in(op, self.dim, first.len())?;
+        let mut out = first.clone();
+        for s in &inputs[1..] {
+            let same =
+                s.len() == first.len() && (0..s.len()).all(|k| k == axis || s[k] == first[k]);
+            if !same {
+                return Err(Error::Value(format!(
+                    "{op}: cannot concatenate arrays of shapes {} and {} along axis {axis}",
+                    fmt_shape(first),
+                    fmt_shape(s)
+                )));
+            }
+            out[axis] = out[axis]
+                .checked_add(s[axis])
+                .ok_or_else(|| Error::Value(format!("{op}: the result is too large")))?;
+        }
+        Ok(vec![out])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let axis = axis_in("Concat", self.dim, inputs[0].shape.len())?;
+        let lens: Vec<usize> = inputs.iter().map(|b| size_of(&b.shape[axis..])).collect();
+        join(inputs, &lens, &outputs[0], req[0])
+    }
+}
+
+struct Stack {
+    axis: i64,
+    num_args: Option<usize>,
+}
+
+impl Stack {
+    fn axis(&self, ndim: usize) -> Result<usize> {
+        let n = ndim as i64;
+        let a = if self.axis < 0 {
+            self.axis + n + 1
+        } else {
+            self.axis
+        };
+        if a < 0 || a > n {
+            return Err(Error::Index(format!(
+                "stack: axis {} is out of bounds for stacking arrays of {ndim} dimension(s)",
+                self.axis
+            )));
+        }
+        Ok(a as usize)
+    }
+}
+
+impl Operator for Stack {
+    fn name(&self) -> &'static str {
+        "stack"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_count("stack", inputs.len(), self.num_args)?;
+        let first = &inputs[0];
+        if let Some(s) = inputs.iter().find(|s| *s != first) {
+            return Err(Error::Value(format!(
+                "stack: all inputs must have the same shape, got {} and {}",
+                fmt_shape(first),
+                fmt_shape(s)
+            )));
+        }
+        let axis = self.axis(first.len())?;
+        let mut out = first.clone();
+        out.insert(axis, inputs.len());
+        Ok(vec![out])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let axis = self.axis(inputs[0].shape.len())?;
+        let lens: Vec<usize> = inputs.iter().map(|b| size_of(&b.shape[axis..])).collect();
+        join(inputs, &lens, &outputs[0], req[0])
+    }
+}
+
+struct SliceChannel {
+    num_outputs: usize,
+    axis: i64,
+    squeeze_axis: bool,
+}
+
+impl SliceChannel {
+    fn check(&self, s: &[usize]) -> Result<usize> {
+        let op = "SliceChannel";
+        let axis = axis_in(op, self.axis, s.len())?;
+        let n = self.num_outputs;
+        if !s[axis].is_multiple_of(n) {
+            return Err(Error::Value(format!(
+                "{op}: cannot split axis {axis} of an array of shape {} into {n} equal parts \
+                 ({n} does not divide {})",
+                fmt_shape(s),
+                s[axis]
+            )));
+        }
+        if self.squeeze_axis && s[axis] != n {
+            return Err(Error::Value(format!(
+                "{op}: with squeeze_axis=True the split axis must have num_outputs={n} \
+                 elements, got shape {} and axis {axis}",
+                fmt_shape(s)
+            )));
+        }
+        Ok(axis)
+    }
+}
+
+impl Operator for SliceChannel {
+    fn name(&self) -> &'static str {
+        "SliceChannel"
+    }
+
+    fn num_outputs(&self) -> usize {
+        self.num_outputs
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        crate::op::check_inputs("SliceChannel", inputs, 1)?;
+        let s = &inputs[0];
+        let axis = self.check(s)?;
+        let mut out = s.clone();
+        if self.squeeze_axis {
+            out.remove(axis);
+        } else {
+            out[axis] /= self.num_outputs;
+        }
+        Ok(vec![out; self.num_outputs])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let s = &inputs[0].shape;
+        let axis = self.check(s)?;
+        let part = s[axis] / self.num_outputs;
+        let base = View::of(s);
+        for (i, (out, &r)) in outputs.iter().zip(req).enumerate() {
+            let mut v = base.clone();
+            v.shape[axis] = part;
+            v.offset = (i * part) as isize * v.strides[axis];
+            gather(&inputs[0], &v, out, r)?;
+        }
+        Ok(())
+    }
+}
+
+fn create_concat(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new("Concat", attrs, &["num_args", "dim"])?;
+    Ok(Arc::new(Concat {
+        dim: p.int("dim", 1)?,
+        num_args: num_args("Concat", &p)?,
+    }))
+}
+
+fn create_stack(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new("stack", attrs, &["num_args", "axis"])?;
+    Ok(Arc::new(Stack {
+        axis: p.int("axis", 0)?,
+        num_args: num_args("stack", &p)?,
+    }))
+}
+
+fn create_split(attrs: &Attrs) -> Result<OpRef> {
+    let op = "SliceChannel";
+    let p = Params::new(op, attrs, &["num_outputs", "axis", "squeeze_axis"])?;
+    let n = p.int_required("num_outputs")?;
+    if n < 1 {
+        return Err(Error::Value(format!(
+            "{op}: num_outputs must be at least 1, got {n}"
+        )));
+    }
+    Ok(Arc::new(SliceChannel {
+        num_outputs: n as usize,
+        axis: p.int("axis", 1)?,
+        squeeze_axis: p.bool("squeeze_axis", false)?,
+    }))
+}
+
+pub(super) fn register(r: &mut Registry) {
+    r.add(OpDef {
+        variadic: true,
+        ..def(
+            "Concat",
+            &["concat"],
+            &["data"],
+            &["num_args", "dim"],
+            "Joins arrays along an existing axis.",
+            create_concat,
+        )
+    });
+    r.add(OpDef {
+        variadic: true,
+        ..def(
+            "stack",
+            &[],
+            &["data"],
+            &["num_args", "axis"],
+            "Joins arrays of one shape along a new axis.",
+            create_stack,
+        )
+    });
+    r.add(def(
+        "SliceChannel",
+        &["split"],
+        &["data"],
+        &["num_outputs", "axis", "squeeze_axis"],
+        "Splits an array into equal parts along an axis.",
+        create_split,
+    ));
+}
+
+#[cfg(test)]
+#[allow(clippy::cloned_ref_to_slice_refs)]
+mod tests {
+    use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
+
+    fn iota(shape: &[usize]) -> crate::ndarray::NDArray {
+        let n: usize = shape.iter().product();
+        f32a(shape, &(0..n).map(|v| v as f32).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn concat() {
+        let a = f32a(&[2, 2], &[1., 2., 3., 4.]);
+        let b = f32a(&[2, 1], &[9., 8.]);
+        let c = &run("Concat", &[("num_args", "2")], &[a.clone(), b.clone()])[0];
+        assert_eq!(c.shape(), &[2, 3]);
+        assert_eq!(f32s(c), vec![1., 2., 9., 3., 4., 8.]);
+        let d = &run("concat", &[("dim", "0")], &[a.clone(), a.clone()])[0];
+        assert_eq!(f32s(d), vec![1., 2., 3., 4., 1., 2., 3., 4.]);
+        let e = &run("concat", &[("dim", "-1")], &[a.clone(), b.clone()])[0];
+        assert_eq!(f32s(e), f32s(c));
+        assert!(try_run("concat", &[("dim", "0")], &[a.clone(), b.clone()]).is_err());
+        assert!(try_run("concat", &[("dim", "2")], &[a.clone(), a.clone()]).is_err());
+        assert!(try_run("concat", &[("num_args", "3")], &[a.clone(), a.clone()]).is_err());
+        assert!(try_run("concat", &[], &[a.clone(), f32a(&[4], &[0.; 4])]).is_err());
+        let i = array::<i32>(&[2, 2], &[1, 2, 3, 4]);
+        assert!(try_run("concat", &[], &[a.clone(), i]).is_err());
+        let big = iota(&[3, 100_000]);
+        let cb = &run("concat", &[("dim", "1")], &[big.clone(), big.clone()])[0];
+        let v = f32s(cb);
+        assert_eq!(v[100_000], 0.);
+        assert_eq!(v[200_001], 100_001.);
+        let bools = array::<bool>(&[1, 2], &[true, false]);
+        let cbool = &run("concat", &[("dim", "0")], &[bools.clone(), bools])[0];
+        assert_eq!(values::<bool>(cbool), vec![true, false, true, false]);
+    }
+
+    #[test]
+    fn stack() {
+        let a = f32a(&[2], &[1., 2.]);
+        let b = f32a(&[2], &[3., 4.]);
+        let s = &run("stack", &[("num_args", "2")], &[a.clone(), b.clone()])[0];
+        assert_eq!(s.shape(), &[2, 2]);
+        assert_eq!(f32s(s), vec![1., 2., 3., 4.]);
+        let t = &run("stack", &[("axis", "-1")], &[a.clone(), b.clone()])[0];
+        assert_eq!(f32s(t), vec![1., 3., 2., 4.]);
+        assert!(try_run("stack", &[("axis", "2")], &[a.clone(), b.clone()]).is_err());
+        assert!(try_run("stack", &[], &[a, f32a(&[3], &[0.; 3])]).is_err());
+        let x = iota(&[2, 3, 4]);
+        assert_eq!(
+            run("stack", &[("axis", "3")], &[x.clone(), x])[0].shape(),
+            &[2, 3, 4, 2]
+        );
+    }
+
+    #[test]
+    fn split() {
+        let x = iota(&[2, 3, 4]);
+        let parts = run("SliceChannel", &[("num_outputs", "3")], &[x.clone()]);
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts[1].shape(), &[2, 1, 4]);
+        assert_eq!(f32s(&parts[1]), vec![4., 5., 6., 7., 16., 17., 18., 19.]);
+        let p = run(
+            "split",
+            &[("num_outputs", "2"), ("axis", "-1")],
+            &[x.clone()],
+        );
+        assert_eq!(&f32s(&p[1])[..4], &[2., 3., 6., 7.]);
+        let q = run(
+            "split",
+            &[
+                ("num_outputs", "2"),
+                ("axis", "0"),
+                ("squeeze_axis", "True"),
+            ],
+            &[x.clone()],
+        );
+        assert_eq!(q[1].shape(), &[3, 4]);
+        assert_eq!(f32s(&q[1])[0], 12.);
+        assert!(try_run("split", &[("num_outputs", "2")], &[x.clone()]).is_err());
+        assert!(try_run("split", &[("num_outputs", "0")], &[x.clone()]).is_err());
+        assert!(try_run(
+            "split",
+            &[("num_outputs", "2"), ("axis", "3")],
+            &[x.clone()]
+        )
+        .is_err());
+        assert!(try_run(
+            "split",
+            &[("num_outputs", "2"), ("axis", "2"), ("squeeze_axis", "1")],
+            &[x]
+        )
+        .is_err());
+        let v = f32a(&[2], &[5., 6.]);
+        let s = run(
+            "split",
+            &[("num_outputs", "2"), ("axis", "0"), ("squeeze_axis", "1")],
+            &[v],
+        );
+        assert_eq!(s[0].shape(), &[] as &[usize]);
+        assert_eq!(f32s(&s[1]), vec![6.]);
+    }
+}
