@@ -5,6 +5,9 @@ use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+/// Builds an operator from its attributes.
+pub type Creator = Box<dyn Fn(&Attrs) -> Result<OpRef> + Send + Sync>;
+
 /// One registered operator: names, inputs, and how to build it from attributes.
 pub struct OpDef {
     /// MXNet's name.
@@ -20,7 +23,7 @@ pub struct OpDef {
     /// One-line description.
     pub doc: &'static str,
     /// Builds the op from its attributes.
-    pub create: Box<dyn Fn(&Attrs) -> Result<OpRef> + Send + Sync>,
+    pub create: Creator,
 }
 
 /// A set of definitions under construction.

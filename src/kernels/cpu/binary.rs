@@ -315,7 +315,7 @@ mod tests {
         let c = &run("broadcast_add", &[], &[a.clone(), b])[0];
         assert_eq!(c.shape(), &[2, 3]);
         assert_eq!(f32s(c), vec![11., 22., 33., 14., 25., 36.]);
-        let d = &run("_rminus_scalar", &[("scalar", "1")], &[a.clone()])[0];
+        let d = &run("_rminus_scalar", &[("scalar", "1")], std::slice::from_ref(&a))[0];
         assert_eq!(f32s(d), vec![0., -1., -2., -3., -4., -5.]);
         let col = f32a(&[2, 1], &[1., 2.]);
         let e = &run("broadcast_mul", &[], &[a.clone(), col])[0];
