@@ -44,12 +44,18 @@ pub struct Context {
 impl Context {
     /// `cpu(id)`.
     pub const fn cpu(dev_id: i32) -> Context {
-        Context { dev_type: DeviceType::Cpu, dev_id }
+        Context {
+            dev_type: DeviceType::Cpu,
+            dev_id,
+        }
     }
 
     /// `gpu(id)`.
     pub const fn gpu(dev_id: i32) -> Context {
-        Context { dev_type: DeviceType::Gpu, dev_id }
+        Context {
+            dev_type: DeviceType::Gpu,
+            dev_id,
+        }
     }
 
     /// True for every host-memory device type.

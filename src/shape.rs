@@ -52,8 +52,16 @@ pub fn broadcast_shapes(op: &str, a: &[usize], b: &[usize]) -> Result<Shape> {
     let n = a.len().max(b.len());
     let mut out = Shape::from_elem(0, n);
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
@@ -76,7 +84,9 @@ mod tests {
     #[test]
     fn broadcast_rules() {
         assert_eq!(
-            broadcast_shapes("t", &[2, 1, 3], &[4, 1]).unwrap().as_slice(),
+            broadcast_shapes("t", &[2, 1, 3], &[4, 1])
+                .unwrap()
+                .as_slice(),
             &[2, 4, 3]
         );
         assert!(broadcast_shapes("t", &[2, 3], &[4]).is_err());

@@ -34,7 +34,9 @@ impl Chunk {
 
     /// Start of the memory.
     pub fn ptr(&self) -> *mut u8 {
-        self.block.as_ref().map_or(std::ptr::null_mut(), |b| b.ptr())
+        self.block
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |b| b.ptr())
     }
 
     /// Bytes in the chunk.

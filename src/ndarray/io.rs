@@ -12,8 +12,7 @@ pub fn save(path: &str, arrays: &[NDArray], names: &[String]) -> Result<()> {
         .map(|a| SavedArray::new(a.shape().to_vec(), a.context(), a.dtype(), a.to_bytes()?))
         .collect::<Result<Vec<_>>>()?;
     let bytes = save_list(&saved, names)?;
-    std::fs::write(path, bytes)
-        .map_err(|e| Error::Value(format!("cannot write '{path}': {e}")))
+    std::fs::write(path, bytes).map_err(|e| Error::Value(format!("cannot write '{path}': {e}")))
 }
 
 /// Reads the arrays and names from a file MXNet or rsmx wrote; arrays land on cpu(0).

@@ -99,7 +99,10 @@ pub fn invoke(
 ) -> Result<Vec<NDArray>> {
     let name = op.name();
     let ctx = common_context(name, inputs, ctx)?;
-    let in_shapes: SmallVec<[Shape; 4]> = inputs.iter().map(|a| Shape::from_slice(a.shape())).collect();
+    let in_shapes: SmallVec<[Shape; 4]> = inputs
+        .iter()
+        .map(|a| Shape::from_slice(a.shape()))
+        .collect();
     let in_types: SmallVec<[crate::dtype::DType; 4]> = inputs.iter().map(|a| a.dtype()).collect();
     let out_shapes = op.infer_shape(&in_shapes)?;
     let out_types = op.infer_type(&in_types)?;
@@ -157,7 +160,13 @@ fn check_outputs(
 }
 
 /// Pushes the kernel of `op` with the arrays' variables as dependencies.
-pub fn push_kernel(op: OpRef, inputs: &[NDArray], outputs: &[NDArray], ctx: Context, is_train: bool) {
+pub fn push_kernel(
+    op: OpRef,
+    inputs: &[NDArray],
+    outputs: &[NDArray],
+    ctx: Context,
+    is_train: bool,
+) {
     let in_blobs: SmallVec<[TBlob; 4]> = inputs.iter().map(|a| a.blob()).collect();
     let out_blobs: SmallVec<[TBlob; 2]> = outputs.iter().map(|a| a.blob()).collect();
     let req: SmallVec<[OpReq; 2]> = outputs

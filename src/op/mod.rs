@@ -3,9 +3,9 @@
 
 pub mod invoke;
 pub mod params;
+mod registry;
 #[cfg(test)]
 pub mod testutil;
-mod registry;
 
 pub use params::{Attrs, Params};
 pub use registry::{find, list_ops, OpDef, Registry};
@@ -90,7 +90,9 @@ pub trait Operator: Send + Sync {
 /// The one dtype all inputs share, or an error naming the op.
 pub fn same_dtype(op: &str, inputs: &[DType]) -> Result<DType> {
     let Some(&first) = inputs.first() else {
-        return Err(Error::Type(format!("{op}: cannot infer the output type without inputs")));
+        return Err(Error::Type(format!(
+            "{op}: cannot infer the output type without inputs"
+        )));
     };
     if let Some(other) = inputs.iter().find(|t| **t != first) {
         return Err(Error::Type(format!(

@@ -33,12 +33,12 @@ pub fn parse_tuple(s: &str) -> Option<Option<Vec<i64>>> {
     if t == "None" {
         return Some(None);
     }
-    let inner = if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']'))
-    {
-        &t[1..t.len() - 1]
-    } else {
-        t
-    };
+    let inner =
+        if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) {
+            &t[1..t.len() - 1]
+        } else {
+            t
+        };
     let mut out = Vec::new();
     for part in inner.split(',') {
         let p = part.trim();
@@ -56,19 +56,23 @@ pub fn parse_tuple(s: &str) -> Option<Option<Vec<i64>>> {
 /// Parses a tuple of optional integers (`None` entries allowed), as slice begin/end take.
 pub fn parse_opt_tuple(s: &str) -> Option<Vec<Option<i64>>> {
     let t = s.trim();
-    let inner = if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']'))
-    {
-        &t[1..t.len() - 1]
-    } else {
-        t
-    };
+    let inner =
+        if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) {
+            &t[1..t.len() - 1]
+        } else {
+            t
+        };
     let mut out = Vec::new();
     for part in inner.split(',') {
         let p = part.trim();
         if p.is_empty() {
             continue;
         }
-        out.push(if p == "None" { None } else { Some(parse_int(p)?) });
+        out.push(if p == "None" {
+            None
+        } else {
+            Some(parse_int(p)?)
+        });
     }
     Some(out)
 }
@@ -210,14 +214,21 @@ impl<'a> Params<'a> {
     }
 
     /// One of a fixed set of names.
-    pub fn choice(&self, key: &str, default: &'static str, options: &[&'static str]) -> Result<&'static str> {
+    pub fn choice(
+        &self,
+        key: &str,
+        default: &'static str,
+        options: &[&'static str],
+    ) -> Result<&'static str> {
         match self.raw(key) {
             None => Ok(default),
             Some(v) => {
                 let t = v.trim().trim_matches('\'').trim_matches('"');
-                options.iter().copied().find(|o| *o == t).ok_or_else(|| {
-                    bad(self.op, key, v, &format!("one of {}", options.join(", ")))
-                })
+                options
+                    .iter()
+                    .copied()
+                    .find(|o| *o == t)
+                    .ok_or_else(|| bad(self.op, key, v, &format!("one of {}", options.join(", "))))
             }
         }
     }
@@ -252,7 +263,10 @@ mod tests {
     use super::*;
 
     fn attrs(pairs: &[(&str, &str)]) -> Attrs {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]

@@ -8,14 +8,20 @@ use crate::op::{self, Attrs};
 
 /// A new array on cpu(0) holding `data` with `shape`.
 pub fn array<T: Element>(shape: &[usize], data: &[T]) -> NDArray {
-    assert_eq!(shape.iter().product::<usize>(), data.len(), "test data size");
+    assert_eq!(
+        shape.iter().product::<usize>(),
+        data.len(),
+        "test data size"
+    );
     let a = NDArray::empty(shape, T::DTYPE, Context::cpu(0)).unwrap();
     let bytes: Vec<u8> = data
         .iter()
         .flat_map(|v| {
             // SAFETY: reading the bytes of a plain Copy value.
-            unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
-                .to_vec()
+            unsafe {
+                std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>())
+            }
+            .to_vec()
         })
         .collect();
     a.write_bytes(bytes).unwrap();

@@ -120,7 +120,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// Saves arrays (and names, empty for a list) to `path` in MXNet's format.
 #[pyfunction]
-fn save(py: Python<'_>, path: String, arrays: Vec<PyRef<'_, PyNDArray>>, names: Vec<String>) -> PyResult<()> {
+fn save(
+    py: Python<'_>,
+    path: String,
+    arrays: Vec<PyRef<'_, PyNDArray>>,
+    names: Vec<String>,
+) -> PyResult<()> {
     let arrays: Vec<_> = arrays.iter().map(|a| a.inner.clone()).collect();
     py.detach(move || crate::ndarray::io::save(&path, &arrays, &names))
         .py()

@@ -45,7 +45,10 @@ pub fn context_of(dev_type: i32, dev_id: i32) -> PyResult<Context> {
     let t = DeviceType::from_i32(dev_type)
         .ok_or_else(|| Error::Value(format!("unknown device type {dev_type}")))
         .py()?;
-    Ok(Context { dev_type: t, dev_id })
+    Ok(Context {
+        dev_type: t,
+        dev_id,
+    })
 }
 
 #[derive(Clone, Copy)]
@@ -130,7 +133,13 @@ fn arith(
         } else {
             (lhs, &other.inner)
         };
-        invoke(&arith_ops(a).broadcast, &[l.clone(), r.clone()], out, None, false)
+        invoke(
+            &arith_ops(a).broadcast,
+            &[l.clone(), r.clone()],
+            out,
+            None,
+            false,
+        )
     } else if let Ok(s) = rhs.extract::<f64>() {
         let op = scalar_op(scalar_name(a, reverse), arith_kind(a), reverse, s);
         invoke(&op, std::slice::from_ref(lhs), out, None, false)
@@ -186,27 +195,45 @@ binary_methods!(
 
 #[pymethods]
 impl PyNDArray {
-    fn __pow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _m: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    fn __pow__(
+        slf: &Bound<'_, Self>,
+        other: &Bound<'_, PyAny>,
+        _m: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let lhs = slf.borrow().inner.clone();
-        match guard("__pow__", || arith(py, &lhs, other, Arith::Pow, false, None))? {
+        match guard("__pow__", || {
+            arith(py, &lhs, other, Arith::Pow, false, None)
+        })? {
             Some(r) => Ok(wrap(py, r)?.into_any()),
             None => Ok(py.NotImplemented()),
         }
     }
 
-    fn __rpow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _m: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    fn __rpow__(
+        slf: &Bound<'_, Self>,
+        other: &Bound<'_, PyAny>,
+        _m: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let lhs = slf.borrow().inner.clone();
-        match guard("__rpow__", || arith(py, &lhs, other, Arith::Pow, true, None))? {
+        match guard("__rpow__", || {
+            arith(py, &lhs, other, Arith::Pow, true, None)
+        })? {
             Some(r) => Ok(wrap(py, r)?.into_any()),
             None => Ok(py.NotImplemented()),
         }
     }
 
-    fn __ipow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _m: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __ipow__(
+        slf: &Bound<'_, Self>,
+        other: &Bound<'_, PyAny>,
+        _m: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let lhs = slf.borrow().writable_inner()?;
-        match guard("__ipow__", || arith(slf.py(), &lhs, other, Arith::Pow, false, Some(lhs.clone())))? {
+        match guard("__ipow__", || {
+            arith(slf.py(), &lhs, other, Arith::Pow, false, Some(lhs.clone()))
+        })? {
             Some(_) => Ok(()),
             None => Err(unsupported(other)),
         }
@@ -374,7 +401,10 @@ impl PyNDArray {
     /// The array, or an error if it is read-only.
     pub fn writable_inner(&self) -> PyResult<NDArray> {
         if !self.writable {
-            return Err(Error::Value("trying to write to a read-only NDArray".into())).py();
+            return Err(Error::Value(
+                "trying to write to a read-only NDArray".into(),
+            ))
+            .py();
         }
         Ok(self.inner.clone())
     }
@@ -406,7 +436,12 @@ fn check_numpy(a: &Bound<'_, PyUntypedArray>, nbytes: usize, dtype: DType) -> Py
 
 /// A new array with uninitialised contents.
 #[pyfunction]
-pub fn empty(shape: Vec<usize>, dtype_flag: i32, dev_type: i32, dev_id: i32) -> PyResult<PyNDArray> {
+pub fn empty(
+    shape: Vec<usize>,
+    dtype_flag: i32,
+    dev_type: i32,
+    dev_id: i32,
+) -> PyResult<PyNDArray> {
     let ctx = context_of(dev_type, dev_id)?;
     let dtype = DType::from_flag(dtype_flag).py()?;
     Ok(PyNDArray::new(NDArray::empty(&shape, dtype, ctx).py()?))
@@ -414,7 +449,12 @@ pub fn empty(shape: Vec<usize>, dtype_flag: i32, dev_type: i32, dev_id: i32) -> 
 
 /// A new array with a copy of a C-contiguous numpy array's contents.
 #[pyfunction]
-pub fn from_numpy(src: &Bound<'_, PyUntypedArray>, dtype_flag: i32, dev_type: i32, dev_id: i32) -> PyResult<PyNDArray> {
+pub fn from_numpy(
+    src: &Bound<'_, PyUntypedArray>,
+    dtype_flag: i32,
+    dev_type: i32,
+    dev_id: i32,
+) -> PyResult<PyNDArray> {
     let ctx = context_of(dev_type, dev_id)?;
     let dtype = DType::from_flag(dtype_flag).py()?;
     let shape: Vec<usize> = src.shape().to_vec();

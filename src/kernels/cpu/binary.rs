@@ -118,7 +118,13 @@ impl Operator for Binary {
         }
     }
 
-    fn forward(&self, _: &mut OpContext, inputs: &[TBlob], outputs: &[TBlob], req: &[OpReq]) -> Result<()> {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
         apply(self.kind, &inputs[0], &inputs[1], &outputs[0], req[0])
     }
 
@@ -158,7 +164,13 @@ impl Operator for Scalar {
         Ok(vec![inputs[0].clone()])
     }
 
-    fn forward(&self, _: &mut OpContext, inputs: &[TBlob], outputs: &[TBlob], req: &[OpReq]) -> Result<()> {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
         dispatch_num!(self.name, inputs[0].dtype, T => scalar_kernel::<T>(
             self, inputs[0].slice(), outputs[0].slice_mut(), req[0]
         ));
@@ -193,7 +205,11 @@ type Entry = (&'static str, &'static [&'static str], BinaryKind);
 
 const ELEMWISE: &[Entry] = &[
     ("elemwise_add", &["_add", "_plus", "_Plus"], BinaryKind::Add),
-    ("elemwise_sub", &["_sub", "_minus", "_Minus"], BinaryKind::Sub),
+    (
+        "elemwise_sub",
+        &["_sub", "_minus", "_Minus"],
+        BinaryKind::Sub,
+    ),
     ("elemwise_mul", &["_mul", "_Mul"], BinaryKind::Mul),
     ("elemwise_div", &["_div", "_Div"], BinaryKind::Div),
     ("_mod", &["_Mod"], BinaryKind::Mod),
@@ -245,16 +261,56 @@ const SCALAR: &[ScalarEntry] = &[
     ("_mod_scalar", &["_ModScalar"], BinaryKind::Mod, false),
     ("_rmod_scalar", &["_RModScalar"], BinaryKind::Mod, true),
     ("_power_scalar", &["_PowerScalar"], BinaryKind::Power, false),
-    ("_rpower_scalar", &["_RPowerScalar"], BinaryKind::Power, true),
-    ("_maximum_scalar", &["_MaximumScalar"], BinaryKind::Maximum, false),
-    ("_minimum_scalar", &["_MinimumScalar"], BinaryKind::Minimum, false),
+    (
+        "_rpower_scalar",
+        &["_RPowerScalar"],
+        BinaryKind::Power,
+        true,
+    ),
+    (
+        "_maximum_scalar",
+        &["_MaximumScalar"],
+        BinaryKind::Maximum,
+        false,
+    ),
+    (
+        "_minimum_scalar",
+        &["_MinimumScalar"],
+        BinaryKind::Minimum,
+        false,
+    ),
     ("_hypot_scalar", &["_HypotScalar"], BinaryKind::Hypot, false),
     ("_equal_scalar", &["_EqualScalar"], BinaryKind::Equal, false),
-    ("_not_equal_scalar", &["_NotEqualScalar"], BinaryKind::NotEqual, false),
-    ("_greater_scalar", &["_GreaterScalar"], BinaryKind::Greater, false),
-    ("_greater_equal_scalar", &["_GreaterEqualScalar"], BinaryKind::GreaterEqual, false),
-    ("_lesser_scalar", &["_LesserScalar"], BinaryKind::Lesser, false),
-    ("_lesser_equal_scalar", &["_LesserEqualScalar"], BinaryKind::LesserEqual, false),
+    (
+        "_not_equal_scalar",
+        &["_NotEqualScalar"],
+        BinaryKind::NotEqual,
+        false,
+    ),
+    (
+        "_greater_scalar",
+        &["_GreaterScalar"],
+        BinaryKind::Greater,
+        false,
+    ),
+    (
+        "_greater_equal_scalar",
+        &["_GreaterEqualScalar"],
+        BinaryKind::GreaterEqual,
+        false,
+    ),
+    (
+        "_lesser_scalar",
+        &["_LesserScalar"],
+        BinaryKind::Lesser,
+        false,
+    ),
+    (
+        "_lesser_equal_scalar",
+        &["_LesserEqualScalar"],
+        BinaryKind::LesserEqual,
+        false,
+    ),
     ("_logical_and_scalar", &[], BinaryKind::LogicalAnd, false),
     ("_logical_or_scalar", &[], BinaryKind::LogicalOr, false),
     ("_logical_xor_scalar", &[], BinaryKind::LogicalXor, false),
@@ -315,7 +371,11 @@ mod tests {
         let c = &run("broadcast_add", &[], &[a.clone(), b])[0];
         assert_eq!(c.shape(), &[2, 3]);
         assert_eq!(f32s(c), vec![11., 22., 33., 14., 25., 36.]);
-        let d = &run("_rminus_scalar", &[("scalar", "1")], std::slice::from_ref(&a))[0];
+        let d = &run(
+            "_rminus_scalar",
+            &[("scalar", "1")],
+            std::slice::from_ref(&a),
+        )[0];
         assert_eq!(f32s(d), vec![0., -1., -2., -3., -4., -5.]);
         let col = f32a(&[2, 1], &[1., 2.]);
         let e = &run("broadcast_mul", &[], &[a.clone(), col])[0];
@@ -328,8 +388,17 @@ mod tests {
     fn integer_semantics_follow_mxnet() {
         let a = array::<i32>(&[4], &[-7, 7, -7, 7]);
         let b = array::<i32>(&[4], &[2, -2, -2, 2]);
-        assert_eq!(values::<i32>(&run("_div", &[], &[a.clone(), b.clone()])[0]), vec![-3, -3, 3, 3]);
-        assert_eq!(values::<i32>(&run("_mod", &[], &[a.clone(), b])[0]), vec![1, -1, -1, 1]);
-        assert_eq!(values::<i32>(&run("_div_scalar", &[("scalar", "0")], &[a])[0]), vec![0; 4]);
+        assert_eq!(
+            values::<i32>(&run("_div", &[], &[a.clone(), b.clone()])[0]),
+            vec![-3, -3, 3, 3]
+        );
+        assert_eq!(
+            values::<i32>(&run("_mod", &[], &[a.clone(), b])[0]),
+            vec![1, -1, -1, 1]
+        );
+        assert_eq!(
+            values::<i32>(&run("_div_scalar", &[("scalar", "0")], &[a])[0]),
+            vec![0; 4]
+        );
     }
 }

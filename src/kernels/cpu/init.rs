@@ -15,8 +15,15 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy)]
 enum Fill {
     Value(f64),
-    Arange { start: f64, step: f64, repeat: usize },
-    Eye { m: usize, k: i64 },
+    Arange {
+        start: f64,
+        step: f64,
+        repeat: usize,
+    },
+    Eye {
+        m: usize,
+        k: i64,
+    },
 }
 
 struct Init {
@@ -81,7 +88,13 @@ impl Operator for Init {
         }
     }
 
-    fn forward(&self, _: &mut OpContext, _inputs: &[TBlob], outputs: &[TBlob], req: &[OpReq]) -> Result<()> {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        _inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
         if req[0] == OpReq::Null {
             return Ok(());
         }
@@ -134,7 +147,19 @@ fn create_value(name: &'static str, value: Option<f64>, attrs: &Attrs) -> Result
 
 fn create_arange(attrs: &Attrs) -> Result<OpRef> {
     let name = "_arange";
-    let p = Params::new(name, attrs, &["start", "stop", "step", "repeat", "infer_range", "ctx", "dtype"])?;
+    let p = Params::new(
+        name,
+        attrs,
+        &[
+            "start",
+            "stop",
+            "step",
+            "repeat",
+            "infer_range",
+            "ctx",
+            "dtype",
+        ],
+    )?;
     let mut start = p.float("start", 0.0)?;
     let stop = p.opt_float("stop")?;
     let step = p.float("step", 1.0)?;
@@ -215,7 +240,15 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &[],
         variadic: false,
-        params: &["start", "stop", "step", "repeat", "infer_range", "ctx", "dtype"],
+        params: &[
+            "start",
+            "stop",
+            "step",
+            "repeat",
+            "infer_range",
+            "ctx",
+            "dtype",
+        ],
         doc: "Evenly spaced values in [start, stop).",
         create: Box::new(create_arange),
     });
@@ -249,9 +282,17 @@ mod tests {
     fn creation() {
         let z = &run("_full", &[("shape", "(2, 2)"), ("value", "3.5")], &[])[0];
         assert_eq!(f32s(z), vec![3.5; 4]);
-        let a = &run("_arange", &[("start", "1"), ("stop", "4"), ("repeat", "2")], &[])[0];
+        let a = &run(
+            "_arange",
+            &[("start", "1"), ("stop", "4"), ("repeat", "2")],
+            &[],
+        )[0];
         assert_eq!(f32s(a), vec![1., 1., 2., 2., 3., 3.]);
-        let e = &run("_eye", &[("N", "2"), ("k", "1"), ("M", "3"), ("dtype", "int64")], &[])[0];
+        let e = &run(
+            "_eye",
+            &[("N", "2"), ("k", "1"), ("M", "3"), ("dtype", "int64")],
+            &[],
+        )[0];
         assert_eq!(values::<i64>(e), vec![0, 1, 0, 0, 0, 1]);
         let o = &run("ones_like", &[], &[f32a(&[3], &[5., 6., 7.])])[0];
         assert_eq!(f32s(o), vec![1.; 3]);

@@ -20,14 +20,21 @@ fn store<T: Num>(o: &mut T, v: T, add: bool) {
 }
 
 /// `out[i] (=|+=) f(a[i])`.
-pub fn map1<A: Copy + Sync, T: Num>(a: &[A], out: &mut [T], req: OpReq, f: impl Fn(A) -> T + Sync + Send) {
+pub fn map1<A: Copy + Sync, T: Num>(
+    a: &[A],
+    out: &mut [T],
+    req: OpReq,
+    f: impl Fn(A) -> T + Sync + Send,
+) {
     if req == OpReq::Null {
         return;
     }
     let add = req == OpReq::Add;
     let body = |a: &[A], out: &mut [T]| {
         if add {
-            out.iter_mut().zip(a).for_each(|(o, &x)| store(o, f(x), true));
+            out.iter_mut()
+                .zip(a)
+                .for_each(|(o, &x)| store(o, f(x), true));
         } else {
             out.iter_mut().zip(a).for_each(|(o, &x)| *o = f(x));
         }
@@ -147,7 +154,9 @@ pub fn map2_broadcast<A: Copy + Sync, B: Copy + Sync, T: Num>(
         }
     };
     if out.len() < PAR_MIN {
-        out.chunks_mut(inner).enumerate().for_each(|(r, o)| row(r, o));
+        out.chunks_mut(inner)
+            .enumerate()
+            .for_each(|(r, o)| row(r, o));
     } else {
         out.par_chunks_mut(inner)
             .enumerate()

@@ -193,7 +193,9 @@ pub fn apply(kind: UnaryKind, x: &TBlob, out: &TBlob, req: OpReq) -> Result<()> 
             float_kernel(kind, &wide, &mut res, OpReq::Write);
             map1(&res, out.slice_mut::<half::f16>(), req, half::f16::from_f32);
         }
-        other => dispatch_num!(kind_name(kind), other, T => int_kernel::<T>(kind, x.slice(), out.slice_mut(), req)),
+        other => {
+            dispatch_num!(kind_name(kind), other, T => int_kernel::<T>(kind, x.slice(), out.slice_mut(), req))
+        }
     }
     Ok(())
 }
@@ -225,7 +227,13 @@ impl Operator for Unary {
         Ok(vec![inputs[0].clone()])
     }
 
-    fn forward(&self, _: &mut OpContext, inputs: &[TBlob], outputs: &[TBlob], req: &[OpReq]) -> Result<()> {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
         apply(self.kind, &inputs[0], &outputs[0], req[0])
     }
 
