@@ -9,7 +9,6 @@ import threading
 
 import numpy as np
 import pytest
-
 import rsmx as mx
 
 
@@ -27,7 +26,7 @@ def test_engine_type_follows_the_environment():
 def test_writes_and_reads_are_ordered_per_array():
     x = mx.nd.zeros((1000,))
     snapshots = []
-    for i in range(1, 51):
+    for _ in range(1, 51):
         x += 1
         snapshots.append(x * 1)  # a read between writes sees exactly the writes before it
     for i, s in enumerate(snapshots, start=1):

@@ -6,7 +6,6 @@ import gc
 
 import numpy as np
 import pytest
-
 import rsmx as mx
 
 DTYPES = [np.float32, np.float64, np.float16, np.uint8, np.int32, np.int8, np.int64]

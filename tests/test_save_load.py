@@ -71,7 +71,7 @@ def assert_loaded(got, want):
     else:
         assert isinstance(got, list)
         assert len(got) == len(want)
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=False):
             assert_same(g, w)
 
 
@@ -173,7 +173,7 @@ def test_save_dict_byte_identical(tmp_path):
 
 def test_save_list_byte_identical(tmp_path):
     want = expected("list")
-    data = [nd(v, c) for v, c in zip(want, LIST_CTX)]
+    data = [nd(v, c) for v, c in zip(want, LIST_CTX, strict=False)]
     assert save_bytes(tmp_path, data) == (FIXTURES / "list.params").read_bytes()
 
 

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import base, context, engine, storage
+from . import base, context, engine, ndarray, random, storage
+from . import ndarray as nd
 from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
-from . import ndarray
-from . import ndarray as nd
-from . import random
 
 __all__ = [
     "MXNetError",

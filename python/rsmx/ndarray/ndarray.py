@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..base import MXNetIndexError, MXNetTypeError, MXNetValueError, integer_types, numeric_types
+from ..base import MXNetTypeError, MXNetValueError, integer_types, numeric_types
 from ..context import Context, current_context
 
 NDArray = _core.NDArray
