@@ -4,10 +4,36 @@
 //! Per variable, in push order: a read sees every earlier write; writes run one at a time
 //! after earlier reads; reads between two writes may run together. Errors raised by an op
 //! are stored on the variables it writes and returned at the next wait on them.
+//!
+//! How the threaded engines do it (MXNet's ThreadedVar scheme):
+//! - `var`: each variable keeps a small locked queue of the ops waiting on it and lets
+//!   reads through together, writes one at a time.
+//! - `opr`: a pushed op is one `Arc` block with an atomic wait counter (its variables +
+//!   1); the thread that brings it to zero sends it to a pool. Completing an op lets the
+//!   next ops through on its variables.
+//! - `pool` + `idle`: work-stealing workers (crossbeam-deque) with a high-priority queue;
+//!   an op made ready by the op a worker just ran runs next on that worker, without a
+//!   queue or a wake-up; idle workers spin briefly, then park.
+//! - `threaded` (one pool) and `per_device` (a pool per device plus a priority pool);
+//!   `naive` runs every op inside `push`.
+//!
+//! No engine lock is held while an op body runs, and waits block on condition variables,
+//! so an op body may wait for something the waiting thread holds (the Python GIL).
 
+mod errors;
+mod idle;
 mod naive;
+mod opr;
+mod per_device;
+mod pool;
+#[cfg(test)]
+mod tests;
+mod threaded;
 mod var;
 
+pub use naive::NaiveEngine;
+pub use per_device::ThreadedEnginePerDevice;
+pub use threaded::ThreadedEngine;
 pub use var::Var;
 
 use crate::context::Context;
@@ -39,17 +65,46 @@ pub enum FnProperty {
 }
 
 /// Called by an async op when its work is done, with its outcome.
-pub struct OnComplete(Box<dyn FnOnce(Result<()>) + Send>);
+///
+/// Dropping it without calling `done` completes the op with an error (so a forgotten
+/// completion cannot hang the engine).
+pub struct OnComplete(Completion);
+
+/// What `OnComplete::done` calls.
+enum Completion {
+    /// A callback (the NaiveEngine's).
+    Callback(Box<dyn FnOnce(Result<()>) + Send>),
+    /// A threaded engine's op block, completed without another allocation.
+    Opr(opr::OprRef),
+    /// Already called.
+    Done,
+}
 
 impl OnComplete {
     /// Wraps the engine's completion callback.
     pub fn new(f: impl FnOnce(Result<()>) + Send + 'static) -> OnComplete {
-        OnComplete(Box::new(f))
+        OnComplete(Completion::Callback(Box::new(f)))
+    }
+
+    pub(crate) fn for_opr(op: opr::OprRef) -> OnComplete {
+        OnComplete(Completion::Opr(op))
     }
 
     /// Reports the op's outcome to the engine.
-    pub fn done(self, result: Result<()>) {
-        (self.0)(result)
+    pub fn done(mut self, result: Result<()>) {
+        match std::mem::replace(&mut self.0, Completion::Done) {
+            Completion::Callback(f) => f(result),
+            Completion::Opr(op) => op.complete_async(result),
+            Completion::Done => {}
+        }
+    }
+}
+
+impl Drop for OnComplete {
+    fn drop(&mut self) {
+        if let Completion::Opr(op) = std::mem::replace(&mut self.0, Completion::Done) {
+            op.completion_dropped();
+        }
     }
 }
 
@@ -114,6 +169,7 @@ pub trait Engine: Send + Sync {
     );
 
     /// Schedules a synchronous op body.
+    #[allow(clippy::too_many_arguments)]
     fn push_sync(
         &self,
         f: SyncFn,
@@ -188,12 +244,14 @@ pub fn cpu_workers_from_env() -> usize {
 }
 
 /// Builds an engine of the given kind.
+///
+/// `cpu_workers` is the thread count of the ThreadedEngine's pool, or of each CPU pool of
+/// the ThreadedEnginePerDevice; the NaiveEngine has no threads.
 pub fn create(kind: EngineKind, cpu_workers: usize) -> Box<dyn Engine> {
-    let _ = cpu_workers;
     match kind {
-        EngineKind::Naive => Box::new(naive::NaiveEngine::new()),
-        // Threaded engines are built in `threaded`.
-        _ => Box::new(naive::NaiveEngine::new()),
+        EngineKind::Naive => Box::new(NaiveEngine::new()),
+        EngineKind::Threaded => Box::new(ThreadedEngine::new(cpu_workers)),
+        EngineKind::ThreadedPerDevice => Box::new(ThreadedEnginePerDevice::new(cpu_workers)),
     }
 }
 

@@ -1,7 +1,13 @@
-//! Engine variables: the unit of dependency tracking, and where op errors are kept.
+//! Engine variables: the unit of dependency tracking (MXNet's ThreadedVar: a queue of the
+//! ops waiting on the variable) and the slot where op errors are kept.
 
+use super::errors::ErrorRef;
+use super::opr::OprRef;
 use crate::error::Error;
 use parking_lot::Mutex;
+use smallvec::SmallVec;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// A handle to an engine variable. Clones refer to the same variable.
@@ -11,9 +17,31 @@ pub struct Var(pub(crate) Arc<VarInner>);
 /// The shared state of a variable.
 #[derive(Default)]
 pub(crate) struct VarInner {
-    /// The error of the last failed op that wrote this variable, until a wait returns it.
-    pub(crate) error: Mutex<Option<Error>>,
+    /// Who may run now, and who waits.
+    state: Mutex<VarState>,
+    /// True while `error` holds a cell (lets the hot path skip the lock).
+    has_error: AtomicBool,
+    /// The error of the last failed op that wrote this variable, until it is raised
+    /// (here or anywhere else that shares the cell).
+    error: Mutex<Option<ErrorRef>>,
 }
+
+/// The dependency state of a variable.
+///
+/// Invariants: `running_reads > 0` and `writing` are never both set; when `queue` is not
+/// empty, the op at its front is a write, or a read queued behind the running write.
+#[derive(Default)]
+struct VarState {
+    /// Reads that were let through and have not completed.
+    running_reads: usize,
+    /// A write was let through and has not completed.
+    writing: bool,
+    /// Ops waiting for this variable, in push order; `true` marks a write.
+    queue: VecDeque<(OprRef, bool)>,
+}
+
+/// Ops that a completion let through on some variables; each still has to count down.
+pub(crate) type Granted = SmallVec<[OprRef; 4]>;
 
 impl Var {
     /// A new variable with no pending ops.
@@ -33,15 +61,126 @@ impl Var {
 
     /// The stored error, if any, without clearing it.
     pub fn peek_error(&self) -> Option<Error> {
-        self.0.error.lock().clone()
+        self.error_cell().and_then(|c| c.peek())
     }
 
-    pub(crate) fn set_error(&self, e: &Error) {
-        *self.0.error.lock() = Some(e.clone());
+    /// True when no op pushed on this variable is waiting or running.
+    ///
+    /// This is the fast path for freeing memory: when the owner of the variable is about
+    /// to drop it and `is_idle()` is true, nothing queued can still touch the memory it
+    /// guards, so it may be returned to the pool at once instead of through
+    /// `Engine::delete_variable`. The answer is only stable if no other thread can push
+    /// ops on the variable concurrently (true for a variable whose last user is the
+    /// caller). Under the NaiveEngine every variable is always idle.
+    pub fn is_idle(&self) -> bool {
+        let s = self.0.state.lock();
+        !s.writing && s.running_reads == 0 && s.queue.is_empty()
     }
 
+    /// True while some pushed write on this variable has not completed.
+    pub(crate) fn has_pending_write(&self) -> bool {
+        let s = self.0.state.lock();
+        // A non-empty queue always has a write at its front or running ahead of it.
+        s.writing || !s.queue.is_empty()
+    }
+
+    /// The error cell on this variable, if it still holds an error.
+    pub(crate) fn error_cell(&self) -> Option<ErrorRef> {
+        if !self.0.has_error.load(Ordering::Acquire) {
+            return None;
+        }
+        self.0.error.lock().as_ref().filter(|c| c.is_set()).cloned()
+    }
+
+    pub(crate) fn set_error(&self, cell: &ErrorRef) {
+        let mut slot = self.0.error.lock();
+        *slot = Some(cell.clone());
+        self.0.has_error.store(true, Ordering::Release);
+    }
+
+    /// Raises the error on this variable: returns it and clears it everywhere.
     pub(crate) fn take_error(&self) -> Option<Error> {
-        self.0.error.lock().take()
+        if !self.0.has_error.load(Ordering::Acquire) {
+            return None;
+        }
+        let cell = {
+            let mut slot = self.0.error.lock();
+            self.0.has_error.store(false, Ordering::Release);
+            slot.take()
+        };
+        cell.and_then(|c| c.take())
+    }
+
+    /// Gives a read that is let through the error its earlier writes left, so that a
+    /// later wait that clears the error does not change what the read sees.
+    fn hand_error_to(&self, op: &OprRef) {
+        if let Some(cell) = self.error_cell() {
+            op.inherit_error(cell);
+        }
+    }
+
+    /// Registers a read by `op`; true if it may read at once.
+    pub(crate) fn append_read(&self, op: &OprRef) -> bool {
+        let mut s = self.0.state.lock();
+        if !s.writing && s.queue.is_empty() {
+            s.running_reads += 1;
+            self.hand_error_to(op);
+            true
+        } else {
+            s.queue.push_back((op.clone(), false));
+            false
+        }
+    }
+
+    /// Registers a write by `op`; true if it may write at once.
+    pub(crate) fn append_write(&self, op: &OprRef) -> bool {
+        let mut s = self.0.state.lock();
+        if !s.writing && s.running_reads == 0 && s.queue.is_empty() {
+            s.writing = true;
+            true
+        } else {
+            s.queue.push_back((op.clone(), true));
+            false
+        }
+    }
+
+    /// After a burst, gives back a drained queue's memory.
+    fn trim(s: &mut VarState) {
+        if s.queue.is_empty() && s.queue.capacity() > 256 {
+            s.queue = VecDeque::new();
+        }
+    }
+
+    /// A read finished; the next write may go when it was the last running read.
+    pub(crate) fn complete_read(&self, granted: &mut Granted) {
+        let mut s = self.0.state.lock();
+        debug_assert!(s.running_reads > 0 && !s.writing);
+        s.running_reads -= 1;
+        if s.running_reads == 0 && matches!(s.queue.front(), Some((_, true))) {
+            let (op, _) = s.queue.pop_front().expect("front checked");
+            s.writing = true;
+            granted.push(op);
+            Self::trim(&mut s);
+        }
+    }
+
+    /// A write finished; the reads queued behind it go together, or else the next write.
+    pub(crate) fn complete_write(&self, granted: &mut Granted) {
+        let mut s = self.0.state.lock();
+        debug_assert!(s.writing && s.running_reads == 0);
+        s.writing = false;
+        while matches!(s.queue.front(), Some((_, false))) {
+            let (op, _) = s.queue.pop_front().expect("front checked");
+            s.running_reads += 1;
+            self.hand_error_to(&op);
+            granted.push(op);
+        }
+        if s.running_reads == 0 && matches!(s.queue.front(), Some((_, true))) {
+            let (op, _) = s.queue.pop_front().expect("front checked");
+            s.writing = true;
+            granted.push(op);
+        }
+        Self::trim(&mut s);
     }
 }
 

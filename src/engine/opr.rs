@@ -1,0 +1,308 @@
+//! Op blocks: one pushed op with its variables, its wait counter and its body, and what
+//! happens when it becomes ready, runs and completes.
+
+use super::errors::{ErrorCell, ErrorRef};
+use super::pool::Pool;
+use super::var::Granted;
+use super::{AsyncFn, FnProperty, OnComplete, RunContext, SyncFn, Var};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use parking_lot::{Condvar, Mutex};
+use smallvec::SmallVec;
+use std::any::Any;
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// A shared reference to an op block; var queues and worker deques hold these.
+pub(crate) type OprRef = Arc<OprBlock>;
+
+/// Variables of one op, deduplicated.
+pub(crate) type VarList = SmallVec<[Var; 4]>;
+
+/// What an op does when it runs.
+pub(crate) enum Body {
+    /// A synchronous body: completes when it returns.
+    Sync(SyncFn),
+    /// An asynchronous body: completes when its `OnComplete` is called.
+    Async(AsyncFn),
+    /// An internal read that wakes a thread in `wait_for_var`; runs inline when ready.
+    Signal(Arc<WaitSlot>),
+}
+
+/// A one-shot flag a thread can block on.
+#[derive(Default)]
+pub(crate) struct WaitSlot {
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl WaitSlot {
+    pub(crate) fn notify(&self) {
+        *self.done.lock() = true;
+        self.cv.notify_all();
+    }
+
+    pub(crate) fn wait(&self) {
+        let mut done = self.done.lock();
+        while !*done {
+            self.cv.wait(&mut done);
+        }
+    }
+}
+
+/// `async_state`: the body is running or its completion is still out.
+const RUNNING: u8 = 0;
+/// `async_state`: the completion was dropped while the body panicked on this thread.
+const DROPPED_IN_PANIC: u8 = 1;
+/// `async_state`: the op has completed.
+const FINISHED: u8 = 2;
+
+thread_local! {
+    /// The op whose async body runs on this thread (its address), to tell a completion
+    /// dropped by that body's panic from one dropped elsewhere.
+    static RUNNING_ASYNC: Cell<usize> = const { Cell::new(0) };
+}
+
+/// One pushed op.
+pub(crate) struct OprBlock {
+    /// Variables still to let this op through, plus one held by the pusher until it
+    /// has queued the op on all of them. The one that brings it to zero dispatches it.
+    wait: AtomicUsize,
+    body: Mutex<Option<Body>>,
+    /// The body is a `Signal`: run inline instead of on a pool.
+    inline: bool,
+    /// Goes to the high-priority queue of its pool.
+    pub(crate) high_priority: bool,
+    ctx: Context,
+    const_vars: VarList,
+    mutable_vars: VarList,
+    prop: FnProperty,
+    name: &'static str,
+    /// The pool that runs it (and, through it, the engine that counts it); `None` for
+    /// internal inline ops, which the engine does not count.
+    pool: Option<Arc<Pool>>,
+    async_state: AtomicU8,
+    /// The first error found on a read variable when it let this op through.
+    inherited: OnceLock<ErrorRef>,
+}
+
+/// Removes duplicates within each list and drops reads of variables the op also writes.
+/// (The order of the variables does not matter to the engine.)
+pub(crate) fn dedup_vars(const_vars: &[Var], mutable_vars: &[Var]) -> (VarList, VarList) {
+    if const_vars.len() + mutable_vars.len() > 16 {
+        let mut muts: VarList = mutable_vars.iter().cloned().collect();
+        muts.sort_unstable_by_key(Var::id);
+        muts.dedup_by_key(|v| v.id());
+        let mut consts: VarList = const_vars
+            .iter()
+            .filter(|v| muts.binary_search_by_key(&v.id(), Var::id).is_err())
+            .cloned()
+            .collect();
+        consts.sort_unstable_by_key(Var::id);
+        consts.dedup_by_key(|v| v.id());
+        return (consts, muts);
+    }
+    let mut muts = VarList::with_capacity(mutable_vars.len());
+    for v in mutable_vars {
+        if !muts.iter().any(|m| m.same(v)) {
+            muts.push(v.clone());
+        }
+    }
+    let mut consts = VarList::with_capacity(const_vars.len());
+    for v in const_vars {
+        if !muts.iter().any(|m| m.same(v)) && !consts.iter().any(|c| c.same(v)) {
+            consts.push(v.clone());
+        }
+    }
+    (consts, muts)
+}
+
+/// The error an op inherits from the variables it reads, if any.
+pub(crate) fn inherited_error(const_vars: &[Var]) -> Option<ErrorRef> {
+    const_vars.iter().find_map(Var::error_cell)
+}
+
+/// `Error::Runtime("<op name>: <panic message>")` for a caught panic.
+pub(crate) fn panic_error(name: &str, payload: Box<dyn Any + Send>) -> Error {
+    let msg = if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_string()
+    };
+    Error::Runtime(format!("{name}: {msg}"))
+}
+
+impl OprBlock {
+    /// Queues a new op on its variables; dispatches it if nothing holds it back.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn push(
+        pool: Option<&Arc<Pool>>,
+        body: Body,
+        ctx: Context,
+        const_vars: &[Var],
+        mutable_vars: &[Var],
+        prop: FnProperty,
+        priority: i32,
+        name: &'static str,
+    ) {
+        let (const_vars, mutable_vars) = dedup_vars(const_vars, mutable_vars);
+        if let Some(pool) = pool {
+            pool.engine.op_pushed();
+        }
+        let hold = const_vars.len() + mutable_vars.len() + 1;
+        let op = Arc::new(OprBlock {
+            wait: AtomicUsize::new(hold),
+            inline: matches!(body, Body::Signal(_)),
+            body: Mutex::new(Some(body)),
+            high_priority: priority > 0 || prop == FnProperty::CpuPrioritized,
+            ctx,
+            const_vars,
+            mutable_vars,
+            prop,
+            name,
+            pool: pool.cloned(),
+            async_state: AtomicU8::new(RUNNING),
+            inherited: OnceLock::new(),
+        });
+        let mut let_through = 1;
+        for v in &op.const_vars {
+            let_through += usize::from(v.append_read(&op));
+        }
+        for v in &op.mutable_vars {
+            let_through += usize::from(v.append_write(&op));
+        }
+        if op.wait.fetch_sub(let_through, Ordering::AcqRel) == let_through {
+            op.dispatch(false);
+        }
+    }
+
+    /// Counts down one variable that let this op through.
+    fn let_through(self: OprRef, continuation: bool) {
+        if self.wait.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.dispatch(continuation);
+        }
+    }
+
+    /// Sends a ready op to its pool (or runs an inline one here). `continuation` is true
+    /// when a worker of that pool made it ready by finishing an op it just ran.
+    fn dispatch(self: OprRef, continuation: bool) {
+        if self.inline {
+            self.execute();
+        } else if let Some(pool) = self.pool.clone() {
+            pool.submit(self, continuation);
+        }
+    }
+
+    /// Runs a ready op; called by a worker (or inline for internal ops).
+    pub(crate) fn execute(self: OprRef) {
+        let body = self.body.lock().take();
+        let Some(body) = body else {
+            debug_assert!(false, "op {} executed twice", self.name);
+            return;
+        };
+        if !matches!(body, Body::Signal(_)) && self.prop != FnProperty::DeleteVar {
+            if let Some(cell) = self.inherited.get().cloned() {
+                drop(body);
+                self.finish(Some(cell), true);
+                return;
+            }
+        }
+        let rctx = RunContext { ctx: self.ctx };
+        match body {
+            Body::Sync(f) => {
+                let r = catch_unwind(AssertUnwindSafe(move || f(rctx)))
+                    .unwrap_or_else(|p| Err(panic_error(self.name, p)));
+                self.finish(r.err().map(ErrorCell::new), true);
+            }
+            Body::Async(f) => {
+                let done = OnComplete::for_opr(self.clone());
+                let me = Arc::as_ptr(&self) as usize;
+                let outer = RUNNING_ASYNC.with(|c| c.replace(me));
+                let r = catch_unwind(AssertUnwindSafe(move || f(rctx, done)));
+                RUNNING_ASYNC.with(|c| c.set(outer));
+                if let Err(p) = r {
+                    let e = panic_error(self.name, p);
+                    let state = self.async_state.compare_exchange(
+                        DROPPED_IN_PANIC,
+                        RUNNING,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    );
+                    match state {
+                        Ok(_) => self.finish(Some(ErrorCell::new(e)), false),
+                        // Completed before the panic, or the completion lives elsewhere
+                        // and will still be called: the panic is reported all the same.
+                        Err(_) => self.engine_error(&ErrorCell::new(e)),
+                    }
+                }
+            }
+            Body::Signal(slot) => {
+                // Leave the variable first, so that the waiter finds it as we found it.
+                self.finish(None, false);
+                slot.notify();
+            }
+        }
+    }
+
+    /// Called by a read variable that lets this op through carrying an error.
+    pub(crate) fn inherit_error(&self, cell: ErrorRef) {
+        let _ = self.inherited.set(cell);
+    }
+
+    /// An async op reports its outcome.
+    pub(crate) fn complete_async(self: OprRef, result: Result<()>) {
+        self.finish(result.err().map(ErrorCell::new), false);
+    }
+
+    /// An async op's completion was dropped without being called.
+    pub(crate) fn completion_dropped(self: OprRef) {
+        let me = Arc::as_ptr(&self) as usize;
+        let own_body = RUNNING_ASYNC.with(|c| c.get()) == me;
+        if std::thread::panicking() && own_body {
+            // The body is unwinding here; `execute` completes it with the panic message.
+            self.async_state.store(DROPPED_IN_PANIC, Ordering::Release);
+        } else {
+            let e = Error::Runtime(format!(
+                "{}: the op finished without reporting completion",
+                self.name
+            ));
+            self.finish(Some(ErrorCell::new(e)), false);
+        }
+    }
+
+    fn engine_error(&self, cell: &ErrorRef) {
+        if let Some(pool) = &self.pool {
+            pool.engine.record_error(cell);
+        }
+    }
+
+    /// Stores the op's error (its own or one it inherited) on the variables it writes and
+    /// in the engine's list, lets the next ops through on every variable, and counts the
+    /// op done.
+    fn finish(self: OprRef, error: Option<ErrorRef>, continuation: bool) {
+        self.async_state.store(FINISHED, Ordering::Release);
+        if let Some(cell) = &error {
+            for v in &self.mutable_vars {
+                v.set_error(cell);
+            }
+            self.engine_error(cell);
+        }
+        let mut granted = Granted::new();
+        for v in &self.const_vars {
+            v.complete_read(&mut granted);
+        }
+        for v in &self.mutable_vars {
+            v.complete_write(&mut granted);
+        }
+        for op in granted {
+            op.let_through(continuation);
+        }
+        if let Some(pool) = &self.pool {
+            pool.engine.op_done();
+        }
+    }
+}
