@@ -1,6 +1,10 @@
 //! rsmx: MXNet 1.x's execution core in Rust: dependency engine, memory pool, NDArray and
 //! operators, with a Python extension module (`rsmx._core`) behind the `python` feature.
 
+/// A fast allocator for the many small allocations of the op hot path.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod context;
 pub mod dtype;
 pub mod engine;
