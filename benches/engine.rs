@@ -1,5 +1,5 @@
 //! Engine overhead benchmarks: push + schedule + complete of tiny ops, and the parallel
-//! speed-up of independent chains of spin work.
+//! speed-up of independent chains of spin work (and of sleeping work).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rsmx::context::Context;
@@ -69,29 +69,57 @@ fn parallel_chains(c: &mut Criterion) {
         .throughput(Throughput::Elements(OPS as u64));
     let e = create(EngineKind::ThreadedPerDevice, 2);
     let vars = [e.new_variable(), e.new_variable()];
-    g.bench_function("no_engine", |b| {
+    // Baselines: the work on this thread, and split over two plain threads (the best
+    // speed-up this machine allows right now).
+    let work = |n: usize| (0..n).map(|_| spin_work(20_000)).fold(0, u64::wrapping_add);
+    g.bench_function("no_engine", |b| b.iter(|| work(OPS)));
+    g.bench_function("two_plain_threads", |b| {
         b.iter(|| {
-            (0..OPS)
-                .map(|_| spin_work(20_000))
-                .fold(0, u64::wrapping_add)
+            std::thread::scope(|s| {
+                let h = s.spawn(|| work(OPS / 2));
+                work(OPS / 2).wrapping_add(h.join().unwrap())
+            })
         })
     });
     for chains in [1usize, 2] {
         g.bench_function(BenchmarkId::new("chains", chains), |b| {
+            b.iter(|| push_chains(&*e, &vars[..chains], OPS, || black_box(spin_work(20_000))))
+        });
+    }
+    g.finish();
+
+    // The same with ops that wait instead of computing (I/O, a GPU): their overlap does
+    // not depend on free cores.
+    const SLEEPS: usize = 40;
+    let mut g = c.benchmark_group("sleep_chains");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2))
+        .throughput(Throughput::Elements(SLEEPS as u64));
+    for chains in [1usize, 2] {
+        g.bench_function(BenchmarkId::new("chains", chains), |b| {
             b.iter(|| {
-                for i in 0..OPS {
-                    let body: SyncFn = Box::new(move |_| {
-                        black_box(spin_work(20_000));
-                        Ok(())
-                    });
-                    let v = std::slice::from_ref(&vars[i % chains]);
-                    e.push_sync(body, CPU, &[], v, FnProperty::Normal, 0, "spin");
-                }
-                e.wait_for_all().unwrap();
+                push_chains(&*e, &vars[..chains], SLEEPS, || {
+                    std::thread::sleep(Duration::from_micros(250))
+                })
             })
         });
     }
     g.finish();
+}
+
+/// Pushes `ops` ops running `work`, round-robin over `vars` (one chain per variable),
+/// and waits for them.
+fn push_chains<R: 'static>(e: &dyn Engine, vars: &[Var], ops: usize, work: fn() -> R) {
+    for i in 0..ops {
+        let body: SyncFn = Box::new(move |_| {
+            black_box(work());
+            Ok(())
+        });
+        let v = std::slice::from_ref(&vars[i % vars.len()]);
+        e.push_sync(body, CPU, &[], v, FnProperty::Normal, 0, "work");
+    }
+    e.wait_for_all().unwrap();
 }
 
 criterion_group!(benches, tiny_ops, parallel_chains);
