@@ -61,10 +61,6 @@ enum Arith {
     Pow,
 }
 
-struct ArithOps {
-    broadcast: OpRef,
-}
-
 fn arith_kind(a: Arith) -> BinaryKind {
     match a {
         Arith::Add => BinaryKind::Add,
@@ -76,8 +72,9 @@ fn arith_kind(a: Arith) -> BinaryKind {
     }
 }
 
-fn arith_ops(a: Arith) -> &'static ArithOps {
-    static OPS: OnceLock<Vec<ArithOps>> = OnceLock::new();
+/// The cached broadcasting operator behind `a`.
+fn arith_op(a: Arith) -> &'static OpRef {
+    static OPS: OnceLock<Vec<OpRef>> = OnceLock::new();
     let all = OPS.get_or_init(|| {
         [
             ("broadcast_add", BinaryKind::Add),
@@ -88,9 +85,7 @@ fn arith_ops(a: Arith) -> &'static ArithOps {
             ("broadcast_power", BinaryKind::Power),
         ]
         .into_iter()
-        .map(|(n, k)| ArithOps {
-            broadcast: broadcast_op(n, k),
-        })
+        .map(|(n, k)| broadcast_op(n, k))
         .collect()
     });
     &all[a as usize]
@@ -118,7 +113,6 @@ fn wrap(py: Python<'_>, a: NDArray) -> PyResult<Py<PyNDArray>> {
 /// `lhs <op> rhs` where `rhs` is an NDArray or a number; `reverse` computes `rhs <op> lhs`;
 /// `out` writes in place.
 fn arith(
-    py: Python<'_>,
     lhs: &NDArray,
     rhs: &Bound<'_, PyAny>,
     a: Arith,
@@ -133,18 +127,11 @@ fn arith(
         } else {
             (lhs, &other.inner)
         };
-        invoke(
-            &arith_ops(a).broadcast,
-            &[l.clone(), r.clone()],
-            out,
-            None,
-            false,
-        )
+        invoke(arith_op(a), &[l.clone(), r.clone()], out, None, false)
     } else if let Ok(s) = rhs.extract::<f64>() {
         let op = scalar_op(scalar_name(a, reverse), arith_kind(a), reverse, s);
         invoke(&op, std::slice::from_ref(lhs), out, None, false)
     } else {
-        let _ = py;
         return Ok(None);
     };
     Ok(Some(result.py()?.pop().expect("one output")))
@@ -158,7 +145,7 @@ macro_rules! binary_methods {
                 fn $fwd(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
                     let py = slf.py();
                     let lhs = slf.borrow().inner.clone();
-                    match guard(stringify!($fwd), || arith(py, &lhs, other, $kind, false, None))? {
+                    match guard(stringify!($fwd), || arith(&lhs, other, $kind, false, None))? {
                         Some(r) => Ok(wrap(py, r)?.into_any()),
                         None => Ok(py.NotImplemented()),
                     }
@@ -167,7 +154,7 @@ macro_rules! binary_methods {
                 fn $rev(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
                     let py = slf.py();
                     let lhs = slf.borrow().inner.clone();
-                    match guard(stringify!($rev), || arith(py, &lhs, other, $kind, true, None))? {
+                    match guard(stringify!($rev), || arith(&lhs, other, $kind, true, None))? {
                         Some(r) => Ok(wrap(py, r)?.into_any()),
                         None => Ok(py.NotImplemented()),
                     }
@@ -175,7 +162,7 @@ macro_rules! binary_methods {
 
                 fn $inp(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
                     let lhs = slf.borrow().writable_inner()?;
-                    match guard(stringify!($inp), || arith(slf.py(), &lhs, other, $kind, false, Some(lhs.clone())))? {
+                    match guard(stringify!($inp), || arith(&lhs, other, $kind, false, Some(lhs.clone())))? {
                         Some(_) => Ok(()),
                         None => Err(unsupported(other)),
                     }
@@ -202,9 +189,7 @@ impl PyNDArray {
     ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let lhs = slf.borrow().inner.clone();
-        match guard("__pow__", || {
-            arith(py, &lhs, other, Arith::Pow, false, None)
-        })? {
+        match guard("__pow__", || arith(&lhs, other, Arith::Pow, false, None))? {
             Some(r) => Ok(wrap(py, r)?.into_any()),
             None => Ok(py.NotImplemented()),
         }
@@ -217,9 +202,7 @@ impl PyNDArray {
     ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let lhs = slf.borrow().inner.clone();
-        match guard("__rpow__", || {
-            arith(py, &lhs, other, Arith::Pow, true, None)
-        })? {
+        match guard("__rpow__", || arith(&lhs, other, Arith::Pow, true, None))? {
             Some(r) => Ok(wrap(py, r)?.into_any()),
             None => Ok(py.NotImplemented()),
         }
@@ -232,7 +215,7 @@ impl PyNDArray {
     ) -> PyResult<()> {
         let lhs = slf.borrow().writable_inner()?;
         match guard("__ipow__", || {
-            arith(slf.py(), &lhs, other, Arith::Pow, false, Some(lhs.clone()))
+            arith(&lhs, other, Arith::Pow, false, Some(lhs.clone()))
         })? {
             Some(_) => Ok(()),
             None => Err(unsupported(other)),

@@ -1,6 +1,6 @@
 //! Element-wise unary operators (`exp`, `tanh`, `relu`, `clip`, ...).
 
-use super::map::{map1, map_inplace};
+use super::map::map1;
 use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
@@ -205,11 +205,6 @@ fn kind_name(kind: UnaryKind) -> &'static str {
         .iter()
         .find(|(_, _, k)| std::mem::discriminant(k) == std::mem::discriminant(&kind))
         .map_or("unary", |(n, _, _)| n)
-}
-
-/// Scales `out` in place by `k` (used by ops that post-process their output).
-pub fn scale_inplace<T: Num>(out: &mut [T], k: T) {
-    map_inplace(out, |v| v.mul(k));
 }
 
 struct Unary {
