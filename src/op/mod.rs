@@ -85,6 +85,154 @@ pub trait Operator: Send + Sync {
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[]
     }
+
+    /// Input names when they depend on the attributes (`FullyConnected` without a bias);
+    /// `None` means the names of the op's definition.
+    fn input_names(&self) -> Option<Vec<String>> {
+        None
+    }
+
+    /// Indices of the inputs that are auxiliary states: updated in place by `forward`
+    /// (`BatchNorm`'s moving mean and variance) and never differentiated.
+    fn aux_inputs(&self) -> Vec<usize> {
+        Vec::new()
+    }
+
+    /// Names of the outputs, as `get_internals` shows them after the node's name.
+    fn output_names(&self) -> Vec<String> {
+        match self.num_outputs() {
+            1 => vec!["output".to_string()],
+            n => (0..n).map(|i| format!("output{i}")).collect(),
+        }
+    }
+
+    /// How many outputs a symbol of this op shows (the rest feed only its gradient).
+    fn num_visible_outputs(&self) -> usize {
+        self.num_outputs()
+    }
+
+    /// Shape inference over partly known shapes, in both directions: fills what it can
+    /// among `inputs` and `outputs` and errors on a conflict. The default infers the
+    /// outputs once every input is known.
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        if let Some(known) = inputs.iter().cloned().collect::<Option<Vec<Shape>>>() {
+            let inferred = self.infer_shape(&known)?;
+            assign_shapes(self.name(), "output", outputs, &inferred)?;
+        }
+        Ok(())
+    }
+
+    /// Type inference over partly known types. The default gives unknown inputs the type
+    /// of the first known one (as weights take the type of the data) and then infers the
+    /// outputs.
+    fn infer_type_partial(
+        &self,
+        inputs: &mut [Option<DType>],
+        outputs: &mut [Option<DType>],
+    ) -> Result<()> {
+        let first = inputs.iter().flatten().next().copied();
+        if let Some(t) = first {
+            for i in inputs.iter_mut().filter(|i| i.is_none()) {
+                *i = Some(t);
+            }
+        }
+        if let Some(known) = inputs.iter().copied().collect::<Option<Vec<DType>>>() {
+            if known.is_empty() && outputs.iter().all(|o| o.is_some()) {
+                return Ok(());
+            }
+            let inferred = self.infer_type(&known)?;
+            for (i, (o, t)) in outputs.iter_mut().zip(inferred).enumerate() {
+                match o {
+                    Some(have) if *have != t => {
+                        return Err(Error::Type(format!(
+                            "{}: output {i} must have dtype {t}, got {have}",
+                            self.name()
+                        )))
+                    }
+                    _ => *o = Some(t),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// How the gradient of this op is computed.
+    fn gradient(&self) -> Grad {
+        Grad::Undefined
+    }
+}
+
+/// The gradient of an operator.
+pub enum Grad {
+    /// The op cannot be differentiated; asking for its gradient is an error.
+    Undefined,
+    /// The gradient with respect to every input is zero (comparisons, `argmax`, samplers).
+    Zero,
+    /// Computed by a backward operator.
+    Op(Gradient),
+}
+
+/// A backward operator and what it is fed. Its inputs are, in order: the gradients of
+/// the forward outputs listed in `ograds`, the forward inputs listed in `inputs`, and the
+/// forward outputs listed in `outputs`. Its outputs are the gradients of the forward
+/// inputs listed in `grad_of`; the other inputs get no gradient (zero).
+pub struct Gradient {
+    /// The backward operator.
+    pub op: OpRef,
+    /// Forward outputs whose gradients it takes.
+    pub ograds: Vec<usize>,
+    /// Forward inputs it takes.
+    pub inputs: Vec<usize>,
+    /// Forward outputs it takes.
+    pub outputs: Vec<usize>,
+    /// Forward inputs whose gradients it produces, one per backward output.
+    pub grad_of: Vec<usize>,
+}
+
+impl Gradient {
+    /// The common case: takes every output gradient of a single-output op, the listed
+    /// inputs and outputs, and produces the gradients of inputs `0..n_inputs`.
+    pub fn simple(op: OpRef, inputs: &[usize], outputs: &[usize], n_inputs: usize) -> Grad {
+        Grad::Op(Gradient {
+            op,
+            ograds: vec![0],
+            inputs: inputs.to_vec(),
+            outputs: outputs.to_vec(),
+            grad_of: (0..n_inputs).collect(),
+        })
+    }
+}
+
+/// Merges `inferred` shapes into `slots`: fills unknown ones, errors on a mismatch.
+pub fn assign_shapes(
+    op: &str,
+    what: &str,
+    slots: &mut [Option<Shape>],
+    inferred: &[Shape],
+) -> Result<()> {
+    for (i, (slot, s)) in slots.iter_mut().zip(inferred).enumerate() {
+        assign_shape(op, &format!("{what} {i}"), slot, s)?;
+    }
+    Ok(())
+}
+
+/// Fills one shape slot, or checks it against what it already holds.
+pub fn assign_shape(op: &str, what: &str, slot: &mut Option<Shape>, s: &Shape) -> Result<()> {
+    match slot {
+        Some(have) if have != s => Err(Error::Value(format!(
+            "{op}: shape inconsistent for {what}: expected {}, got {}",
+            fmt_shape(s),
+            fmt_shape(have)
+        ))),
+        _ => {
+            *slot = Some(s.clone());
+            Ok(())
+        }
+    }
 }
 
 /// The one dtype all inputs share, or an error naming the op.

@@ -68,3 +68,70 @@ pub fn f32a(shape: &[usize], data: &[f32]) -> NDArray {
 pub fn assert_dtype(a: &NDArray, d: DType) {
     assert_eq!(a.dtype(), d);
 }
+
+/// Checks an operator's backward op against central differences of
+/// `sum(outputs[k] * ograds[k])` for the inputs in `check`; inputs should be float64.
+/// Runs the forward in training mode. Panics with the worst mismatch on failure.
+pub fn gradcheck(op: &crate::op::OpRef, inputs: &[NDArray], check: &[usize], eps: f64, tol: f64) {
+    use crate::op::Grad;
+    let name = op.name();
+    let outs = op::invoke::invoke(op, inputs, None, None, true).unwrap();
+    let nvis = op.num_visible_outputs();
+    let ograds: Vec<NDArray> = outs[..nvis]
+        .iter()
+        .enumerate()
+        .map(|(k, o)| {
+            let n: usize = o.shape().iter().product();
+            let v: Vec<f64> = (0..n)
+                .map(|i| ((i * 7 + k * 3) % 11) as f64 / 11.0 - 0.4)
+                .collect();
+            array::<f64>(o.shape(), &v)
+        })
+        .collect();
+    let Grad::Op(g) = op.gradient() else {
+        panic!("{name}: no backward op");
+    };
+    let mut bin: Vec<NDArray> = g.ograds.iter().map(|&k| ograds[k].clone()).collect();
+    bin.extend(g.inputs.iter().map(|&i| inputs[i].clone()));
+    bin.extend(g.outputs.iter().map(|&o| outs[o].clone()));
+    let grads = op::invoke::invoke(&g.op, &bin, None, None, true)
+        .unwrap_or_else(|e| panic!("{name} backward: {e}"));
+    let objective = |ins: &[NDArray]| -> f64 {
+        let outs = op::invoke::invoke(op, ins, None, None, true).unwrap();
+        outs[..nvis]
+            .iter()
+            .zip(&ograds)
+            .map(|(o, g)| {
+                values::<f64>(o)
+                    .iter()
+                    .zip(values::<f64>(g))
+                    .map(|(a, b)| a * b)
+                    .sum::<f64>()
+            })
+            .sum()
+    };
+    for &j in check {
+        let pos = g
+            .grad_of
+            .iter()
+            .position(|&k| k == j)
+            .unwrap_or_else(|| panic!("{name}: no gradient for input {j}"));
+        let analytic = values::<f64>(&grads[pos]);
+        let base = values::<f64>(&inputs[j]);
+        for (k, &a) in analytic.iter().enumerate() {
+            let mut probe = |delta: f64| {
+                let mut v = base.clone();
+                v[k] += delta;
+                let mut ins = inputs.to_vec();
+                ins[j] = array::<f64>(inputs[j].shape(), &v);
+                objective(&ins)
+            };
+            let numeric = (probe(eps) - probe(-eps)) / (2.0 * eps);
+            let err = (numeric - a).abs();
+            assert!(
+                err <= tol * (1.0 + numeric.abs()),
+                "{name}: gradient of input {j} element {k}: backward {a}, numeric {numeric}"
+            );
+        }
+    }
+}

@@ -174,8 +174,9 @@ fn matmul_loop<T: Num>(d: &MatMul, a: &[T], b: &[T], dst: &mut [T], add: bool, t
     }
 }
 
-/// One product on any numeric type.
-fn matmul<T: Num>(d: &MatMul, a: &[T], b: &[T], dst: &mut [T], add: bool, threads: bool) {
+/// One product `dst (=|+=) op(a) · op(b)` on any numeric type; `threads` lets a large
+/// product use the rayon pool.
+pub fn matmul<T: Num>(d: &MatMul, a: &[T], b: &[T], dst: &mut [T], add: bool, threads: bool) {
     if TypeId::of::<T>() == TypeId::of::<f32>()
         || TypeId::of::<T>() == TypeId::of::<f64>()
         || TypeId::of::<T>() == TypeId::of::<f16>()

@@ -5,6 +5,7 @@ pub mod indexing;
 pub mod init;
 pub mod linalg;
 pub mod map;
+pub mod nn;
 pub mod num;
 pub mod random;
 pub mod reduce;
@@ -25,4 +26,5 @@ pub fn register_all(r: &mut Registry) {
     indexing::register(r);
     sorting::register(r);
     random::register(r);
+    nn::register(r);
 }

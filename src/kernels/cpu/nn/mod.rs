@@ -1,0 +1,13 @@
+//! Neural-network layers: dense layers, activations, losses, convolution, pooling and
+//! normalisation, each with its backward operator.
+
+pub mod basic;
+pub mod conv;
+
+use crate::op::Registry;
+
+/// Registers the network layers.
+pub fn register(r: &mut Registry) {
+    basic::register(r);
+    conv::register(r);
+}
