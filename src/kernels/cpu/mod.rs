@@ -1,7 +1,10 @@
 //! CPU kernels, grouped by operator family; each family registers its operators.
 
+pub mod add_n;
 pub mod binary;
+pub mod grad;
 pub mod indexing;
+pub mod infer;
 pub mod init;
 pub mod linalg;
 pub mod map;
@@ -17,6 +20,7 @@ use crate::op::Registry;
 
 /// Registers every CPU operator family.
 pub fn register_all(r: &mut Registry) {
+    add_n::register(r);
     unary::register(r);
     binary::register(r);
     init::register(r);
