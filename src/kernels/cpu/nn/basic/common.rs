@@ -1,0 +1,225 @@
+//! Helpers shared by the basic layers: float dtype dispatch, element conversion, output
+//! requests and parallel loops over rows.
+
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::kernels::cpu::map::PAR_MIN;
+use crate::kernels::cpu::num::Num;
+use crate::ndarray::TBlob;
+use crate::op::OpReq;
+use num_traits::Float;
+use rayon::prelude::*;
+
+/// Runs `$body` with `$T` the storage type of a float dtype and `$F` the type it is
+/// computed in (float32 for float16), or returns a type error naming `$op`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! dispatch_float {
+    ($op:expr, $dtype:expr, $T:ident, $F:ident => $body:expr) => {
+        match $dtype {
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                #[allow(dead_code)]
+                type $F = f32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                #[allow(dead_code)]
+                type $F = f64;
+                $body
+            }
+            $crate::dtype::DType::F16 => {
+                type $T = half::f16;
+                #[allow(dead_code)]
+                type $F = f32;
+                $body
+            }
+            other => {
+                return Err($crate::error::Error::Type(format!(
+                    "{}: dtype {} is not supported (float16, float32 or float64 expected)",
+                    $op, other
+                )))
+            }
+        }
+    };
+}
+
+/// The one float dtype all `inputs` share, or a type error naming the op.
+pub fn float_dtype(op: &str, inputs: &[DType]) -> Result<DType> {
+    let t = crate::op::same_dtype(op, inputs)?;
+    check_float(op, "data", t)?;
+    Ok(t)
+}
+
+/// Errors unless `t` is a float dtype.
+pub fn check_float(op: &str, what: &str, t: DType) -> Result<()> {
+    if matches!(t, DType::F16 | DType::F32 | DType::F64) {
+        Ok(())
+    } else {
+        Err(Error::Type(format!(
+            "{op}: {what} must be float16, float32 or float64, got {t}"
+        )))
+    }
+}
+
+/// Converts a stored element to the compute type.
+#[inline(always)]
+pub fn ld<T: Element, F: Float>(v: T) -> F {
+    F::from(v.to_f64()).unwrap_or_else(F::nan)
+}
+
+/// Converts a computed value to the stored element type.
+#[inline(always)]
+pub fn st<F: Float, T: Element>(v: F) -> T {
+    T::from_f64(v.to_f64().unwrap_or(f64::NAN))
+}
+
+/// Writes or accumulates one value.
+#[inline(always)]
+pub fn put<T: Num>(o: &mut T, v: T, add: bool) {
+    *o = if add { o.add(v) } else { v };
+}
+
+/// True if two blobs share any bytes.
+pub fn overlaps(x: &TBlob, y: &TBlob) -> bool {
+    let (xs, ys) = (x.ptr() as usize, y.ptr() as usize);
+    let (xn, yn) = (x.size() * x.dtype.size(), y.size() * y.dtype.size());
+    xn > 0 && yn > 0 && xs < ys + yn && ys < xs + xn
+}
+
+/// `out (=|+=) f(x)` element-wise; `x` may be `out` itself (an in-place op).
+pub fn unary<T: Num>(x: &TBlob, out: &TBlob, req: OpReq, f: impl Fn(T) -> T + Sync + Send) {
+    if req == OpReq::Null {
+        return;
+    }
+    if x.ptr() == out.ptr() {
+        let add = req == OpReq::Add;
+        crate::kernels::cpu::map::map_inplace(out.slice_mut::<T>(), |v| {
+            if add {
+                v.add(f(v))
+            } else {
+                f(v)
+            }
+        });
+    } else {
+        crate::kernels::cpu::map::map1(x.slice::<T>(), out.slice_mut::<T>(), req, f);
+    }
+}
+
+/// `out (=|+=) f(a, b, c)` element-wise over three equally long slices.
+pub fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, T: Num>(
+    a: &[A],
+    b: &[B],
+    c: &[C],
+    out: &mut [T],
+    req: OpReq,
+    f: impl Fn(A, B, C) -> T + Sync + Send,
+) {
+    if req == OpReq::Null {
+        return;
+    }
+    let add = req == OpReq::Add;
+    let body = |off: usize, out: &mut [T]| {
+        for (i, o) in out.iter_mut().enumerate() {
+            let j = off + i;
+            put(o, f(a[j], b[j], c[j]), add);
+        }
+    };
+    for_chunks(out, 1, body);
+}
+
+/// Runs `body(offset, chunk)` over `out` cut into chunks of whole rows of `row` elements
+/// (`offset` is the chunk's first element), serially for small outputs and over the
+/// rayon pool for large ones.
+pub fn for_chunks<T: Send>(out: &mut [T], row: usize, body: impl Fn(usize, &mut [T]) + Sync) {
+    let row = row.max(1);
+    let rows = out.len() / row;
+    if out.len() < PAR_MIN || rows < 2 {
+        body(0, out);
+        return;
+    }
+    let threads = rayon::current_num_threads().max(1);
+    let per = rows.div_ceil(threads * 4).max((PAR_MIN / 4).div_ceil(row));
+    out.par_chunks_mut(per * row)
+        .enumerate()
+        .for_each(|(c, o)| body(c * per * row, o));
+}
+
+/// `True`/`False` as MXNet prints booleans.
+pub fn py_bool(b: bool) -> &'static str {
+    if b {
+        "True"
+    } else {
+        "False"
+    }
+}
+
+/// Label smoothing, normalisation and friends take `batch`, `null` or `valid`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Normalization {
+    Null,
+    Batch,
+    Valid,
+}
+
+impl Normalization {
+    /// Parses MXNet's `normalization` argument.
+    pub fn parse(p: &crate::op::Params) -> Result<Normalization> {
+        Ok(
+            match p.choice("normalization", "null", &["null", "batch", "valid"])? {
+                "batch" => Normalization::Batch,
+                "valid" => Normalization::Valid,
+                _ => Normalization::Null,
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+pub mod testing {
+    //! Running kernels directly on arrays, to exercise output requests.
+
+    use crate::ndarray::NDArray;
+    use crate::op::{OpContext, OpRef, OpReq};
+
+    /// Runs `op`'s kernel on `inputs` into existing `outputs` with the given requests.
+    pub fn run_req(op: &OpRef, inputs: &[NDArray], outputs: &[NDArray], req: &[OpReq]) {
+        for a in inputs {
+            a.wait_to_read().unwrap();
+        }
+        for a in outputs {
+            a.wait_to_write().unwrap();
+        }
+        let ib: Vec<_> = inputs.iter().map(|a| a.blob()).collect();
+        let ob: Vec<_> = outputs.iter().map(|a| a.blob()).collect();
+        let mut rng = <rand_pcg::Pcg64Mcg as rand::SeedableRng>::seed_from_u64(7);
+        let mut ctx = OpContext {
+            is_train: true,
+            rng: Some(&mut rng),
+        };
+        op.forward(&mut ctx, &ib, &ob, req).unwrap();
+    }
+
+    /// Asserts two float lists agree to `tol`.
+    pub fn close(got: &[f64], want: &[f64], tol: f64) {
+        assert_eq!(got.len(), want.len(), "lengths: {got:?} vs {want:?}");
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (g - w).abs() <= tol * (1.0 + w.abs()) || (g.is_nan() && w.is_nan()),
+                "element {i}: got {g}, want {w}\n got {got:?}\nwant {want:?}"
+            );
+        }
+    }
+
+    /// The contents of a float32 array widened.
+    pub fn f64s(a: &NDArray) -> Vec<f64> {
+        match a.dtype() {
+            crate::dtype::DType::F64 => crate::op::testutil::values::<f64>(a),
+            _ => crate::op::testutil::f32s(a)
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,517 @@
+//! `FullyConnected`: `out = data · weightᵀ + bias` through GEMM, and its backward.
+
+use super::common::{float_dtype, ld, put, st};
+use crate::dispatch_float;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::cpu::linalg::{matmul, MatMul};
+use crate::kernels::cpu::map::PAR_MIN;
+use crate::kernels::cpu::num::Num;
+use crate::ndarray::TBlob;
+use crate::op::{
+    assign_shape, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+};
+use crate::shape::{fmt_shape, Shape};
+use num_traits::Float;
+use rayon::prelude::*;
+use std::sync::Arc;
+
+const NAME: &str = "FullyConnected";
+
+/// The parsed attributes.
+#[derive(Debug, Clone, Copy)]
+struct Fc {
+    num_hidden: usize,
+    no_bias: bool,
+    flatten: bool,
+}
+
+impl Fc {
+    /// (rows, input features) of `data` seen as a matrix.
+    fn matrix(&self, d: &[usize]) -> Result<(usize, usize)> {
+        if d.is_empty() {
+            return Err(Error::Value(format!(
+                "{NAME}: data must have at least one dimension, got shape {}",
+                fmt_shape(d)
+            )));
+        }
+        Ok(if self.flatten {
+            (d[0], d[1..].iter().product())
+        } else {
+            let last = d.len() - 1;
+            (d[..last].iter().product(), d[last])
+        })
+    }
+
+    fn out_shape(&self, d: &[usize]) -> Shape {
+        if self.flatten {
+            Shape::from_slice(&[d[0], self.num_hidden])
+        } else {
+            let mut s = Shape::from_slice(d);
+            *s.last_mut().expect("checked non-empty") = self.num_hidden;
+            s
+        }
+    }
+
+    fn n_inputs(&self) -> usize {
+        if self.no_bias {
+            2
+        } else {
+            3
+        }
+    }
+}
+
+impl Operator for Fc {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn input_names(&self) -> Option<Vec<String>> {
+        let names: &[&str] = if self.no_bias {
+            &["data", "weight"]
+        } else {
+            &["data", "weight", "bias"]
+        };
+        Some(names.iter().map(|s| s.to_string()).collect())
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
+        let mut outs = vec![None];
+        self.infer_shape_partial(&mut ins, &mut outs)?;
+        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        if inputs.len() != self.n_inputs() {
+            return Err(Error::Value(format!(
+                "{NAME}: expected {} inputs (no_bias={}), got {}",
+                self.n_inputs(),
+                super::common::py_bool(self.no_bias),
+                inputs.len()
+            )));
+        }
+        let Some(d) = inputs[0].clone() else {
+            return Ok(());
+        };
+        let (_, k) = self.matrix(&d)?;
+        assign_shape(
+            NAME,
+            "weight",
+            &mut inputs[1],
+            &Shape::from_slice(&[self.num_hidden, k]),
+        )?;
+        if !self.no_bias {
+            let one = Shape::from_slice(&[self.num_hidden]);
+            match &inputs[2] {
+                Some(b) if b.as_slice() == [self.num_hidden, 1] => {}
+                _ => assign_shape(NAME, "bias", &mut inputs[2], &one)?,
+            }
+        }
+        assign_shape(NAME, "output", &mut outputs[0], &self.out_shape(&d))?;
+        Ok(())
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(NAME, inputs)?])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        if req[0] == OpReq::Null {
+            return Ok(());
+        }
+        let (rows, k) = self.matrix(&inputs[0].shape)?;
+        let d = MatMul::new(rows, k, false, self.num_hidden, k, true)
+            .expect("weight columns match the data");
+        let add = req[0] == OpReq::Add;
+        dispatch_float!(NAME, inputs[0].dtype, T, F => {
+            let out = outputs[0].slice_mut::<T>();
+            let (x, w) = (inputs[0].slice::<T>(), inputs[1].slice::<T>());
+            let bias = (!self.no_bias).then(|| inputs[2].slice::<T>());
+            match bias {
+                Some(b) if !add => {
+                    // Start from the bias in every row and let the product accumulate.
+                    out.chunks_mut(self.num_hidden).for_each(|r| r.copy_from_slice(b));
+                    if k > 0 {
+                        matmul(&d, x, w, out, true, true);
+                    }
+                }
+                _ => {
+                    if k > 0 {
+                        matmul(&d, x, w, out, add, true);
+                    } else if !add {
+                        out.fill(T::ZERO);
+                    }
+                    if let Some(b) = bias {
+                        out.chunks_mut(self.num_hidden).for_each(|r| {
+                            r.iter_mut().zip(b).for_each(|(o, &v)| *o = o.add(v))
+                        });
+                    }
+                }
+            }
+        });
+        Ok(())
+    }
+
+    fn gradient(&self) -> Grad {
+        Gradient::simple(Arc::new(FcBackward(*self)), &[0, 1], &[], self.n_inputs())
+    }
+}
+
+/// Gradients of data, weight and bias from the output gradient, data and weight.
+struct FcBackward(Fc);
+
+impl Operator for FcBackward {
+    fn name(&self) -> &'static str {
+        "_backward_FullyConnected"
+    }
+
+    fn num_outputs(&self) -> usize {
+        self.0.n_inputs()
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        crate::op::check_inputs(self.name(), inputs, 3)?;
+        let (rows, k) = self.0.matrix(&inputs[1])?;
+        let want = self.0.out_shape(&inputs[1]);
+        if inputs[0] != want || inputs[2].as_slice() != [self.0.num_hidden, k] {
+            return Err(Error::Value(format!(
+                "{}: output gradient {} and weight {} do not fit data {} ({rows} rows)",
+                self.name(),
+                fmt_shape(&inputs[0]),
+                fmt_shape(&inputs[2]),
+                fmt_shape(&inputs[1])
+            )));
+        }
+        let mut out = vec![inputs[1].clone(), inputs[2].clone()];
+        if !self.0.no_bias {
+            out.push(Shape::from_slice(&[self.0.num_hidden]));
+        }
+        Ok(out)
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(self.name(), inputs)?; self.num_outputs()])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let nh = self.0.num_hidden;
+        let (rows, k) = self.0.matrix(&inputs[1].shape)?;
+        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
+            let (g, x, w) = (
+                inputs[0].slice::<T>(),
+                inputs[1].slice::<T>(),
+                inputs[2].slice::<T>(),
+            );
+            // d data = g · W, (rows × nh) · (nh × k).
+            product(
+                &MatMul::new(rows, nh, false, nh, k, false).expect("inner dims agree"),
+                g,
+                w,
+                &outputs[0],
+                req[0],
+            );
+            // d weight = gᵀ · X, (nh × rows) · (rows × k).
+            product(
+                &MatMul::new(rows, nh, true, rows, k, false).expect("inner dims agree"),
+                g,
+                x,
+                &outputs[1],
+                req[1],
+            );
+            if !self.0.no_bias {
+                column_sums::<T, F>(g, nh, outputs[2].slice_mut::<T>(), req[2]);
+            }
+        });
+        Ok(())
+    }
+}
+
+/// `out (=|+=) op(a) · op(b)` honouring the request, with an empty inner dimension giving
+/// zeros.
+fn product<T: Num>(d: &MatMul, a: &[T], b: &[T], out: &TBlob, req: OpReq) {
+    if req == OpReq::Null {
+        return;
+    }
+    let add = req == OpReq::Add;
+    let dst = out.slice_mut::<T>();
+    if d.k == 0 {
+        if !add {
+            dst.fill(T::ZERO);
+        }
+        return;
+    }
+    matmul(d, a, b, dst, add, true);
+}
+
+/// `out[j] (=|+=) Σ_r g[r, j]` over the rows of a row-major `g` with `cols` columns.
+fn column_sums<T: Num, F: Float + Send + Sync>(g: &[T], cols: usize, out: &mut [T], req: OpReq) {
+    if req == OpReq::Null || cols == 0 {
+        return;
+    }
+    let add = req == OpReq::Add;
+    let sum_cols = |c0: usize, o: &mut [T]| {
+        let mut acc = vec![F::zero(); o.len()];
+        for row in g.chunks_exact(cols) {
+            for (a, &v) in acc.iter_mut().zip(&row[c0..c0 + o.len()]) {
+                *a = *a + ld::<T, F>(v);
+            }
+        }
+        for (o, a) in o.iter_mut().zip(acc) {
+            put(o, st::<F, T>(a), add);
+        }
+    };
+    if g.len() < PAR_MIN || cols < 64 {
+        sum_cols(0, out);
+    } else {
+        let per = cols.div_ceil(rayon::current_num_threads().max(1)).max(32);
+        out.par_chunks_mut(per)
+            .enumerate()
+            .for_each(|(c, o)| sum_cols(c * per, o));
+    }
+}
+
+fn create(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new(NAME, attrs, PARAMS)?;
+    let num_hidden = p.int_required("num_hidden")?;
+    if num_hidden < 1 {
+        return Err(Error::Value(format!(
+            "{NAME}: num_hidden must be positive, got {num_hidden}"
+        )));
+    }
+    Ok(Arc::new(Fc {
+        num_hidden: num_hidden as usize,
+        no_bias: p.bool("no_bias", false)?,
+        flatten: p.bool("flatten", true)?,
+    }))
+}
+
+const PARAMS: &[&str] = &["num_hidden", "no_bias", "flatten"];
+
+/// Registers `FullyConnected`.
+pub fn register(r: &mut Registry) {
+    r.add(OpDef {
+        name: NAME,
+        aliases: &[],
+        inputs: &["data", "weight", "bias"],
+        variadic: false,
+        params: PARAMS,
+        doc: "Applies a linear transformation: Y = XWᵀ + b.",
+        create: Box::new(create),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::testing::{close, f64s, run_req};
+    use super::*;
+    use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
+
+    fn seq(shape: &[usize], scale: f32, shift: f32) -> crate::ndarray::NDArray {
+        let n: usize = shape.iter().product();
+        f32a(
+            shape,
+            &(0..n).map(|i| i as f32 * scale + shift).collect::<Vec<_>>(),
+        )
+    }
+
+    fn op(attrs: &[(&str, &str)]) -> OpRef {
+        let a: Attrs = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        crate::op::find(NAME).unwrap().build(&a).unwrap()
+    }
+
+    #[test]
+    fn forward_matches_mxnet() {
+        let x = seq(&[2, 2, 3], 0.25, -1.0);
+        let w = seq(&[4, 6], 0.1, -1.2);
+        let b = f32a(&[4], &[0.5, -0.5, 1.0, 0.0]);
+        let y = run(NAME, &[("num_hidden", "4")], &[x.clone(), w, b]);
+        assert_eq!(y[0].shape(), &[2, 4]);
+        let want = [3.075, 0.725, 0.875, -1.475, -5.475, -2.425, 3.125, 6.175];
+        close(&f64s(&y[0]), &want, 1e-5);
+
+        let w2 = seq(&[4, 3], 0.1, -0.6);
+        let y = run(
+            NAME,
+            &[
+                ("num_hidden", "4"),
+                ("no_bias", "True"),
+                ("flatten", "False"),
+            ],
+            &[x, w2],
+        );
+        assert_eq!(y[0].shape(), &[2, 2, 4]);
+        let want = [
+            1.175, 0.5, -0.175, -0.85, 0.05, 0.05, 0.05, 0.05, -1.075, -0.4, 0.275, 0.95, -2.2,
+            -0.85, 0.5, 1.85,
+        ];
+        close(&f64s(&y[0]), &want, 1e-5);
+    }
+
+    #[test]
+    fn backward_matches_mxnet() {
+        let fc = op(&[("num_hidden", "4")]);
+        let Grad::Op(g) = fc.gradient() else {
+            panic!("no gradient")
+        };
+        let og = seq(&[2, 4], 0.5, -1.0);
+        let x = seq(&[2, 2, 3], 0.25, -1.0);
+        let w = seq(&[4, 6], 0.1, -1.2);
+        let outs = crate::op::invoke::invoke(&g.op, &[og, x, w], None, None, true).unwrap();
+        close(
+            &f64s(&outs[0]),
+            &[1.8, 1.7, 1.6, 1.5, 1.4, 1.3, -0.6, 0.1, 0.8, 1.5, 2.2, 2.9],
+            1e-5,
+        );
+        close(
+            &f64s(&outs[1]),
+            &[
+                1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 1.0, 1.5, 2.0, 2.5,
+                3.0, 3.5, 0.75, 1.5, 2.25, 3.0, 3.75, 4.5,
+            ],
+            1e-5,
+        );
+        close(&f64s(&outs[2]), &[0.0, 1.0, 2.0, 3.0], 1e-6);
+    }
+
+    #[test]
+    fn gradients_are_numeric() {
+        let v = |n: usize, s: f64| {
+            (0..n)
+                .map(|i| ((i * 5 % 7) as f64 - 3.0) * s)
+                .collect::<Vec<_>>()
+        };
+        let x = array::<f64>(&[3, 2, 2], &v(12, 0.3));
+        let w = array::<f64>(&[5, 4], &v(20, 0.2));
+        let b = array::<f64>(&[5], &v(5, 0.1));
+        gradcheck(
+            &op(&[("num_hidden", "5")]),
+            &[x.clone(), w, b],
+            &[0, 1, 2],
+            1e-6,
+            1e-6,
+        );
+        let w = array::<f64>(&[5, 2], &v(10, 0.2));
+        let nf = op(&[("num_hidden", "5"), ("flatten", "0"), ("no_bias", "1")]);
+        gradcheck(&nf, &[x, w], &[0, 1], 1e-6, 1e-6);
+    }
+
+    #[test]
+    fn add_request_accumulates() {
+        let fc = op(&[("num_hidden", "2")]);
+        let x = f32a(&[1, 2], &[1.0, 2.0]);
+        let w = f32a(&[2, 2], &[1.0, 0.0, 0.0, 1.0]);
+        let b = f32a(&[2], &[10.0, 20.0]);
+        let out = f32a(&[1, 2], &[100.0, 200.0]);
+        run_req(
+            &fc,
+            &[x.clone(), w.clone(), b],
+            &[out.clone()],
+            &[OpReq::Add],
+        );
+        assert_eq!(f32s(&out), vec![111.0, 222.0]);
+
+        let Grad::Op(g) = fc.gradient() else {
+            panic!("no gradient")
+        };
+        let og = f32a(&[1, 2], &[1.0, 1.0]);
+        let (dx, dw, db) = (
+            f32a(&[1, 2], &[1.0, 1.0]),
+            f32a(&[2, 2], &[1.0; 4]),
+            f32a(&[2], &[1.0, 1.0]),
+        );
+        run_req(
+            &g.op,
+            &[og, x, w],
+            &[dx.clone(), dw.clone(), db.clone()],
+            &[OpReq::Add, OpReq::Add, OpReq::Null],
+        );
+        assert_eq!(f32s(&dx), vec![2.0, 2.0]);
+        assert_eq!(f32s(&dw), vec![2.0, 3.0, 2.0, 3.0]);
+        assert_eq!(f32s(&db), vec![1.0, 1.0]);
+    }
+
+    #[test]
+    fn shapes_are_inferred_both_ways() {
+        let fc = op(&[("num_hidden", "4")]);
+        assert_eq!(fc.input_names().unwrap(), vec!["data", "weight", "bias"]);
+        let mut ins = vec![Some(Shape::from_slice(&[2, 3, 5])), None, None];
+        let mut outs = vec![None];
+        fc.infer_shape_partial(&mut ins, &mut outs).unwrap();
+        assert_eq!(ins[1].as_deref(), Some(&[4usize, 15][..]));
+        assert_eq!(ins[2].as_deref(), Some(&[4usize][..]));
+        assert_eq!(outs[0].as_deref(), Some(&[2usize, 4][..]));
+
+        // Unknown data: nothing to infer yet.
+        let mut ins = vec![None, Some(Shape::from_slice(&[4, 15])), None];
+        let mut outs = vec![None];
+        fc.infer_shape_partial(&mut ins, &mut outs).unwrap();
+        assert!(ins[0].is_none() && outs[0].is_none());
+
+        // A (num_hidden, 1) bias is accepted, a wrong one is not.
+        let mut ins = vec![
+            Some(Shape::from_slice(&[2, 15])),
+            None,
+            Some(Shape::from_slice(&[4, 1])),
+        ];
+        fc.infer_shape_partial(&mut ins, &mut [None]).unwrap();
+        let mut ins = vec![
+            Some(Shape::from_slice(&[2, 15])),
+            None,
+            Some(Shape::from_slice(&[5])),
+        ];
+        let e = fc.infer_shape_partial(&mut ins, &mut [None]).unwrap_err();
+        assert!(e.to_string().contains("FullyConnected") && e.to_string().contains("bias"));
+
+        let nf = op(&[
+            ("num_hidden", "4"),
+            ("flatten", "False"),
+            ("no_bias", "True"),
+        ]);
+        assert_eq!(nf.input_names().unwrap(), vec!["data", "weight"]);
+        let out = nf
+            .infer_shape(&[Shape::from_slice(&[2, 3, 5]), Shape::from_slice(&[4, 5])])
+            .unwrap();
+        assert_eq!(out[0].as_slice(), &[2, 3, 4]);
+    }
+
+    #[test]
+    fn bad_inputs_are_errors() {
+        let x = seq(&[2, 3], 1.0, 0.0);
+        let e = try_run(
+            NAME,
+            &[("num_hidden", "4")],
+            &[x.clone(), seq(&[4, 2], 1.0, 0.0), seq(&[4], 1.0, 0.0)],
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("weight"), "{e}");
+        assert!(try_run(NAME, &[], &[x.clone()]).is_err());
+        assert!(try_run(NAME, &[("num_hidden", "0")], &[x.clone()]).is_err());
+        assert!(try_run(NAME, &[("num_hidden", "2"), ("no_bias", "1")], &[x.clone()]).is_err());
+        let xi = array::<i32>(&[2, 3], &[1; 6]);
+        let wi = array::<i32>(&[4, 3], &[1; 12]);
+        let bi = array::<i32>(&[4], &[1; 4]);
+        assert!(try_run(NAME, &[("num_hidden", "4")], &[xi, wi, bi]).is_err());
+    }
+}
