@@ -9,6 +9,8 @@ pub mod context;
 pub mod dtype;
 pub mod engine;
 pub mod error;
+pub mod executor;
+pub mod graph;
 pub mod kernels;
 pub mod ndarray;
 pub mod op;

@@ -9,6 +9,11 @@ __version__ = "0.1.0"
 
 from . import base, context, engine, ndarray, random, storage
 from . import ndarray as nd
+from . import attribute, name, symbol
+from . import symbol as sym
+from . import executor, model, monitor
+from . import monitor as mon
+from .attribute import AttrScope
 from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
 
@@ -27,4 +32,13 @@ __all__ = [
     "ndarray",
     "nd",
     "random",
+    "symbol",
+    "sym",
+    "executor",
+    "model",
+    "monitor",
+    "mon",
+    "name",
+    "attribute",
+    "AttrScope",
 ]

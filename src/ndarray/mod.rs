@@ -125,6 +125,24 @@ impl NDArray {
         })
     }
 
+    /// An array of `shape` and `dtype` over the start of `chunk`, which must be big enough.
+    pub fn from_chunk(chunk: Arc<Chunk>, shape: &[usize], dtype: DType) -> Result<NDArray> {
+        let need = size_of(shape) * dtype.size();
+        if need > chunk.bytes() {
+            return Err(Error::Value(format!(
+                "an array of shape {} and dtype {dtype} needs {need} bytes, the chunk has {}",
+                fmt_shape(shape),
+                chunk.bytes()
+            )));
+        }
+        Ok(NDArray {
+            chunk,
+            shape: Shape::from_slice(shape),
+            offset: 0,
+            dtype,
+        })
+    }
+
     /// The shape.
     pub fn shape(&self) -> &[usize] {
         &self.shape

@@ -21,6 +21,18 @@ pub struct RngResource {
     ctx: Context,
 }
 
+impl RngResource {
+    /// The variable that orders the generator's users.
+    pub fn var(&self) -> &Var {
+        &self.var
+    }
+
+    /// The generator, for an op holding the variable.
+    pub fn lock(&self) -> parking_lot::MutexGuard<'_, Pcg64Mcg> {
+        self.gen.lock()
+    }
+}
+
 static GLOBAL_SEED: AtomicU64 = AtomicU64::new(0);
 
 fn rng_table() -> &'static Mutex<HashMap<Context, &'static RngResource>> {

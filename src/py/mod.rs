@@ -1,7 +1,9 @@
 //! The Python extension module `rsmx._core`: the only code that touches pyo3.
 
 mod errors;
+mod executor;
 mod ndarray;
+mod symbol;
 
 use crate::engine;
 use crate::error::Error;
@@ -104,6 +106,9 @@ fn random_seed(seed: u64, ctx: Option<(i32, i32)>) -> PyResult<()> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyNDArray>()?;
+    m.add_class::<symbol::PySymbol>()?;
+    m.add_class::<executor::PyExecutor>()?;
+    m.add_function(wrap_pyfunction!(executor::bind, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::_set_numpy_types, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::empty, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::from_numpy, m)?)?;

@@ -1,0 +1,386 @@
+"""The Executor: a symbol bound to arrays, run forward and backward by the core."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from . import ndarray as nd
+from .base import MXNetTypeError, MXNetValueError
+from .context import Context
+from .ndarray import NDArray
+
+__all__ = ["Executor", "bind", "simple_bind"]
+
+_REQS = ("null", "write", "add")
+
+
+def _ctx(ctx: Any) -> Context:
+    if not isinstance(ctx, Context):
+        raise MXNetTypeError(f"ctx must be a Context, got {type(ctx).__name__}")
+    return ctx
+
+
+def _grad_reqs(grad_req: Any, names: list[str]) -> list[str]:
+    if isinstance(grad_req, str):
+        reqs = [grad_req] * len(names)
+    elif isinstance(grad_req, (list, tuple)):
+        if len(grad_req) != len(names):
+            raise MXNetValueError(
+                f"grad_req has {len(grad_req)} entries for {len(names)} arguments"
+            )
+        reqs = list(grad_req)
+    elif isinstance(grad_req, dict):
+        unknown = set(grad_req) - set(names)
+        if unknown:
+            raise MXNetValueError(f"grad_req names unknown arguments {sorted(unknown)}")
+        reqs = [grad_req.get(n, "null") for n in names]
+    else:
+        raise MXNetTypeError("grad_req must be a str, a list or a dict")
+    for r in reqs:
+        if r not in _REQS:
+            raise MXNetValueError(f"grad_req must be 'write', 'add' or 'null', got {r!r}")
+    return reqs
+
+
+def _array_list(arrays: Any, names: list[str], what: str, allow_missing: bool) -> list:
+    if arrays is None:
+        if allow_missing:
+            return [None] * len(names)
+        raise MXNetValueError(f"{what} is required")
+    if isinstance(arrays, dict):
+        out = []
+        for n in names:
+            if n in arrays:
+                out.append(arrays[n])
+            elif allow_missing:
+                out.append(None)
+            else:
+                raise MXNetValueError(f"key '{n}' is missing in '{what}'")
+        return out
+    if isinstance(arrays, (list, tuple)):
+        if len(arrays) != len(names):
+            raise MXNetValueError(
+                f"Length of {what} does not match the number of arguments: expected "
+                f"{len(names)} ({', '.join(names)}), got {len(arrays)}"
+            )
+        return list(arrays)
+    raise MXNetTypeError(f"{what} must be a list or a dict of NDArrays")
+
+
+def _check_arrays(arrays: list, names: list[str], what: str) -> None:
+    for n, a in zip(names, arrays, strict=True):
+        if a is not None and not isinstance(a, NDArray):
+            raise MXNetTypeError(f"{what}['{n}'] must be an NDArray, got {type(a).__name__}")
+
+
+def bind(sym, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
+         shared_exec=None) -> Executor:
+    """Binds ``sym`` to ``args`` (list or dict), gradients ``args_grad`` and auxiliary
+    states ``aux_states``."""
+    ctx = _ctx(ctx)
+    arg_names = sym.list_arguments()
+    aux_names = sym.list_auxiliary_states()
+    arg_arrays = _array_list(args, arg_names, "args", allow_missing=False)
+    _check_arrays(arg_arrays, arg_names, "args")
+    grad_arrays = _array_list(args_grad, arg_names, "args_grad", allow_missing=True)
+    _check_arrays(grad_arrays, arg_names, "args_grad")
+    reqs = _grad_reqs(grad_req, arg_names)
+    if args_grad is None:
+        reqs = ["null"] * len(arg_names)
+    reqs = [r if g is not None else "null" for r, g in zip(reqs, grad_arrays, strict=True)]
+    grad_arrays = [g if r != "null" else None for r, g in zip(reqs, grad_arrays, strict=True)]
+    if aux_states is None and not aux_names:
+        aux_states = []
+    aux_arrays = _array_list(aux_states, aux_names, "aux_states", allow_missing=False)
+    _check_arrays(aux_arrays, aux_names, "aux_states")
+    g2c = {k: _ctx(v)._pair for k, v in (group2ctx or {}).items()}
+    handle = _core.bind(
+        sym.handle,
+        ctx._pair,
+        arg_arrays,
+        grad_arrays,
+        reqs,
+        aux_arrays,
+        g2c,
+        shared_exec._handle if shared_exec is not None else None,
+    )
+    return Executor(handle, sym, ctx, arg_arrays, grad_arrays, reqs, aux_arrays, group2ctx)
+
+
+def _view_of(buf: NDArray, shape: tuple) -> NDArray:
+    """The first elements of ``buf`` seen as ``shape``."""
+    n = int(np.prod(shape, dtype=np.int64))
+    return buf.reshape((-1,))[:n].reshape(shape)
+
+
+def simple_bind(sym, ctx, grad_req="write", type_dict=None, group2ctx=None,
+                shared_arg_names=None, shared_exec=None, shared_buffer=None,
+                shapes=None) -> Executor:
+    """Binds ``sym`` with new arrays shaped from ``shapes`` (argument name to shape)."""
+    ctx = _ctx(ctx)
+    shapes = dict(shapes or {})
+    arg_shapes, _, aux_shapes = sym.infer_shape_partial(**shapes)
+    arg_names = sym.list_arguments()
+    aux_names = sym.list_auxiliary_states()
+    missing = [n for n, s in zip(arg_names + aux_names, arg_shapes + aux_shapes, strict=True)
+               if s == ()]
+    if missing:
+        raise MXNetValueError(
+            f"simple_bind: cannot infer the shapes of {missing} from the given shapes "
+            f"{shapes}; give them as keyword arguments"
+        )
+    arg_types, _, aux_types = sym.infer_type_partial(**(type_dict or {}))
+    arg_types = [t or np.float32 for t in arg_types]
+    aux_types = [t or np.float32 for t in aux_types]
+    reqs = _grad_reqs(grad_req, arg_names)
+    attrs = sym.attr_dict()
+
+    def place(name: str) -> Context:
+        grp = attrs.get(name, {}).get("__ctx_group__")
+        if group2ctx and grp in group2ctx:
+            return group2ctx[grp]
+        return ctx
+
+    shared_names = set(shared_arg_names or [])
+    shared_args = shared_exec.arg_dict if shared_exec is not None else {}
+    shared_grads = shared_exec.grad_dict if shared_exec is not None else {}
+    args, grads = [], []
+    for n, s, t, r in zip(arg_names, arg_shapes, arg_types, reqs, strict=True):
+        c = place(n)
+        if n in shared_names and n in shared_args:
+            a = shared_args[n]
+            if a.shape != s:
+                raise MXNetValueError(
+                    f"simple_bind: shared argument '{n}' has shape {a.shape}, needed {s}"
+                )
+            args.append(a)
+            g = shared_grads.get(n)
+            grads.append(g if g is not None or r == "null" else nd.zeros(s, c, dtype=t))
+            continue
+        if shared_buffer is not None and n in shared_names:
+            buf = shared_buffer.get(n)
+            if buf is not None and buf.size >= int(np.prod(s)) and buf.dtype == np.dtype(t):
+                a = _view_of(buf, s)
+            else:
+                a = nd.zeros(s, c, dtype=t)
+                shared_buffer[n] = a
+        else:
+            a = nd.zeros(s, c, dtype=t)
+        args.append(a)
+        grads.append(nd.zeros(s, c, dtype=t) if r != "null" else None)
+    aux = [nd.zeros(s, place(n), dtype=t)
+           for n, s, t in zip(aux_names, aux_shapes, aux_types, strict=True)]
+    return bind(sym, ctx, args, dict(zip(arg_names, grads, strict=True)), reqs, aux, group2ctx,
+                shared_exec)
+
+
+class Executor:
+    """A bound symbol: ``forward``, ``backward`` and the arrays they use."""
+
+    def __init__(self, handle, symbol, ctx, arg_arrays, grad_arrays, grad_req, aux_arrays,
+                 group2ctx):
+        self._handle = handle
+        self._symbol = symbol
+        self._ctx = ctx
+        self._group2ctx = group2ctx
+        self.arg_arrays: list[NDArray] = arg_arrays
+        self.grad_arrays: list[NDArray | None] = grad_arrays
+        self.aux_arrays: list[NDArray] = aux_arrays
+        self._grad_req = grad_req
+        self.outputs: list[NDArray] = handle.outputs()
+        self._arg_dict = None
+        self._grad_dict = None
+        self._aux_dict = None
+        self._output_dict = None
+        self._monitor_callback = None
+        self._monitor_all = False
+
+    # ------------------------------------------------------------------ running
+    def forward(self, is_train: bool = False, **kwargs: Any) -> list[NDArray]:
+        """Runs the graph; keyword arguments are copied into the argument arrays first."""
+        if kwargs:
+            arg_dict = self.arg_dict
+            for name, array in kwargs.items():
+                if not isinstance(array, (NDArray, np.ndarray)):
+                    raise MXNetValueError("only accept keyword argument of NDArrays and numpy.ndarray")
+                if name not in arg_dict:
+                    raise MXNetTypeError(f"Unknown argument {name}")
+                if arg_dict[name].shape != array.shape:
+                    raise MXNetValueError(
+                        f"Shape not match! Argument {name}, need: {arg_dict[name].shape}, "
+                        f"received: {array.shape}"
+                    )
+                arg_dict[name][:] = array
+        self._handle.forward(bool(is_train))
+        if self._monitor_callback is not None:
+            self._run_monitor(forward=True)
+        return self.outputs
+
+    def backward(self, out_grads: Any = None, is_train: bool = True) -> None:
+        """Computes the gradients into the gradient arrays. ``out_grads`` (an NDArray, a
+        list, or a dict by output name) are the head gradients; outputs of loss
+        operators need none."""
+        n = len(self.outputs)
+        if out_grads is None:
+            grads: list = [None] * n
+        elif isinstance(out_grads, NDArray):
+            grads = [out_grads]
+        elif isinstance(out_grads, dict):
+            names = self._symbol.list_outputs()
+            grads = [out_grads.get(k) for k in names]
+        elif isinstance(out_grads, (list, tuple)):
+            grads = list(out_grads)
+        else:
+            raise MXNetTypeError("out_grads must be an NDArray, a list or a dict of NDArrays")
+        for g in grads:
+            if g is not None and not isinstance(g, NDArray):
+                raise MXNetTypeError("inputs must be NDArray")
+        grads += [None] * (n - len(grads))
+        fixed = []
+        for g, o in zip(grads, self.outputs, strict=False):
+            if g is not None and g.context != o.context:
+                g = g.as_in_context(o.context)
+            if g is not None and g.dtype != o.dtype:
+                g = g.astype(o.dtype)
+            fixed.append(g)
+        self._handle.backward(fixed, bool(is_train))
+        if self._monitor_callback is not None and self._monitor_all:
+            self._run_monitor(forward=False)
+
+    def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:
+        """Calls ``callback(name, array)`` with every op's outputs (and, with
+        ``monitor_all``, its inputs) after each forward."""
+        self._monitor_callback = callback
+        self._monitor_all = monitor_all
+
+    def _run_monitor(self, forward: bool) -> None:
+        cb = self._monitor_callback
+        for name, is_fwd, out_names, outs, ins in self._handle.op_steps():
+            if is_fwd != forward:
+                continue
+            if self._monitor_all:
+                node_inputs = self._input_names(name)
+                for k, a in enumerate(ins):
+                    label = node_inputs[k] if k < len(node_inputs) else f"{name}_arg{k}"
+                    cb(label, a)
+            for on, a in zip(out_names, outs, strict=False):
+                cb(f"{name}_{on}", a)
+
+    def _input_names(self, node: str) -> list[str]:
+        import json
+
+        if not hasattr(self, "_node_inputs"):
+            graph = json.loads(self._symbol.tojson())
+            nodes = graph["nodes"]
+            self._node_inputs = {
+                n["name"]: [nodes[i]["name"] for i, _, _ in n["inputs"]] for n in nodes
+            }
+        return self._node_inputs.get(node, [])
+
+    # ------------------------------------------------------------------ dictionaries
+    @staticmethod
+    def _get_dict(names: list[str], arrays: list) -> dict:
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise MXNetValueError(f"Duplicate names detected, {dup}")
+        return dict(zip(names, arrays, strict=True))
+
+    @property
+    def arg_dict(self) -> dict[str, NDArray]:
+        """Argument arrays by name."""
+        if self._arg_dict is None:
+            self._arg_dict = self._get_dict(self._symbol.list_arguments(), self.arg_arrays)
+        return self._arg_dict
+
+    @property
+    def grad_dict(self) -> dict[str, NDArray | None]:
+        """Gradient arrays by argument name."""
+        if self._grad_dict is None:
+            self._grad_dict = self._get_dict(self._symbol.list_arguments(), self.grad_arrays)
+        return self._grad_dict
+
+    @property
+    def aux_dict(self) -> dict[str, NDArray]:
+        """Auxiliary state arrays by name."""
+        if self._aux_dict is None:
+            self._aux_dict = self._get_dict(self._symbol.list_auxiliary_states(), self.aux_arrays)
+        return self._aux_dict
+
+    @property
+    def output_dict(self) -> dict[str, NDArray]:
+        """Output arrays by name."""
+        if self._output_dict is None:
+            self._output_dict = self._get_dict(self._symbol.list_outputs(), self.outputs)
+        return self._output_dict
+
+    # ------------------------------------------------------------------ parameters
+    def copy_params_from(self, arg_params: dict, aux_params: dict | None = None,
+                         allow_extra_params: bool = False) -> None:
+        """Copies parameter values into the argument and auxiliary arrays by name."""
+        for name, array in arg_params.items():
+            if name in self.arg_dict:
+                dst = self.arg_dict[name]
+                array.astype(dst.dtype).copyto(dst)
+            elif not allow_extra_params:
+                raise MXNetValueError(f"Find name \"{name}\" that is not in the arguments")
+        if aux_params is None:
+            return
+        for name, array in aux_params.items():
+            if name in self.aux_dict:
+                dst = self.aux_dict[name]
+                array.astype(dst.dtype).copyto(dst)
+            elif not allow_extra_params:
+                raise MXNetValueError(f"Find name {name} that is not in the auxiliary states")
+
+    def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
+                **kwargs: Any) -> Executor:
+        """A new executor for new input shapes, sharing arrays and memory with this one."""
+        arg_shapes, _, aux_shapes = self._symbol.infer_shape(**kwargs)
+        if arg_shapes is None:
+            raise MXNetValueError("Insufficient argument shapes provided.")
+        new_args, new_grads, new_aux = {}, {}, []
+
+        def resize(name: str, old: NDArray, shape: tuple, what: str) -> NDArray:
+            if old.shape == shape:
+                return old
+            if not partial_shaping and name not in kwargs:
+                raise MXNetValueError(
+                    f"Shape of unspecified array {what} {name} changed. This can cause the "
+                    "new executor to not share parameters with the old one. Please check for "
+                    "error in network. If this is intended, set partial_shaping=True to "
+                    "suppress this warning."
+                )
+            if int(np.prod(shape)) > old.size:
+                if not allow_up_sizing:
+                    raise MXNetValueError(
+                        f"New shape of {what} {name} {shape} larger than original {old.shape}. "
+                        "First making a big executor and then down sizing it is more efficient "
+                        "than the reverse. If you really want to up size, set "
+                        "allow_up_sizing=True to enable allocation of new arrays."
+                    )
+                return nd.empty(shape, old.context, dtype=old.dtype)
+            return _view_of(old, shape)
+
+        names = self._symbol.list_arguments()
+        for name, old, grad, shape in zip(names, self.arg_arrays, self.grad_arrays, arg_shapes,
+                                          strict=True):
+            new_args[name] = resize(name, old, shape, "arg")
+            if grad is not None:
+                new_grads[name] = resize(name, grad, shape, "arg")
+        for name, old, shape in zip(self._symbol.list_auxiliary_states(), self.aux_arrays,
+                                    aux_shapes, strict=True):
+            new_aux.append(resize(name, old, shape, "aux"))
+        return bind(self._symbol, self._ctx, new_args, new_grads, self._grad_req, new_aux,
+                    self._group2ctx, shared_exec=self)
+
+    def debug_str(self) -> str:
+        """The plan: every node, its inputs, where each output's memory comes from, and
+        the total memory allocated."""
+        return self._handle.debug_str()
+
+    @property
+    def _planned_bytes(self) -> int:
+        return self._handle.planned_bytes()

@@ -1,0 +1,79 @@
+"""Makes a Symbol function for every operator in the core's registry."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+from .. import _core
+from ..attribute import AttrScope
+from ..base import MXNetTypeError, _Null
+from ..ndarray.register import attr_str
+from ..name import NameManager
+from .symbol import Symbol, _stored_attrs
+
+__all__ = ["make_sym_function", "register_all"]
+
+
+def make_sym_function(
+    func_name: str, op_name: str, inputs: list[str], variadic: bool, params: list[str], doc: str
+) -> Callable[..., Symbol]:
+    """A function ``f(*inputs, name=None, attr=None, **attributes)`` returning a Symbol."""
+    hint = func_name.lower()
+
+    def sym_function(*args: Any, **kwargs: Any) -> Symbol:
+        name = kwargs.pop("name", None)
+        attr = kwargs.pop("attr", None)
+        pos: list[Symbol] = []
+        rest: list[Any] = []
+        for a in args:
+            if isinstance(a, Symbol) and not rest:
+                pos.append(a)
+            else:
+                rest.append(a)
+        if variadic and not pos and isinstance(kwargs.get("data"), (list, tuple)):
+            pos = list(kwargs.pop("data"))
+        named: list[tuple[str, Any]] = []
+        attrs: dict[str, str] = {}
+        free = [p for p in params if not (variadic and p == "num_args")]
+        if len(rest) > len(free):
+            raise MXNetTypeError(f"{func_name}: too many positional arguments")
+        for p, v in zip(free, rest, strict=False):
+            kwargs[p] = v
+        for k, v in kwargs.items():
+            if isinstance(v, Symbol):
+                named.append((k, v.handle))
+            elif v is None and k in inputs:
+                continue
+            elif v is _Null or (v is None and k == "dtype"):
+                continue
+            else:
+                attrs[k] = attr_str(k, v)
+        attrs.update(_stored_attrs(AttrScope.current().get(attr)))
+        node_name = NameManager.current().get(name, hint)
+        handle = _core.SymbolHandle.create(op_name, attrs, [s.handle for s in pos], named, node_name)
+        return Symbol(handle)
+
+    sym_function.__name__ = func_name
+    sym_function.__qualname__ = func_name
+    sym_function.__doc__ = (
+        f"{doc}\n\nInputs: {', '.join(inputs) or 'none'}"
+        + (" (any number)" if variadic else "")
+        + f"\nAttributes: {', '.join(params) or 'none'}\n"
+        "Also takes ``name`` (the node's name) and ``attr`` (a dict of attributes)."
+    )
+    return sym_function
+
+
+def register_all(public: types.ModuleType, internal: types.ModuleType, op: types.ModuleType) -> None:
+    """Adds every registered operator to ``mx.sym`` (public names), ``mx.sym._internal``
+    (names starting with ``_``) and ``mx.sym.op``."""
+    for name, aliases, inputs, variadic, params, doc in _core.list_ops():
+        for n in [name, *aliases]:
+            f = make_sym_function(n, name, inputs, variadic, params, doc)
+            setattr(op, n, f)
+            if n.startswith("_"):
+                setattr(internal, n, f)
+            elif not hasattr(public, n):
+                setattr(public, n, f)

@@ -1,0 +1,338 @@
+//! Binding: the graph passes (gradient, shape and type inference, placement, memory
+//! planning) run once, ending in the list of steps forward and backward push.
+
+use super::step::{CopyStep, OpStep, Step};
+use super::{bulk_groups, Executor};
+use crate::context::Context;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::graph::infer::{infer_shapes, infer_types};
+use crate::graph::plan::{plan_memory, MemoryPlan};
+use crate::graph::{gradient, topo_order, IndexedGraph, Node, Symbol};
+use crate::ndarray::NDArray;
+use crate::op::OpReq;
+use crate::shape::{fmt_shape, Shape};
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// What `bind` takes besides the symbol.
+pub struct BindArgs {
+    /// The default context.
+    pub ctx: Context,
+    /// Argument arrays, in `list_arguments` order.
+    pub args: Vec<NDArray>,
+    /// Gradient arrays, one per argument (`None` where the request is `null`).
+    pub grads: Vec<Option<NDArray>>,
+    /// Gradient requests, one per argument.
+    pub grad_reqs: Vec<OpReq>,
+    /// Auxiliary state arrays, in `list_auxiliary_states` order.
+    pub aux: Vec<NDArray>,
+    /// Contexts of the `ctx_group` attribute values.
+    pub group2ctx: HashMap<String, Context>,
+}
+
+fn check_count(what: &str, names: &[Arc<Node>], got: usize) -> Result<()> {
+    if names.len() != got {
+        let list: Vec<&str> = names.iter().map(|n| n.name.as_str()).collect();
+        return Err(Error::Value(format!(
+            "bind: expected {} {what} array(s) ({}), got {got}",
+            names.len(),
+            list.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Binds `sym` to arrays. With `shared`, its storage blocks are reused where they are
+/// big enough.
+pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Executor> {
+    let (_, arg_nodes, aux_nodes) = sym.variables();
+    check_count("argument", &arg_nodes, b.args.len())?;
+    check_count("gradient", &arg_nodes, b.grads.len())?;
+    check_count("grad_req", &arg_nodes, b.grad_reqs.len())?;
+    check_count("auxiliary state", &aux_nodes, b.aux.len())?;
+    for (i, n) in arg_nodes.iter().enumerate() {
+        if b.grad_reqs[i] == OpReq::Null {
+            continue;
+        }
+        match &b.grads[i] {
+            None => {
+                return Err(Error::Value(format!(
+                    "bind: argument '{}' has grad_req {:?} but no gradient array",
+                    n.name, b.grad_reqs[i]
+                )))
+            }
+            Some(g) if g.shape() != b.args[i].shape() => {
+                return Err(Error::Value(format!(
+                    "bind: gradient array of '{}' has shape {}, the argument has shape {}",
+                    n.name,
+                    fmt_shape(g.shape()),
+                    fmt_shape(b.args[i].shape())
+                )))
+            }
+            _ => {}
+        }
+    }
+
+    let wrt: Vec<Arc<Node>> = arg_nodes
+        .iter()
+        .zip(&b.grad_reqs)
+        .filter(|(_, r)| **r != OpReq::Null)
+        .map(|(n, _)| n.clone())
+        .collect();
+    let grad_graph = if wrt.is_empty() {
+        None
+    } else {
+        Some(gradient::build(&sym.outputs, &wrt)?)
+    };
+    let mut heads = sym.outputs.clone();
+    if let Some(gg) = &grad_graph {
+        heads.extend(gg.grads.iter().flatten().cloned());
+    }
+    let g = IndexedGraph::new(&heads);
+    let n_fwd_nodes = topo_order(sym.outputs.iter().map(|e| &e.node)).len();
+    let n = g.num_entries();
+
+    // Arrays of the variables.
+    let mut arrays: Vec<Option<NDArray>> = vec![None; n];
+    for (node, a) in arg_nodes
+        .iter()
+        .zip(&b.args)
+        .chain(aux_nodes.iter().zip(&b.aux))
+    {
+        if let Some(i) = g.node_index(node) {
+            arrays[g.entry_base[i]] = Some(a.clone());
+        }
+    }
+
+    // Shapes and types.
+    let mut shapes: Vec<Option<Shape>> = arrays
+        .iter()
+        .map(|a| a.as_ref().map(|a| Shape::from_slice(a.shape())))
+        .collect();
+    let mut types: Vec<Option<DType>> = arrays
+        .iter()
+        .map(|a| a.as_ref().map(|a| a.dtype()))
+        .collect();
+    infer_shapes(&g, &mut shapes)?;
+    infer_types(&g, &mut types)?;
+    let mut head_entries = Vec::new();
+    if let Some(gg) = &grad_graph {
+        for (k, hv) in gg.head_grads.iter().enumerate() {
+            if let Some(v) = hv {
+                let i = g
+                    .node_index(v)
+                    .expect("a used head gradient is in the graph");
+                let out = g.outputs[k];
+                let e = g.entry_base[i];
+                shapes[e] = shapes[out].clone();
+                types[e] = types[out];
+                head_entries.push((k, e));
+            }
+        }
+        infer_shapes(&g, &mut shapes)?;
+        infer_types(&g, &mut types)?;
+    }
+    for e in 0..n {
+        if shapes[e].is_none() || types[e].is_none() {
+            let node = &g.nodes[g.producer(e)];
+            let what = if shapes[e].is_none() {
+                "shape"
+            } else {
+                "dtype"
+            };
+            return Err(Error::Value(format!(
+                "bind: cannot infer the {what} of '{}' (node '{}', operator {}); give the \
+                 shapes of the inputs it depends on",
+                node.output_name(e - g.entry_base[g.producer(e)]),
+                node.name,
+                node.op_name()
+            )));
+        }
+    }
+
+    // Head gradient and gradient arrays.
+    let mut head_grads: Vec<Option<NDArray>> = vec![None; sym.outputs.len()];
+    for &(k, e) in &head_entries {
+        let out_ctx = output_context(&g, &arrays, &b, g.outputs[k]);
+        let a = NDArray::empty(shapes[e].as_ref().unwrap(), types[e].unwrap(), out_ctx)?;
+        arrays[e] = Some(a.clone());
+        head_grads[k] = Some(a);
+    }
+    let mut grad_req_of_entry: HashMap<usize, OpReq> = HashMap::new();
+    let mut zero_grads = Vec::new();
+    if let Some(gg) = &grad_graph {
+        for (v, ge) in wrt.iter().zip(&gg.grads) {
+            let ai = arg_nodes
+                .iter()
+                .position(|a| Arc::ptr_eq(a, v))
+                .expect("a requested variable is an argument");
+            let grad = b.grads[ai].clone().expect("checked above");
+            match ge {
+                Some(ge) => {
+                    let e = g.entry_of(ge).expect("gradient entries are heads");
+                    if grad.dtype() != types[e].unwrap() {
+                        return Err(Error::Type(format!(
+                            "bind: gradient array of '{}' has dtype {}, the gradient is {}",
+                            v.name,
+                            grad.dtype(),
+                            types[e].unwrap()
+                        )));
+                    }
+                    arrays[e] = Some(grad);
+                    grad_req_of_entry.insert(e, b.grad_reqs[ai]);
+                }
+                None if b.grad_reqs[ai] == OpReq::Write => zero_grads.push(grad),
+                None => {}
+            }
+        }
+    }
+
+    // Placement.
+    let node_ctx: Vec<Context> = g
+        .nodes
+        .iter()
+        .map(|node| {
+            node.attr("__ctx_group__")
+                .and_then(|grp| b.group2ctx.get(&grp).copied())
+                .unwrap_or(b.ctx)
+        })
+        .collect();
+    let entry_ctx = |e: usize, arrays: &[Option<NDArray>]| -> Context {
+        arrays[e]
+            .as_ref()
+            .map_or(node_ctx[g.producer(e)], |a| a.context())
+    };
+
+    // Memory, planned per context.
+    let bytes: Vec<usize> = (0..n)
+        .map(|e| shapes[e].as_ref().unwrap().iter().product::<usize>() * types[e].unwrap().size())
+        .collect();
+    let mut contexts: Vec<Context> = node_ctx.clone();
+    contexts.sort_by_key(|c| (c.dev_type as i32, c.dev_id));
+    contexts.dedup();
+    let mut plan = MemoryPlan {
+        storage: vec![None; n],
+        block_bytes: Vec::new(),
+        inplace: vec![false; n],
+    };
+    let mut block_ctx = Vec::new();
+    for &ctx in &contexts {
+        let external: Vec<bool> = (0..n)
+            .map(|e| arrays[e].is_some() || entry_ctx(e, &arrays) != ctx)
+            .collect();
+        let p = plan_memory(&g, &bytes, &external);
+        let base = plan.block_bytes.len();
+        for e in 0..n {
+            if let Some(s) = p.storage[e] {
+                plan.storage[e] = Some(base + s);
+                plan.inplace[e] = p.inplace[e];
+            }
+        }
+        block_ctx.extend(std::iter::repeat_n(ctx, p.block_bytes.len()));
+        plan.block_bytes.extend(p.block_bytes);
+    }
+    let mut blocks = Vec::with_capacity(plan.block_bytes.len());
+    for (i, (&size, &ctx)) in plan.block_bytes.iter().zip(&block_ctx).enumerate() {
+        let reuse = shared
+            .and_then(|s| s.blocks.get(i))
+            .filter(|blk| blk.context() == ctx && blk.size() >= size);
+        blocks.push(match reuse {
+            Some(blk) => blk.clone(),
+            None => NDArray::empty(&[size], DType::U8, ctx)?,
+        });
+    }
+    for e in 0..n {
+        if let Some(sid) = plan.storage[e] {
+            arrays[e] = Some(NDArray::from_chunk(
+                blocks[sid].chunk().clone(),
+                shapes[e].as_ref().unwrap(),
+                types[e].unwrap(),
+            )?);
+        }
+    }
+
+    // Steps.
+    let mut steps = Vec::new();
+    let mut forward_steps = 0;
+    for (i, node) in g.nodes.iter().enumerate() {
+        let Some(op) = &node.op else { continue };
+        let ctx = node_ctx[i];
+        let mut inputs = Vec::with_capacity(g.inputs[i].len());
+        for &e in &g.inputs[i] {
+            let a = arrays[e].clone().expect("every entry has an array");
+            if a.context() == ctx {
+                inputs.push(a);
+            } else {
+                let local = NDArray::empty(a.shape(), a.dtype(), ctx)?;
+                steps.push(Step::Copy(CopyStep {
+                    src: a,
+                    dst: local.clone(),
+                }));
+                inputs.push(local);
+            }
+        }
+        let outputs: Vec<NDArray> = g
+            .node_entries(i)
+            .map(|e| arrays[e].clone().expect("every entry has an array"))
+            .collect();
+        let req: Vec<OpReq> = g
+            .node_entries(i)
+            .map(|e| match grad_req_of_entry.get(&e) {
+                Some(r) => *r,
+                None if plan.inplace[e] => OpReq::WriteInplace,
+                None => OpReq::Write,
+            })
+            .collect();
+        steps.push(Step::Op(Arc::new(OpStep::new(
+            node.name.clone(),
+            op.clone(),
+            inputs,
+            outputs,
+            req,
+            ctx,
+        ))));
+        if i < n_fwd_nodes {
+            forward_steps = steps.len();
+        }
+    }
+    let mut groups = bulk_groups(&steps, 0..forward_steps);
+    let forward_groups = groups.len();
+    groups.extend(bulk_groups(&steps, forward_steps..steps.len()));
+
+    let outputs = g
+        .outputs
+        .iter()
+        .take(sym.outputs.len())
+        .map(|&e| arrays[e].clone().expect("outputs have arrays"))
+        .collect();
+    Ok(Executor {
+        plan,
+        blocks,
+        steps,
+        forward_steps,
+        groups,
+        forward_groups,
+        args: b.args,
+        grads: b.grads,
+        grad_reqs: b.grad_reqs,
+        aux: b.aux,
+        outputs,
+        output_names: sym.list_outputs(),
+        head_grads,
+        zero_grads,
+        forward_done: AtomicBool::new(false),
+        graph: g,
+    })
+}
+
+fn output_context(g: &IndexedGraph, arrays: &[Option<NDArray>], b: &BindArgs, e: usize) -> Context {
+    if let Some(a) = &arrays[e] {
+        return a.context();
+    }
+    g.nodes[g.producer(e)]
+        .attr("__ctx_group__")
+        .and_then(|grp| b.group2ctx.get(&grp).copied())
+        .unwrap_or(b.ctx)
+}

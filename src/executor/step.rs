@@ -1,0 +1,159 @@
+//! One scheduled unit of an executor: an operator over fixed arrays, or a copy between
+//! contexts, pushed to the engine with its dependencies worked out at bind time.
+
+use crate::context::Context;
+use crate::engine::{self, FnProperty, Var};
+use crate::error::Result;
+use crate::ndarray::{NDArray, TBlob};
+use crate::op::invoke::{rng_resource, RngResource};
+use crate::op::{OpContext, OpRef, OpReq};
+use std::sync::Arc;
+
+/// An operator node bound to its arrays.
+pub struct OpStep {
+    /// The node's name, for errors and the monitor.
+    pub name: String,
+    /// The operator.
+    pub op: OpRef,
+    /// Input arrays, in the operator's order.
+    pub inputs: Vec<NDArray>,
+    /// Output arrays, hidden ones included.
+    pub outputs: Vec<NDArray>,
+    /// How each output is written.
+    pub req: Vec<OpReq>,
+    /// The device it runs on.
+    pub ctx: Context,
+    in_blobs: Vec<TBlob>,
+    out_blobs: Vec<TBlob>,
+    const_vars: Vec<Var>,
+    mutable_vars: Vec<Var>,
+    rng: Option<&'static RngResource>,
+}
+
+/// A copy of one array into another, for inputs that live on another context.
+pub struct CopyStep {
+    /// Source.
+    pub src: NDArray,
+    /// Destination.
+    pub dst: NDArray,
+}
+
+/// A unit of work of the executor.
+pub enum Step {
+    /// Run an operator.
+    Op(Arc<OpStep>),
+    /// Copy between contexts.
+    Copy(CopyStep),
+}
+
+impl OpStep {
+    /// Binds `op` to its arrays; auxiliary inputs are written, the others read.
+    pub fn new(
+        name: String,
+        op: OpRef,
+        inputs: Vec<NDArray>,
+        outputs: Vec<NDArray>,
+        req: Vec<OpReq>,
+        ctx: Context,
+    ) -> OpStep {
+        let aux = op.aux_inputs();
+        let mut const_vars = Vec::new();
+        let mut mutable_vars: Vec<Var> = outputs.iter().map(|a| a.var().clone()).collect();
+        for (i, a) in inputs.iter().enumerate() {
+            if aux.contains(&i) {
+                mutable_vars.push(a.var().clone());
+            } else {
+                const_vars.push(a.var().clone());
+            }
+        }
+        let rng = op.needs_rng().then(|| rng_resource(ctx));
+        if let Some(r) = rng {
+            mutable_vars.push(r.var().clone());
+        }
+        OpStep {
+            name,
+            in_blobs: inputs.iter().map(|a| a.blob()).collect(),
+            out_blobs: outputs.iter().map(|a| a.blob()).collect(),
+            op,
+            inputs,
+            outputs,
+            req,
+            ctx,
+            const_vars,
+            mutable_vars,
+            rng,
+        }
+    }
+
+    /// Runs the kernel now, on the calling thread.
+    pub fn run(&self, is_train: bool) -> Result<()> {
+        let mut guard = self.rng.map(|r| r.lock());
+        let mut octx = OpContext {
+            is_train,
+            rng: guard.as_deref_mut(),
+        };
+        self.op
+            .forward(&mut octx, &self.in_blobs, &self.out_blobs, &self.req)
+            .map_err(|e| {
+                let name = self.op.name();
+                if e.message().starts_with(name) {
+                    e.with_prefix(&format!("node '{}': ", self.name))
+                } else {
+                    e.with_prefix(&format!("{name} (node '{}'): ", self.name))
+                }
+            })
+    }
+}
+
+impl Step {
+    /// Pushes the step to the engine.
+    pub fn push(&self, is_train: bool) {
+        match self {
+            Step::Op(s) => {
+                let step = s.clone();
+                engine::get().push_sync(
+                    Box::new(move |_| step.run(is_train)),
+                    s.ctx,
+                    &s.const_vars,
+                    &s.mutable_vars,
+                    FnProperty::Normal,
+                    0,
+                    s.op.name(),
+                );
+            }
+            Step::Copy(c) => {
+                // Shapes and dtypes were matched at bind time.
+                let _ = crate::ndarray::copy_into(&c.src, &c.dst);
+            }
+        }
+    }
+
+    /// Pushes a run of op steps as one engine op (bulk execution); they must share a
+    /// context. Each kernel still sees its own arrays; the engine sees the union of their
+    /// dependencies.
+    pub fn push_bulk(steps: &[Arc<OpStep>], is_train: bool) {
+        let Some(first) = steps.first() else { return };
+        let mut const_vars: Vec<Var> = Vec::new();
+        let mut mutable_vars: Vec<Var> = Vec::new();
+        for s in steps {
+            const_vars.extend(s.const_vars.iter().cloned());
+            mutable_vars.extend(s.mutable_vars.iter().cloned());
+        }
+        let steps: Vec<Arc<OpStep>> = steps.to_vec();
+        let ctx = first.ctx;
+        engine::get().push_sync(
+            Box::new(move |_| {
+                for s in &steps {
+                    s.run(is_train)?;
+                }
+                Ok(())
+            }),
+            ctx,
+            &const_vars,
+            &mutable_vars,
+            FnProperty::Normal,
+            0,
+            "_bulk",
+        );
+    }
+}

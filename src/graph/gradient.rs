@@ -1,0 +1,190 @@
+//! The gradient pass: appends to a forward graph the backward nodes that compute the
+//! gradients of chosen variables, summing where an entry feeds several consumers.
+
+use super::compose::node_symbol;
+use super::{topo_order, Entry, Node};
+use crate::error::{Error, Result};
+use crate::op::{self, Attrs, Grad};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// The backward part of a graph.
+pub struct GradientGraph {
+    /// For each forward output, the variable node its head gradient is fed through, if
+    /// some backward node reads it (loss outputs ignore theirs).
+    pub head_grads: Vec<Option<Arc<Node>>>,
+    /// For each requested variable, the entry holding its gradient; `None` if no output
+    /// depends on it (its gradient is zero).
+    pub grads: Vec<Option<Entry>>,
+}
+
+type Key = (*const Node, usize);
+
+fn key(e: &Entry) -> Key {
+    (Arc::as_ptr(&e.node), e.index)
+}
+
+/// One entry summing `parts` (the part itself when there is one).
+fn sum_entries(mut parts: Vec<Entry>, name: &str) -> Result<Entry> {
+    if parts.len() == 1 {
+        return Ok(parts.pop().expect("one part"));
+    }
+    let def = op::find("add_n")?;
+    let mut attrs = Attrs::new();
+    attrs.insert("num_args".into(), parts.len().to_string());
+    let op = def.build(&attrs)?;
+    let names = (0..parts.len()).map(|i| format!("arg{i}")).collect();
+    let sym = node_symbol(op, name, attrs, parts, names);
+    Ok(sym.outputs[0].clone())
+}
+
+/// A node of zeros shaped like `like`, for an output gradient nothing produced.
+fn zeros_like(like: &Entry, name: &str) -> Result<Entry> {
+    let op = op::find("zeros_like")?.build(&Attrs::new())?;
+    let sym = node_symbol(
+        op,
+        name,
+        Attrs::new(),
+        vec![like.clone()],
+        vec!["data".into()],
+    );
+    Ok(sym.outputs[0].clone())
+}
+
+/// The placement attribute of `n`, which the nodes computing its gradient inherit.
+fn placement(n: &Node) -> Attrs {
+    let mut attrs = Attrs::new();
+    if let Some(g) = n.attr("__ctx_group__") {
+        attrs.insert("__ctx_group__".into(), g);
+    }
+    attrs
+}
+
+/// Builds the gradient of `outputs` with respect to the variables `wrt`.
+pub fn build(outputs: &[Entry], wrt: &[Arc<Node>]) -> Result<GradientGraph> {
+    let nodes = topo_order(outputs.iter().map(|e| &e.node));
+    let wanted: HashSet<*const Node> = wrt.iter().map(Arc::as_ptr).collect();
+
+    // Nodes on a path from a requested variable (through non-auxiliary inputs).
+    let mut depends: HashSet<*const Node> = wanted.clone();
+    for n in &nodes {
+        if n.is_variable() {
+            continue;
+        }
+        let aux = n.aux_inputs();
+        let hit = n
+            .inputs
+            .iter()
+            .enumerate()
+            .any(|(i, e)| !aux.contains(&i) && depends.contains(&Arc::as_ptr(&e.node)));
+        if hit {
+            depends.insert(Arc::as_ptr(n));
+        }
+    }
+
+    let mut pending: HashMap<Key, Vec<Entry>> = HashMap::new();
+    let mut head_grads = Vec::with_capacity(outputs.len());
+    let mut head_keys = Vec::new();
+    for (k, out) in outputs.iter().enumerate() {
+        let var = Node::variable(&format!("_head_grad_{k}"), Attrs::new());
+        let e = Entry {
+            node: var.clone(),
+            index: 0,
+        };
+        pending.entry(key(out)).or_default().push(e.clone());
+        head_keys.push(key(&e));
+        head_grads.push(var);
+    }
+
+    for n in nodes.iter().rev() {
+        let Some(op) = &n.op else { continue };
+        if !depends.contains(&Arc::as_ptr(n)) {
+            continue;
+        }
+        let has_grad = (0..n.num_outputs()).any(|i| pending.contains_key(&(Arc::as_ptr(n), i)));
+        if !has_grad {
+            continue;
+        }
+        let g = match op.gradient() {
+            Grad::Undefined => {
+                return Err(Error::NotImplemented(format!(
+                    "operator {} (node '{}') has no gradient",
+                    op.name(),
+                    n.name
+                )))
+            }
+            Grad::Zero => continue,
+            Grad::Op(g) => g,
+        };
+        let mut inputs = Vec::new();
+        for &k in &g.ograds {
+            let out = Entry {
+                node: n.clone(),
+                index: k,
+            };
+            let parts = pending.remove(&key(&out)).unwrap_or_default();
+            let e = if parts.is_empty() {
+                zeros_like(&out, &format!("{}_zero_grad{k}", n.name))?
+            } else {
+                sum_entries(parts, &format!("{}_output{k}_grad_sum", n.name))?
+            };
+            inputs.push(e);
+        }
+        inputs.extend(g.inputs.iter().map(|&i| n.inputs[i].clone()));
+        inputs.extend(g.outputs.iter().map(|&o| Entry {
+            node: n.clone(),
+            index: o,
+        }));
+        let names = (0..inputs.len()).map(|i| format!("arg{i}")).collect();
+        let bwd = node_symbol(
+            g.op.clone(),
+            &format!("{}_backward", n.name),
+            placement(n),
+            inputs,
+            names,
+        );
+        let bwd_node = bwd.outputs[0].node.clone();
+        let aux = n.aux_inputs();
+        for (j, &i) in g.grad_of.iter().enumerate() {
+            if aux.contains(&i) {
+                continue;
+            }
+            let src = &n.inputs[i];
+            if !depends.contains(&Arc::as_ptr(&src.node)) {
+                continue;
+            }
+            pending.entry(key(src)).or_default().push(Entry {
+                node: bwd_node.clone(),
+                index: j,
+            });
+        }
+    }
+
+    let mut grads = Vec::with_capacity(wrt.len());
+    for v in wrt {
+        let parts = pending
+            .remove(&(Arc::as_ptr(v), 0))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| !head_keys.contains(&key(e)))
+            .collect::<Vec<_>>();
+        grads.push(if parts.is_empty() {
+            None
+        } else {
+            Some(sum_entries(parts, &format!("{}_grad_sum", v.name))?)
+        });
+    }
+    // A head gradient is used only if some node (or a requested gradient) reads it.
+    let mut used: HashSet<*const Node> = HashSet::new();
+    let grad_heads: Vec<Arc<Node>> = grads.iter().flatten().map(|e| e.node.clone()).collect();
+    for n in topo_order(grad_heads.iter()) {
+        if n.is_variable() {
+            used.insert(Arc::as_ptr(&n));
+        }
+    }
+    let head_grads = head_grads
+        .into_iter()
+        .map(|v| used.contains(&Arc::as_ptr(&v)).then_some(v))
+        .collect();
+    Ok(GradientGraph { head_grads, grads })
+}

@@ -1,0 +1,101 @@
+//! Shape and type inference over a whole graph: each operator's partial inference run
+//! forwards and backwards until nothing changes.
+
+use super::IndexedGraph;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::op::params::parse_tuple;
+use crate::shape::Shape;
+
+/// Passes over the graph before giving up on reaching a fixed point.
+const MAX_PASSES: usize = 8;
+
+/// The shape a variable declares through `__shape__` (dimensions of 0 are unknown, so
+/// such a shape counts as not given).
+pub fn declared_shape(attr: Option<String>) -> Option<Shape> {
+    let dims = parse_tuple(&attr?)??;
+    if dims.iter().any(|&d| d <= 0) {
+        return None;
+    }
+    Some(dims.iter().map(|&d| d as usize).collect())
+}
+
+/// The dtype a variable declares through `__dtype__`.
+pub fn declared_dtype(attr: Option<String>) -> Option<DType> {
+    let flag = attr?.trim().parse::<i32>().ok()?;
+    DType::from_flag(flag).ok()
+}
+
+fn in_operator(name: &str, e: Error) -> Error {
+    e.with_prefix(&format!("Error in operator {name}: "))
+}
+
+/// Generic fixed-point driver: `step(node, inputs, outputs)` refines one node's slots.
+fn run_passes<T: Clone + PartialEq>(
+    g: &IndexedGraph,
+    slots: &mut [Option<T>],
+    mut step: impl FnMut(usize, &mut [Option<T>], &mut [Option<T>]) -> Result<()>,
+) -> Result<()> {
+    let n = g.nodes.len();
+    for pass in 0..MAX_PASSES {
+        let before = slots.iter().filter(|s| s.is_some()).count();
+        let order: Box<dyn Iterator<Item = usize>> = if pass % 2 == 0 {
+            Box::new(0..n)
+        } else {
+            Box::new((0..n).rev())
+        };
+        for i in order {
+            let node = &g.nodes[i];
+            if node.is_variable() {
+                continue;
+            }
+            let mut ins: Vec<Option<T>> = g.inputs[i].iter().map(|&e| slots[e].clone()).collect();
+            let range = g.node_entries(i);
+            let mut outs: Vec<Option<T>> = slots[range.clone()].to_vec();
+            step(i, &mut ins, &mut outs).map_err(|e| in_operator(&node.name, e))?;
+            for (&e, v) in g.inputs[i].iter().zip(ins) {
+                merge(&mut slots[e], v);
+            }
+            for (e, v) in range.zip(outs) {
+                merge(&mut slots[e], v);
+            }
+        }
+        let after = slots.iter().filter(|s| s.is_some()).count();
+        if after == slots.len() || (pass > 0 && after == before) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn merge<T>(slot: &mut Option<T>, v: Option<T>) {
+    if slot.is_none() {
+        *slot = v;
+    }
+}
+
+/// Infers every entry's shape from the known ones in `shapes` (indexed by entry id).
+pub fn infer_shapes(g: &IndexedGraph, shapes: &mut [Option<Shape>]) -> Result<()> {
+    for (i, n) in g.nodes.iter().enumerate() {
+        if n.is_variable() && shapes[g.entry_base[i]].is_none() {
+            shapes[g.entry_base[i]] = declared_shape(n.attr("__shape__"));
+        }
+    }
+    run_passes(g, shapes, |i, ins, outs| {
+        let op = g.nodes[i].op.as_ref().expect("op node");
+        op.infer_shape_partial(ins, outs)
+    })
+}
+
+/// Infers every entry's dtype from the known ones in `types` (indexed by entry id).
+pub fn infer_types(g: &IndexedGraph, types: &mut [Option<DType>]) -> Result<()> {
+    for (i, n) in g.nodes.iter().enumerate() {
+        if n.is_variable() && types[g.entry_base[i]].is_none() {
+            types[g.entry_base[i]] = declared_dtype(n.attr("__dtype__"));
+        }
+    }
+    run_passes(g, types, |i, ins, outs| {
+        let op = g.nodes[i].op.as_ref().expect("op node");
+        op.infer_type_partial(ins, outs)
+    })
+}

@@ -1,0 +1,224 @@
+//! MXNet's symbol JSON: written byte for byte as MXNet 1.9.1 writes it, read from that
+//! format and from the older one with `param`/`attr` keys.
+
+use super::compose::{build_op, input_names};
+use super::{stored_key, Entry, Node, Symbol};
+use crate::error::{Error, Result};
+use crate::op::{self, Attrs};
+use parking_lot::RwLock;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::Arc;
+
+/// The version MXNet 1.9.1 stamps on the files it writes.
+pub const MXNET_VERSION: i64 = 10901;
+
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).expect("a string always serialises")
+}
+
+fn join_ints(v: impl Iterator<Item = usize>) -> String {
+    v.map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// The symbol as MXNet's JSON.
+pub fn to_json(sym: &Symbol) -> String {
+    let nodes = sym.topo_nodes();
+    let index: HashMap<*const Node, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (Arc::as_ptr(n), i))
+        .collect();
+    let mut out = String::from("{\n  \"nodes\": [\n");
+    for (i, n) in nodes.iter().enumerate() {
+        out.push_str("    {\n");
+        let _ = write!(out, "      \"op\": {}, \n", quote(n.op_name()));
+        let _ = write!(out, "      \"name\": {}, \n", quote(&n.name));
+        let attrs = n.attrs.read();
+        if !attrs.is_empty() {
+            out.push_str("      \"attrs\": {\n");
+            let items: Vec<String> = attrs
+                .iter()
+                .map(|(k, v)| format!("        {}: {}", quote(k), quote(v)))
+                .collect();
+            out.push_str(&items.join(", \n"));
+            out.push_str("\n      }, \n");
+        }
+        let inputs: Vec<String> = n
+            .inputs
+            .iter()
+            .map(|e| format!("[{}, {}, 0]", index[&Arc::as_ptr(&e.node)], e.index))
+            .collect();
+        let _ = write!(out, "      \"inputs\": [{}]\n", inputs.join(", "));
+        out.push_str(if i + 1 < nodes.len() {
+            "    }, \n"
+        } else {
+            "    }\n"
+        });
+    }
+    out.push_str("  ], \n");
+    let arg_nodes = nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.is_variable())
+        .map(|(i, _)| i);
+    let _ = write!(out, "  \"arg_nodes\": [{}], \n", join_ints(arg_nodes));
+    let mut row = vec![0usize];
+    for n in &nodes {
+        row.push(row.last().unwrap() + n.num_outputs());
+    }
+    let _ = write!(
+        out,
+        "  \"node_row_ptr\": [{}], \n",
+        join_ints(row.into_iter())
+    );
+    let heads: Vec<String> = sym
+        .outputs
+        .iter()
+        .map(|e| format!("[{}, {}, 0]", index[&Arc::as_ptr(&e.node)], e.index))
+        .collect();
+    let _ = write!(out, "  \"heads\": [{}], \n", heads.join(", "));
+    let _ = write!(
+        out,
+        "  \"attrs\": {{\"mxnet_version\": [\"int\", {MXNET_VERSION}]}}\n}}"
+    );
+    out
+}
+
+fn bad(msg: impl Into<String>) -> Error {
+    Error::Value(format!("symbol JSON: {}", msg.into()))
+}
+
+fn string_map(v: Option<&Value>, what: &str, node: &str) -> Result<Attrs> {
+    let Some(v) = v else {
+        return Ok(Attrs::new());
+    };
+    let obj = v
+        .as_object()
+        .ok_or_else(|| bad(format!("'{what}' of node '{node}' is not an object")))?;
+    obj.iter()
+        .map(|(k, v)| {
+            let s = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            Ok((k.clone(), s))
+        })
+        .collect()
+}
+
+fn entry_ref(v: &Value, node: &str) -> Result<(usize, usize)> {
+    let arr = v
+        .as_array()
+        .filter(|a| (2..=3).contains(&a.len()))
+        .ok_or_else(|| bad(format!("node '{node}': malformed input entry {v}")))?;
+    let get = |i: usize| {
+        arr[i]
+            .as_u64()
+            .map(|x| x as usize)
+            .ok_or_else(|| bad(format!("node '{node}': malformed input entry {v}")))
+    };
+    Ok((get(0)?, get(1)?))
+}
+
+/// Reads a symbol from MXNet's JSON.
+pub fn from_json(text: &str) -> Result<Symbol> {
+    let root: Value =
+        serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
+    let nodes_v = root
+        .get("nodes")
+        .and_then(|v| v.as_array())
+        .ok_or_else(|| bad("no 'nodes' list"))?;
+    let mut nodes: Vec<Arc<Node>> = Vec::with_capacity(nodes_v.len());
+    for (i, nv) in nodes_v.iter().enumerate() {
+        let name = nv
+            .get("name")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| bad(format!("node {i} has no name")))?
+            .to_string();
+        let op_name = nv
+            .get("op")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| bad(format!("node {i} ('{name}') has no op")))?;
+        let mut attrs = string_map(nv.get("attrs"), "attrs", &name)?;
+        attrs.extend(string_map(nv.get("param"), "param", &name)?);
+        for (k, v) in string_map(nv.get("attr"), "attr", &name)? {
+            attrs.insert(stored_key(&k), v);
+        }
+        let inputs_v = match nv.get("inputs") {
+            None => Vec::new(),
+            Some(v) => v
+                .as_array()
+                .ok_or_else(|| bad(format!("node '{name}': 'inputs' is not a list")))?
+                .clone(),
+        };
+        let mut inputs = Vec::with_capacity(inputs_v.len());
+        for iv in &inputs_v {
+            let (nid, idx) = entry_ref(iv, &name)?;
+            let src = nodes.get(nid).ok_or_else(|| {
+                bad(format!(
+                    "node '{name}' reads node {nid}, which does not come before it"
+                ))
+            })?;
+            if idx >= src.num_outputs() {
+                return Err(bad(format!(
+                    "node '{name}' reads output {idx} of node '{}', which has {}",
+                    src.name,
+                    src.num_outputs()
+                )));
+            }
+            inputs.push(Entry {
+                node: src.clone(),
+                index: idx,
+            });
+        }
+        let node = if op_name == "null" {
+            Node::variable(&name, attrs)
+        } else {
+            let def = op::find(op_name)
+                .map_err(|_| bad(format!("node '{name}' uses unknown operator '{op_name}'")))?;
+            let op = build_op(def, &attrs, &name)?;
+            let names = input_names(def, &op, inputs.len());
+            if names.len() != inputs.len() {
+                return Err(bad(format!(
+                    "node '{name}' ({op_name}) has {} input(s), the operator takes {} ({})",
+                    inputs.len(),
+                    names.len(),
+                    names.join(", ")
+                )));
+            }
+            Arc::new(Node {
+                name,
+                op: Some(op),
+                attrs: RwLock::new(attrs),
+                inputs,
+                input_names: names,
+            })
+        };
+        nodes.push(node);
+    }
+    let heads_v = root
+        .get("heads")
+        .and_then(|v| v.as_array())
+        .ok_or_else(|| bad("no 'heads' list"))?;
+    let mut outputs = Vec::with_capacity(heads_v.len());
+    for hv in heads_v {
+        let (nid, idx) = entry_ref(hv, "heads")?;
+        let node = nodes
+            .get(nid)
+            .ok_or_else(|| bad(format!("head refers to missing node {nid}")))?;
+        if idx >= node.num_outputs() {
+            return Err(bad(format!(
+                "head refers to output {idx} of node '{}', which has {}",
+                node.name,
+                node.num_outputs()
+            )));
+        }
+        outputs.push(Entry {
+            node: node.clone(),
+            index: idx,
+        });
+    }
+    Ok(Symbol { outputs })
+}

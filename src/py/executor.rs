@@ -1,0 +1,139 @@
+//! `_core.ExecutorHandle`: a bound symbol behind `rsmx.executor.Executor`.
+
+use super::errors::{guard, IntoPy};
+use super::ndarray::{context_of, PyNDArray};
+use super::symbol::PySymbol;
+use crate::error::Error;
+use crate::executor::{self, BindArgs, Executor};
+use crate::op::OpReq;
+use pyo3::prelude::*;
+use std::collections::HashMap;
+
+/// An executor.
+#[pyclass(name = "ExecutorHandle", module = "rsmx._core", frozen)]
+pub struct PyExecutor {
+    inner: Executor,
+}
+
+fn req_of(s: &str) -> PyResult<OpReq> {
+    match s {
+        "null" => Ok(OpReq::Null),
+        "write" => Ok(OpReq::Write),
+        "add" => Ok(OpReq::Add),
+        "inplace" => Ok(OpReq::WriteInplace),
+        other => Err(Error::Value(format!(
+            "bind: grad_req must be 'write', 'add' or 'null', got '{other}'"
+        )))
+        .py(),
+    }
+}
+
+fn arrays(py: Python<'_>, v: &[crate::ndarray::NDArray]) -> PyResult<Vec<Py<PyNDArray>>> {
+    v.iter()
+        .map(|a| Py::new(py, PyNDArray::new(a.clone())))
+        .collect()
+}
+
+/// Binds a symbol to arrays (lists in `list_arguments` / `list_auxiliary_states` order).
+#[pyfunction]
+#[pyo3(signature = (sym, ctx, args, grads, grad_reqs, aux, group2ctx, shared=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn bind(
+    py: Python<'_>,
+    sym: PyRef<'_, PySymbol>,
+    ctx: (i32, i32),
+    args: Vec<PyRef<'_, PyNDArray>>,
+    grads: Vec<Option<PyRef<'_, PyNDArray>>>,
+    grad_reqs: Vec<String>,
+    aux: Vec<PyRef<'_, PyNDArray>>,
+    group2ctx: HashMap<String, (i32, i32)>,
+    shared: Option<PyRef<'_, PyExecutor>>,
+) -> PyResult<PyExecutor> {
+    guard("bind", || {
+        let mut g2c = HashMap::new();
+        for (k, (t, i)) in group2ctx {
+            g2c.insert(k, context_of(t, i)?);
+        }
+        let b = BindArgs {
+            ctx: context_of(ctx.0, ctx.1)?,
+            args: args.iter().map(|a| a.inner.clone()).collect(),
+            grads: grads
+                .iter()
+                .map(|g| g.as_ref().map(|a| a.inner.clone()))
+                .collect(),
+            grad_reqs: grad_reqs
+                .iter()
+                .map(|r| req_of(r))
+                .collect::<PyResult<Vec<_>>>()?,
+            aux: aux.iter().map(|a| a.inner.clone()).collect(),
+            group2ctx: g2c,
+        };
+        let sym = sym.inner.clone();
+        let shared = shared.as_ref().map(|s| &s.inner);
+        let inner = py.detach(|| executor::bind(&sym, b, shared)).py()?;
+        Ok(PyExecutor { inner })
+    })
+}
+
+#[pymethods]
+impl PyExecutor {
+    fn forward(&self, py: Python<'_>, is_train: bool) -> PyResult<()> {
+        py.detach(|| self.inner.forward(is_train)).py()
+    }
+
+    fn backward(
+        &self,
+        py: Python<'_>,
+        out_grads: Vec<Option<PyRef<'_, PyNDArray>>>,
+        is_train: bool,
+    ) -> PyResult<()> {
+        let g: Vec<Option<crate::ndarray::NDArray>> = out_grads
+            .iter()
+            .map(|o| o.as_ref().map(|a| a.inner.clone()))
+            .collect();
+        py.detach(|| self.inner.backward(&g, is_train)).py()
+    }
+
+    fn outputs(&self, py: Python<'_>) -> PyResult<Vec<Py<PyNDArray>>> {
+        arrays(py, &self.inner.outputs)
+    }
+
+    fn debug_str(&self) -> String {
+        self.inner.debug_str()
+    }
+
+    /// Bytes of internal memory the plan allocated.
+    fn planned_bytes(&self) -> usize {
+        self.inner.planned_bytes()
+    }
+
+    /// `(node name, is_forward, output names, output arrays, input arrays)` of every op.
+    #[allow(clippy::type_complexity)]
+    fn op_steps(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<
+        Vec<(
+            String,
+            bool,
+            Vec<String>,
+            Vec<Py<PyNDArray>>,
+            Vec<Py<PyNDArray>>,
+        )>,
+    > {
+        self.inner
+            .op_steps()
+            .into_iter()
+            .map(|(s, fwd)| {
+                let names = s.op.output_names();
+                Ok((
+                    s.name.clone(),
+                    fwd,
+                    names,
+                    arrays(py, &s.outputs)?,
+                    arrays(py, &s.inputs)?,
+                ))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,253 @@
+//! `_core.SymbolHandle`: the graph behind `rsmx.symbol.Symbol`.
+
+use super::errors::{guard, IntoPy};
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::graph::infer::{infer_shapes, infer_types};
+use crate::graph::{compose, json, listed_attrs, IndexedGraph, Symbol};
+use crate::op::Attrs;
+use crate::shape::Shape;
+use pyo3::prelude::*;
+use std::collections::HashMap;
+
+/// A symbol: outputs of a graph of operator and variable nodes.
+#[pyclass(name = "SymbolHandle", module = "rsmx._core", frozen)]
+pub struct PySymbol {
+    pub inner: Symbol,
+}
+
+fn wrap(s: Symbol) -> PySymbol {
+    PySymbol { inner: s }
+}
+
+type Shapes = Vec<Option<Vec<usize>>>;
+
+/// Per entry of `g`, the variable node names that feed it, for known-value lookup.
+fn variable_entries(g: &IndexedGraph) -> HashMap<String, usize> {
+    g.nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.is_variable())
+        .map(|(i, n)| (n.name.clone(), g.entry_base[i]))
+        .collect()
+}
+
+impl PySymbol {
+    fn lists(&self) -> (Vec<String>, Vec<String>) {
+        (
+            self.inner.list_arguments(),
+            self.inner.list_auxiliary_states(),
+        )
+    }
+}
+
+#[pymethods]
+impl PySymbol {
+    /// A variable.
+    #[staticmethod]
+    fn variable(name: &str, attrs: Attrs) -> PySymbol {
+        wrap(Symbol::variable(name, attrs))
+    }
+
+    /// Operator `op` applied to positional and named inputs.
+    #[staticmethod]
+    fn create(
+        op: &str,
+        attrs: Attrs,
+        args: Vec<PyRef<'_, PySymbol>>,
+        kwargs: Vec<(String, PyRef<'_, PySymbol>)>,
+        name: &str,
+    ) -> PyResult<PySymbol> {
+        guard(op, || {
+            let args: Vec<Symbol> = args.iter().map(|s| s.inner.clone()).collect();
+            let kwargs: Vec<(String, Symbol)> = kwargs
+                .iter()
+                .map(|(k, s)| (k.clone(), s.inner.clone()))
+                .collect();
+            compose::create(op, attrs, &args, &kwargs, name)
+                .map(wrap)
+                .py()
+        })
+    }
+
+    /// The outputs of several symbols as one.
+    #[staticmethod]
+    fn group(symbols: Vec<PyRef<'_, PySymbol>>) -> PySymbol {
+        let s: Vec<Symbol> = symbols.iter().map(|s| s.inner.clone()).collect();
+        wrap(Symbol::group(&s))
+    }
+
+    /// Reads MXNet's JSON.
+    #[staticmethod]
+    fn from_json(text: &str) -> PyResult<PySymbol> {
+        guard("load_json", || json::from_json(text).map(wrap).py())
+    }
+
+    /// MXNet's JSON.
+    fn to_json(&self) -> String {
+        json::to_json(&self.inner)
+    }
+
+    fn list_arguments(&self) -> Vec<String> {
+        self.inner.list_arguments()
+    }
+
+    fn list_outputs(&self) -> Vec<String> {
+        self.inner.list_outputs()
+    }
+
+    fn list_auxiliary_states(&self) -> Vec<String> {
+        self.inner.list_auxiliary_states()
+    }
+
+    fn list_inputs(&self) -> Vec<String> {
+        self.inner.list_inputs()
+    }
+
+    fn internals(&self) -> PySymbol {
+        wrap(self.inner.internals())
+    }
+
+    fn children(&self) -> Option<PySymbol> {
+        self.inner.children().map(wrap)
+    }
+
+    fn output(&self, index: usize) -> PyResult<PySymbol> {
+        self.inner.output(index).map(wrap).py()
+    }
+
+    fn num_outputs(&self) -> usize {
+        self.inner.outputs.len()
+    }
+
+    /// The single output node's name, or `None` for a group.
+    fn name(&self) -> Option<String> {
+        self.inner.name()
+    }
+
+    /// Names of the distinct nodes the outputs come from, with each output's index.
+    fn output_nodes(&self) -> Vec<(String, usize, bool)> {
+        self.inner
+            .outputs
+            .iter()
+            .map(|e| (e.node.name.clone(), e.index, e.node.is_variable()))
+            .collect()
+    }
+
+    /// One attribute of the single output node (as stored, or by its hidden spelling).
+    fn attr(&self, key: &str) -> PyResult<Option<String>> {
+        let node = self.inner.single_node("attr").py()?;
+        Ok(listed_attrs(&node.attrs.read()).get(key).cloned())
+    }
+
+    /// The single output node's attributes as `list_attr` shows them.
+    fn list_attr(&self) -> PyResult<Attrs> {
+        let node = self.inner.single_node("list_attr").py()?;
+        Ok(listed_attrs(&node.attrs.read()))
+    }
+
+    fn attr_dict(&self) -> Vec<(String, Attrs)> {
+        self.inner.attr_dict()
+    }
+
+    fn set_attr(&self, key: &str, value: &str) {
+        self.inner.set_attr(key, value)
+    }
+
+    /// The operator of the single output node, or `null` for a variable.
+    fn op_name(&self) -> PyResult<&'static str> {
+        Ok(self.inner.single_node("op name").py()?.op_name())
+    }
+
+    /// Replaces variables by other symbols (positionally in argument order, or by name).
+    fn compose(
+        &self,
+        args: Vec<PyRef<'_, PySymbol>>,
+        kwargs: Vec<(String, PyRef<'_, PySymbol>)>,
+    ) -> PyResult<PySymbol> {
+        let args: Vec<Symbol> = args.iter().map(|s| s.inner.clone()).collect();
+        let kwargs: Vec<(String, Symbol)> = kwargs
+            .iter()
+            .map(|(k, s)| (k.clone(), s.inner.clone()))
+            .collect();
+        compose::compose(&self.inner, &args, &kwargs).map(wrap).py()
+    }
+
+    /// `(argument, output, auxiliary)` shapes from known input shapes by name; unknown
+    /// ones are `None`.
+    fn infer_shape(
+        &self,
+        known: HashMap<String, Vec<usize>>,
+    ) -> PyResult<(Shapes, Shapes, Shapes)> {
+        guard("infer_shape", || {
+            let g = IndexedGraph::new(&self.inner.outputs);
+            let vars = variable_entries(&g);
+            let mut shapes: Vec<Option<Shape>> = vec![None; g.num_entries()];
+            for (name, s) in &known {
+                let e = vars.get(name).ok_or_else(|| {
+                    Error::Value(format!(
+                        "infer_shape: '{name}' is not an input of the symbol; its inputs are {}",
+                        self.inner.list_inputs().join(", ")
+                    ))
+                });
+                let e = e.py()?;
+                // Dimensions of 0 are unknown, as in MXNet.
+                if !s.contains(&0) {
+                    shapes[*e] = Some(Shape::from_slice(s));
+                }
+            }
+            infer_shapes(&g, &mut shapes).py()?;
+            let (args, aux) = self.lists();
+            let pick = |names: &[String]| -> Shapes {
+                names
+                    .iter()
+                    .map(|n| shapes[vars[n]].as_ref().map(|s| s.to_vec()))
+                    .collect()
+            };
+            let outs = g
+                .outputs
+                .iter()
+                .map(|&e| shapes[e].as_ref().map(|s| s.to_vec()))
+                .collect();
+            Ok((pick(&args), outs, pick(&aux)))
+        })
+    }
+
+    /// `(argument, output, auxiliary)` dtype flags from known input dtypes by name.
+    #[allow(clippy::type_complexity)]
+    fn infer_type(
+        &self,
+        known: HashMap<String, i32>,
+    ) -> PyResult<(Vec<Option<i32>>, Vec<Option<i32>>, Vec<Option<i32>>)> {
+        guard("infer_type", || {
+            let g = IndexedGraph::new(&self.inner.outputs);
+            let vars = variable_entries(&g);
+            let mut types: Vec<Option<DType>> = vec![None; g.num_entries()];
+            for (name, flag) in &known {
+                let e = vars
+                    .get(name)
+                    .ok_or_else(|| {
+                        Error::Value(format!(
+                            "infer_type: '{name}' is not an input of the symbol"
+                        ))
+                    })
+                    .py()?;
+                types[*e] = Some(DType::from_flag(*flag).py()?);
+            }
+            infer_types(&g, &mut types).py()?;
+            let (args, aux) = self.lists();
+            let pick = |names: &[String]| -> Vec<Option<i32>> {
+                names
+                    .iter()
+                    .map(|n| types[vars[n]].map(|t| t.flag()))
+                    .collect()
+            };
+            let outs = g
+                .outputs
+                .iter()
+                .map(|&e| types[e].map(|t| t.flag()))
+                .collect();
+            Ok((pick(&args), outs, pick(&aux)))
+        })
+    }
+}
