@@ -1,6 +1,45 @@
-//! (being written)
+//! Convolution, deconvolution, pooling and batch normalisation, each with its backward
+//! operator.
+
+/// Runs `$body` with `$T` bound to the element type of a float dtype; other dtypes are an
+/// error naming the op.
+macro_rules! dispatch_float {
+    ($op:expr, $dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::dtype::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            other => {
+                return Err($crate::error::Error::Type(format!(
+                    "{}: dtype {} is not supported",
+                    $op, other
+                )))
+            }
+        }
+    };
+}
+
+mod args;
+mod batch;
+mod convolution;
+mod geometry;
+mod im2col;
+mod scratch;
+#[cfg(test)]
+mod tests;
 
 use crate::op::Registry;
 
 /// Registers this family's operators.
-pub fn register(_r: &mut Registry) {}
+pub fn register(r: &mut Registry) {
+    convolution::register(r);
+}

@@ -1,0 +1,153 @@
+//! Splitting a batch over the rayon pool: per-sample tasks for forward passes, a few
+//! contiguous chunks with partial sums for backward passes, and the outputs they write.
+
+use crate::kernels::cpu::num::Num;
+use crate::ndarray::TBlob;
+use crate::op::OpReq;
+use rayon::prelude::*;
+use std::ops::Range;
+
+/// Below this many multiply-adds a batch runs on the calling thread.
+const PAR_WORK: usize = 1 << 15;
+
+/// True if a batch of `batch` samples and `work` multiply-adds is worth splitting.
+fn split(batch: usize, work: usize) -> bool {
+    batch > 1 && work > PAR_WORK && rayon::current_num_threads() > 1
+}
+
+/// Runs `one(n, out_n, threads)` for every sample, `out_n` being sample `n`'s
+/// `out_len` elements of `out`. Samples run in parallel when the batch is worth
+/// splitting; otherwise they run in turn and `threads` lets each product use the pool.
+pub fn for_batch<T: Num>(
+    batch: usize,
+    work: usize,
+    out: &mut [T],
+    out_len: usize,
+    one: impl Fn(usize, &mut [T], bool) + Sync + Send,
+) {
+    if out_len == 0 {
+        return;
+    }
+    if split(batch, work) {
+        out.par_chunks_mut(out_len)
+            .enumerate()
+            .for_each(|(n, o)| one(n, o, false));
+    } else {
+        out.chunks_mut(out_len)
+            .enumerate()
+            .for_each(|(n, o)| one(n, o, true));
+    }
+}
+
+/// A batch cut into as many contiguous chunks as there are threads, each with its slice
+/// of an optional per-sample output.
+pub struct Chunked<'a, T> {
+    parts: Vec<(Range<usize>, Option<&'a mut [T]>)>,
+}
+
+impl<'a, T: Num> Chunked<'a, T> {
+    /// Splits `batch` samples (and `out`, `per_sample` elements each) into chunks.
+    pub fn new(batch: usize, work: usize, out: Option<&'a mut [T]>, per_sample: usize) -> Self {
+        let n = if split(batch, work) {
+            batch.min(rayon::current_num_threads())
+        } else {
+            1
+        };
+        let mut parts = Vec::with_capacity(n);
+        let mut rest = out;
+        let mut start = 0;
+        for i in 0..n {
+            let end = batch * (i + 1) / n;
+            let mine = rest.take().map(|s| {
+                let (a, b) = s.split_at_mut((end - start) * per_sample);
+                rest = Some(b);
+                a
+            });
+            parts.push((start..end, mine));
+            start = end;
+        }
+        Chunked { parts }
+    }
+
+    /// Runs `f(samples, out_chunk)` on every chunk, in parallel when there are several,
+    /// and returns the results in order. `samples` covers the whole batch when there is
+    /// one chunk, which lets `f` parallelise inside.
+    pub fn run<R: Send>(
+        self,
+        f: impl Fn(Range<usize>, Option<&mut [T]>) -> R + Sync + Send,
+    ) -> Vec<R> {
+        if self.parts.len() == 1 {
+            self.parts.into_iter().map(|(r, s)| f(r, s)).collect()
+        } else {
+            self.parts.into_par_iter().map(|(r, s)| f(r, s)).collect()
+        }
+    }
+}
+
+/// An output a kernel may write: absent (`Null` request), overwritten, or added to.
+pub struct Sink<'a, T> {
+    slice: Option<&'a mut [T]>,
+    add: bool,
+}
+
+impl<'a, T: Num> Sink<'a, T> {
+    /// The output of `blob` under `req`; absent if either is missing or `req` is `Null`.
+    pub fn new(blob: Option<&'a TBlob>, req: Option<OpReq>) -> Self {
+        match (blob, req) {
+            (Some(b), Some(r)) if r != OpReq::Null => Sink {
+                slice: Some(b.slice_mut::<T>()),
+                add: r == OpReq::Add,
+            },
+            _ => Sink {
+                slice: None,
+                add: false,
+            },
+        }
+    }
+
+    /// True if the output is to be added to.
+    pub fn add(&self) -> bool {
+        self.add
+    }
+
+    /// True if the output is wanted at all.
+    pub fn wanted(&self) -> bool {
+        self.slice.is_some()
+    }
+
+    /// The memory, if wanted.
+    pub fn into_slice(self) -> Option<&'a mut [T]> {
+        self.slice
+    }
+
+    /// Writes (or adds) `v` element-wise.
+    pub fn store(self, v: &[T]) {
+        let add = self.add;
+        if let Some(dst) = self.slice {
+            if add {
+                dst.iter_mut().zip(v).for_each(|(d, &x)| *d = d.add(x));
+            } else {
+                dst.copy_from_slice(v);
+            }
+        }
+    }
+}
+
+/// Stores the sum of per-chunk partial results into `sink`.
+pub fn reduce_partials<T: Num>(sink: Sink<T>, parts: &[Vec<T>]) {
+    let Some((first, rest)) = parts.split_first() else {
+        return;
+    };
+    if !sink.wanted() {
+        return;
+    }
+    if rest.is_empty() {
+        sink.store(first);
+        return;
+    }
+    let mut total = first.clone();
+    for p in rest {
+        total.iter_mut().zip(p).for_each(|(t, &v)| *t = t.add(v));
+    }
+    sink.store(&total);
+}

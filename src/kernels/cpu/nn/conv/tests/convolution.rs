@@ -1,0 +1,474 @@
+use super::{build, close, f64s, run_backward, seq, seq32, seq64};
+use crate::op::testutil::{array, gradcheck, run, try_run};
+use crate::op::OpReq;
+use crate::shape::Shape;
+
+/// Direct convolution of NC(D)(H)W data, by the definition, in f64.
+#[allow(clippy::too_many_arguments)]
+fn direct(
+    x: &[f64],
+    xs: &[usize],
+    w: &[f64],
+    k: &[usize],
+    s: &[usize],
+    p: &[usize],
+    d: &[usize],
+    groups: usize,
+    f: usize,
+) -> (Vec<f64>, Vec<usize>) {
+    let nd = k.len();
+    let pad3 = |v: &[usize], fill| {
+        let mut o = vec![fill; 3 - nd];
+        o.extend_from_slice(v);
+        o
+    };
+    let (k, s, p, d) = (pad3(k, 1), pad3(s, 1), pad3(p, 0), pad3(d, 1));
+    let inp = pad3(&xs[2..], 1);
+    let out: Vec<usize> = (0..3)
+        .map(|i| (inp[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) / s[i] + 1)
+        .collect();
+    let (n, c) = (xs[0], xs[1]);
+    let (cg, fg) = (c / groups, f / groups);
+    let mut y = vec![0.0; n * f * out.iter().product::<usize>()];
+    let mut idx = 0;
+    for b in 0..n {
+        for fo in 0..f {
+            let g = fo / fg;
+            for o0 in 0..out[0] {
+                for o1 in 0..out[1] {
+                    for o2 in 0..out[2] {
+                        let mut acc = 0.0;
+                        for ci in 0..cg {
+                            for a0 in 0..k[0] {
+                                for a1 in 0..k[1] {
+                                    for a2 in 0..k[2] {
+                                        let z = [
+                                            (o0 * s[0] + a0 * d[0]) as isize - p[0] as isize,
+                                            (o1 * s[1] + a1 * d[1]) as isize - p[1] as isize,
+                                            (o2 * s[2] + a2 * d[2]) as isize - p[2] as isize,
+                                        ];
+                                        if (0..3).any(|i| z[i] < 0 || z[i] >= inp[i] as isize) {
+                                            continue;
+                                        }
+                                        let cc = g * cg + ci;
+                                        let xi = (((b * c + cc) * inp[0] + z[0] as usize) * inp[1]
+                                            + z[1] as usize)
+                                            * inp[2]
+                                            + z[2] as usize;
+                                        let wi =
+                                            (((fo * cg + ci) * k[0] + a0) * k[1] + a1) * k[2] + a2;
+                                        acc += x[xi] * w[wi];
+                                    }
+                                }
+                            }
+                        }
+                        y[idx] = acc;
+                        idx += 1;
+                    }
+                }
+            }
+        }
+    }
+    let mut shape = vec![n, f];
+    shape.extend_from_slice(&out[3 - nd..]);
+    (y, shape)
+}
+
+fn t(v: &[usize]) -> String {
+    format!(
+        "({})",
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    )
+}
+
+#[test]
+fn forward_matches_mxnet() {
+    let x = seq32(&[1, 2, 4, 4], 7, 11, 0.5);
+    let w = seq32(&[3, 2, 3, 3], 5, 13, 0.6);
+    let b = array::<f32>(&[3], &[0.1, -0.2, 0.3]);
+    let attrs = [("kernel", "(3,3)"), ("num_filter", "3"), ("pad", "(1,1)")];
+    let o = &run("Convolution", &attrs, &[x, w, b])[0];
+    assert_eq!(o.shape(), &[1, 3, 4, 4]);
+    let want = [
+        0.36, -0.3, 0.78, 0.11, -0.52, 0.79, 1.03, -0.38, 0.36, -0.12, -0.1, -0.2, -0.33, 0.81,
+        0.27, -0.39, -0.31, -0.03, 0.46, -0.71, -0.43, -0.26, 0.32, -0.6, -0.26, 0.3, -0.66, -0.35,
+        -0.17, -0.08, -0.19, -0.4, -0.18, 1.04, 0.94, -0.21, 0.46, 0.14, 0.15, -0.02, -0.08, 1.39,
+        -0.03, 0.17, 0.27, 0.35, 0.28, 0.13,
+    ];
+    close(&f64s(o), &want, 1e-5);
+
+    let x = seq32(&[2, 4, 5, 6], 7, 11, 0.5);
+    let w = seq32(&[4, 2, 3, 2], 5, 13, 0.6);
+    let attrs = [
+        ("kernel", "(3,2)"),
+        ("num_filter", "4"),
+        ("stride", "(2,1)"),
+        ("pad", "(1,0)"),
+        ("dilate", "(1,2)"),
+        ("num_group", "2"),
+        ("no_bias", "True"),
+    ];
+    let o = &run("Convolution", &attrs, &[x, w])[0];
+    assert_eq!(o.shape(), &[2, 4, 3, 4]);
+    let v = f64s(o);
+    let want = [
+        0.22, -0.16, -0.32, 0.62, -0.55, -0.25, 0.93, -0.53, 0.0, 0.88, -0.55, 0.11,
+    ];
+    close(&v[..12], &want, 1e-5);
+    close(&[v.iter().sum()], &[5.07], 1e-5);
+
+    let x = seq32(&[2, 3, 7], 7, 11, 0.5);
+    let w = seq32(&[2, 3, 3], 5, 13, 0.6);
+    let b = array::<f32>(&[2], &[0.5, -0.5]);
+    let attrs = [
+        ("kernel", "(3,)"),
+        ("num_filter", "2"),
+        ("stride", "(2,)"),
+        ("pad", "(1,)"),
+    ];
+    let o = &run("Convolution", &attrs, &[x, w, b])[0];
+    assert_eq!(o.shape(), &[2, 2, 4]);
+    let want = [
+        0.49, 0.42, 0.3, 0.71, -0.96, -0.8, 0.02, -0.42, 0.04, 0.92, 0.36, 0.57, -0.51, 0.0, -0.39,
+        -0.71,
+    ];
+    close(&f64s(o), &want, 1e-5);
+}
+
+#[test]
+fn forward_matches_direct_loops() {
+    // (data shape, kernel, stride, pad, dilate, groups, filters)
+    type Case<'a> = (
+        &'a [usize],
+        &'a [usize],
+        &'a [usize],
+        &'a [usize],
+        &'a [usize],
+        usize,
+        usize,
+    );
+    let cases: &[Case] = &[
+        (&[3, 2, 9], &[4], &[3], &[2], &[2], 2, 4),
+        (&[2, 3, 6, 7], &[1, 1], &[1, 1], &[0, 0], &[1, 1], 1, 5),
+        (&[1, 6, 7, 5], &[3, 3], &[2, 2], &[2, 1], &[1, 1], 3, 3),
+        (&[4, 2, 8, 8], &[5, 5], &[1, 1], &[0, 0], &[1, 1], 1, 6),
+        (
+            &[2, 4, 5, 6, 4],
+            &[2, 3, 2],
+            &[1, 2, 1],
+            &[1, 0, 1],
+            &[2, 1, 1],
+            2,
+            2,
+        ),
+        (&[65, 3, 10, 10], &[3, 3], &[1, 1], &[1, 1], &[1, 1], 1, 8),
+    ];
+    for &(xs, k, s, p, d, g, f) in cases {
+        let cg = xs[1] / g;
+        let mut ws = vec![f, cg];
+        ws.extend_from_slice(k);
+        let nx: usize = xs.iter().product();
+        let nw: usize = ws.iter().product();
+        let (xv, wv) = (seq(nx, 7, 11, 0.5), seq(nw, 5, 13, 0.6));
+        let bv = seq(f, 3, 7, 0.2);
+        let (want, shape) = direct(&xv, xs, &wv, k, s, p, d, g, f);
+        let attrs = [
+            ("kernel", t(k)),
+            ("stride", t(s)),
+            ("pad", t(p)),
+            ("dilate", t(d)),
+            ("num_group", g.to_string()),
+            ("num_filter", f.to_string()),
+        ];
+        let attrs: Vec<(&str, &str)> = attrs.iter().map(|(a, b)| (*a, b.as_str())).collect();
+        let o = &run(
+            "Convolution",
+            &attrs,
+            &[array(xs, &xv), array(&ws, &wv), array(&[f], &bv)],
+        )[0];
+        assert_eq!(o.shape(), shape.as_slice(), "{xs:?} {k:?}");
+        let per = want.len() / xs[0] / f;
+        let with_bias: Vec<f64> = want
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v + bv[(i / per) % f])
+            .collect();
+        close(&f64s(o), &with_bias, 1e-12);
+    }
+}
+
+#[test]
+fn shapes_and_partial_inference() {
+    let op = build(
+        "Convolution",
+        &[("kernel", "(3,3)"), ("num_filter", "4"), ("num_group", "2")],
+    );
+    assert_eq!(
+        op.input_names().unwrap(),
+        vec!["data".to_string(), "weight".into(), "bias".into()]
+    );
+    let mut ins = vec![Some(Shape::from_slice(&[2, 6, 7, 7])), None, None];
+    let mut outs = vec![None];
+    op.infer_shape_partial(&mut ins, &mut outs).unwrap();
+    assert_eq!(ins[1].as_deref(), Some(&[4, 3, 3, 3][..]));
+    assert_eq!(ins[2].as_deref(), Some(&[4][..]));
+    assert_eq!(outs[0].as_deref(), Some(&[2, 4, 5, 5][..]));
+    // Nothing known: nothing inferred, no error.
+    let mut ins = vec![None, Some(Shape::from_slice(&[4, 3, 3, 3])), None];
+    let mut outs = vec![None];
+    op.infer_shape_partial(&mut ins, &mut outs).unwrap();
+    assert!(ins[0].is_none() && outs[0].is_none());
+    // Backwards from the output with unit strides.
+    let mut outs = vec![Some(Shape::from_slice(&[2, 4, 5, 5]))];
+    op.infer_shape_partial(&mut ins, &mut outs).unwrap();
+    assert_eq!(ins[0].as_deref(), Some(&[2, 6, 7, 7][..]));
+    // A given weight that disagrees.
+    let mut ins = vec![
+        Some(Shape::from_slice(&[2, 6, 7, 7])),
+        Some(Shape::from_slice(&[4, 6, 3, 3])),
+        None,
+    ];
+    let e = op
+        .infer_shape_partial(&mut ins, &mut [None])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("Convolution") && e.contains("weight"), "{e}");
+    let nb = build(
+        "Convolution",
+        &[("kernel", "(3,)"), ("num_filter", "2"), ("no_bias", "1")],
+    );
+    assert_eq!(nb.input_names().unwrap().len(), 2);
+    assert_eq!(
+        nb.infer_shape(&[Shape::from_slice(&[1, 3, 7]), Shape::from_slice(&[2, 3, 3])])
+            .unwrap()[0]
+            .as_slice(),
+        &[1, 2, 5]
+    );
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let x = seq32(&[1, 3, 7, 7], 7, 11, 0.5);
+    let w = seq32(&[4, 3, 9, 9], 5, 13, 0.6);
+    let b = seq32(&[4], 1, 3, 0.0);
+    let e = try_run(
+        "Convolution",
+        &[("kernel", "(9,9)"), ("num_filter", "4")],
+        &[x.clone(), w, b.clone()],
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        e.starts_with("Convolution:") && e.contains("exceeds"),
+        "{e}"
+    );
+    let w = seq32(&[4, 1, 3, 3], 5, 13, 0.6);
+    let e = try_run(
+        "Convolution",
+        &[("kernel", "(3,3)"), ("num_filter", "4"), ("num_group", "2")],
+        &[x.clone(), w, b.clone()],
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("divisible by num_group"), "{e}");
+    let w = seq32(&[4, 3, 3], 5, 13, 0.6);
+    let e = try_run(
+        "Convolution",
+        &[("kernel", "(3,)"), ("num_filter", "4")],
+        &[x.clone(), w, b.clone()],
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("(1, 3, 7, 7)"), "{e}");
+    for attrs in [
+        vec![("kernel", "(3,3)")],
+        vec![("num_filter", "4")],
+        vec![("kernel", "(3,3)"), ("num_filter", "4"), ("stride", "(2,)")],
+        vec![
+            ("kernel", "(3,3)"),
+            ("num_filter", "4"),
+            ("stride", "(0,1)"),
+        ],
+        vec![("kernel", "(3,3)"), ("num_filter", "3"), ("num_group", "2")],
+        vec![("kernel", "(3,3)"), ("num_filter", "4"), ("layout", "NHWC")],
+        vec![("kernel", "(3,3,3,3)"), ("num_filter", "4")],
+        vec![("kernel", "(3,3)"), ("num_filter", "4"), ("bogus", "1")],
+    ] {
+        let attrs: crate::op::Attrs = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let e = crate::op::find("Convolution")
+            .unwrap()
+            .build(&attrs)
+            .err()
+            .unwrap_or_else(|| panic!("{attrs:?} accepted"))
+            .to_string();
+        assert!(e.starts_with("Convolution:"), "{e}");
+    }
+    let x64 = seq64(&[1, 3, 7, 7], 7, 11, 0.5);
+    let w = seq32(&[4, 3, 3, 3], 5, 13, 0.6);
+    assert!(try_run(
+        "Convolution",
+        &[("kernel", "(3,3)"), ("num_filter", "4")],
+        &[x64, w, b]
+    )
+    .is_err());
+}
+
+#[test]
+fn backward_matches_mxnet_and_honours_add() {
+    let op = build(
+        "Convolution",
+        &[
+            ("kernel", "(3,3)"),
+            ("num_filter", "3"),
+            ("pad", "(1,1)"),
+            ("stride", "(2,2)"),
+        ],
+    );
+    let ins = [
+        seq32(&[1, 2, 4, 4], 7, 11, 0.5),
+        seq32(&[3, 2, 3, 3], 5, 13, 0.6),
+        array::<f32>(&[3], &[0.1, -0.2, 0.3]),
+    ];
+    let og = seq32(&[1, 3, 2, 2], 3, 7, 0.3);
+    let want_dx = [
+        -0.03, -0.16, -0.03, 0.02, -0.07, 0.08, -0.0, 0.21, 0.04, 0.26, -0.03, -0.13, 0.1, -0.24,
+        -0.07, 0.35, 0.3, -0.03, 0.03, -0.05, 0.18, -0.12, -0.19, 0.02, -0.17, -0.07, -0.02, 0.01,
+        -0.11, -0.05, 0.07, -0.03,
+    ];
+    let want_dw = [
+        0.03, -0.01, -0.09, -0.03, 0.04, 0.08, 0.02, -0.02, 0.02, 0.01, 0.14, -0.05, -0.05, 0.02,
+        0.06, 0.0, 0.07, 0.0, 0.09, -0.11, -0.03, -0.13, -0.07, 0.12, 0.12, -0.19, -0.11, 0.03,
+        0.18, -0.07, -0.23, -0.11, 0.3, 0.02, 0.32, -0.15, -0.06, 0.07, 0.03, 0.12, -0.04, 0.02,
+        -0.13, 0.2, 0.04, -0.02, -0.13, 0.05, 0.22, 0.04, -0.23, -0.03, -0.27, 0.12,
+    ];
+    let want_db = [-0.1, -0.2, 0.4];
+    let fill = |shape: &[usize], v: f32| array::<f32>(shape, &vec![v; shape.iter().product()]);
+    let outs = [
+        fill(&[1, 2, 4, 4], 0.0),
+        fill(&[3, 2, 3, 3], 0.0),
+        fill(&[3], 0.0),
+    ];
+    run_backward(&op, &ins, &og, &outs, &[OpReq::Write; 3]);
+    close(&f64s(&outs[0]), &want_dx, 1e-5);
+    close(&f64s(&outs[1]), &want_dw, 1e-5);
+    close(&f64s(&outs[2]), &want_db, 1e-5);
+    // Add accumulates onto what is there; Null leaves it alone.
+    let outs = [
+        fill(&[1, 2, 4, 4], 1.0),
+        fill(&[3, 2, 3, 3], 2.0),
+        fill(&[3], 3.0),
+    ];
+    run_backward(
+        &op,
+        &ins,
+        &og,
+        &outs,
+        &[OpReq::Add, OpReq::Add, OpReq::Null],
+    );
+    let plus = |v: &[f64], c: f64| v.iter().map(|x| x + c).collect::<Vec<_>>();
+    close(&f64s(&outs[0]), &plus(&want_dx, 1.0), 1e-5);
+    close(&f64s(&outs[1]), &plus(&want_dw, 2.0), 1e-5);
+    close(&f64s(&outs[2]), &[3.0; 3], 0.0);
+}
+
+#[test]
+fn backward_add_on_a_large_batch() {
+    // Big enough to be split across threads.
+    let op = build(
+        "Convolution",
+        &[("kernel", "(3,3)"), ("num_filter", "4"), ("pad", "(1,1)")],
+    );
+    let ins = [
+        seq64(&[16, 3, 8, 8], 7, 11, 0.5),
+        seq64(&[4, 3, 3, 3], 5, 13, 0.6),
+        seq64(&[4], 3, 7, 0.2),
+    ];
+    let og = seq64(&[16, 4, 8, 8], 3, 7, 0.3);
+    let zeros = |s: &[usize]| array::<f64>(s, &vec![0.0; s.iter().product()]);
+    let w = [zeros(&[16, 3, 8, 8]), zeros(&[4, 3, 3, 3]), zeros(&[4])];
+    run_backward(&op, &ins, &og, &w, &[OpReq::Write; 3]);
+    let ones = |s: &[usize]| array::<f64>(s, &vec![1.0; s.iter().product()]);
+    let a = [ones(&[16, 3, 8, 8]), ones(&[4, 3, 3, 3]), ones(&[4])];
+    run_backward(&op, &ins, &og, &a, &[OpReq::Add; 3]);
+    for (w, a) in w.iter().zip(&a) {
+        let want: Vec<f64> = f64s(w).iter().map(|v| v + 1.0).collect();
+        close(&f64s(a), &want, 1e-12);
+    }
+}
+
+#[test]
+fn numeric_gradients() {
+    type Case<'a> = (&'a [usize], &'a [(&'a str, &'a str)], usize, usize);
+    let cases: &[Case] = &[
+        (
+            &[2, 2, 5, 5],
+            &[("kernel", "(3,3)"), ("pad", "(1,1)")],
+            3,
+            1,
+        ),
+        (
+            &[1, 4, 6, 5],
+            &[
+                ("kernel", "(2,3)"),
+                ("stride", "(2,1)"),
+                ("dilate", "(2,1)"),
+                ("pad", "(1,2)"),
+                ("num_group", "2"),
+            ],
+            4,
+            2,
+        ),
+        (
+            &[2, 2, 7],
+            &[("kernel", "(3,)"), ("stride", "(2,)"), ("pad", "(1,)")],
+            2,
+            1,
+        ),
+        (
+            &[2, 3, 4, 4],
+            &[("kernel", "(1,1)"), ("no_bias", "True")],
+            2,
+            1,
+        ),
+        (
+            &[1, 2, 3, 4, 3],
+            &[("kernel", "(2,2,2)"), ("pad", "(0,1,0)")],
+            2,
+            1,
+        ),
+    ];
+    for &(xs, attrs, f, g) in cases {
+        let f_s = f.to_string();
+        let mut a = attrs.to_vec();
+        a.push(("num_filter", &f_s));
+        let op = build("Convolution", &a);
+        let k: Vec<usize> = {
+            let kv = attrs.iter().find(|(n, _)| *n == "kernel").unwrap().1;
+            crate::op::params::parse_tuple(kv)
+                .unwrap()
+                .unwrap()
+                .iter()
+                .map(|&v| v as usize)
+                .collect()
+        };
+        let mut ws = vec![f, xs[1] / g];
+        ws.extend_from_slice(&k);
+        let mut ins = vec![seq64(xs, 7, 11, 0.5), seq64(&ws, 5, 13, 0.6)];
+        let no_bias = attrs.iter().any(|(n, _)| *n == "no_bias");
+        if !no_bias {
+            ins.push(seq64(&[f], 3, 7, 0.2));
+        }
+        let check: Vec<usize> = (0..ins.len()).collect();
+        gradcheck(&op, &ins, &check, 1e-6, 1e-6);
+    }
+}
