@@ -6,7 +6,8 @@ use crate::error::{Error, Result};
 use crate::kernels::cpu::map::PAR_MIN;
 use crate::kernels::cpu::num::Num;
 use crate::ndarray::TBlob;
-use crate::op::OpReq;
+use crate::op::{assign_shape, OpReq};
+use crate::shape::Shape;
 use num_traits::Float;
 use rayon::prelude::*;
 
@@ -144,6 +145,25 @@ pub fn for_chunks<T: Send>(out: &mut [T], row: usize, body: impl Fn(usize, &mut 
     out.par_chunks_mut(per * row)
         .enumerate()
         .for_each(|(c, o)| body(c * per * row, o));
+}
+
+/// Shape inference for ops whose output has the input's shape, in both directions.
+pub fn same_shape(
+    op: &str,
+    inputs: &mut [Option<Shape>],
+    outputs: &mut [Option<Shape>],
+) -> Result<()> {
+    match (&inputs[0], &outputs[0]) {
+        (Some(s), _) => {
+            let s = s.clone();
+            assign_shape(op, "output", &mut outputs[0], &s)
+        }
+        (None, Some(s)) => {
+            let s = s.clone();
+            assign_shape(op, "data", &mut inputs[0], &s)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `True`/`False` as MXNet prints booleans.

@@ -1,12 +1,20 @@
 //! Basic network layers: dense layers, activations, softmax, losses, dropout and
 //! embeddings, each with its backward operator.
 
+pub mod activation;
 pub mod common;
 pub mod dense;
+pub mod leaky_relu;
+pub mod softmax;
+pub mod softmax_kernel;
+pub mod special;
 
 use crate::op::Registry;
 
 /// Registers this family's operators.
 pub fn register(r: &mut Registry) {
     dense::register(r);
+    activation::register(r);
+    leaky_relu::register(r);
+    softmax::register(r);
 }

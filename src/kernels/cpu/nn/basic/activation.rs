@@ -1,0 +1,331 @@
+//! `Activation`: relu, sigmoid, tanh, softrelu and softsign, with their backward.
+
+use super::common::{float_dtype, ld, same_shape, st, unary};
+use crate::dispatch_float;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::kernels::cpu::map::map2;
+use crate::ndarray::TBlob;
+use crate::op::{
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+};
+use crate::shape::Shape;
+use num_traits::Float;
+use std::sync::Arc;
+
+const NAME: &str = "Activation";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Act {
+    Relu,
+    Sigmoid,
+    Tanh,
+    SoftRelu,
+    SoftSign,
+}
+
+impl Act {
+    #[inline(always)]
+    fn apply<F: Float>(self, x: F) -> F {
+        let one = F::one();
+        match self {
+            Act::Relu => x.max(F::zero()),
+            Act::Sigmoid => one / (one + (-x).exp()),
+            Act::Tanh => x.tanh(),
+            // Above 20, log(1 + e^x) equals x in float precision and e^x could overflow.
+            Act::SoftRelu => {
+                if x > F::from(20.0).unwrap_or(one) {
+                    x
+                } else {
+                    x.exp().ln_1p()
+                }
+            }
+            Act::SoftSign => x / (one + x.abs()),
+        }
+    }
+
+    /// The derivative, from the output for all but softsign, which takes the input.
+    #[inline(always)]
+    fn derivative<F: Float>(self, v: F) -> F {
+        let one = F::one();
+        match self {
+            Act::Relu => {
+                if v > F::zero() {
+                    one
+                } else {
+                    F::zero()
+                }
+            }
+            Act::Sigmoid => v * (one - v),
+            Act::Tanh => one - v * v,
+            Act::SoftRelu => -(-v).exp_m1(),
+            Act::SoftSign => {
+                let d = one + v.abs();
+                one / (d * d)
+            }
+        }
+    }
+
+    fn uses_input(self) -> bool {
+        self == Act::SoftSign
+    }
+}
+
+struct Activation(Act);
+
+impl Operator for Activation {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(NAME, inputs, 1)?;
+        Ok(vec![inputs[0].clone()])
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        same_shape(NAME, inputs, outputs)
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(NAME, inputs)?])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let act = self.0;
+        dispatch_float!(NAME, inputs[0].dtype, T, F => {
+            unary::<T>(&inputs[0], &outputs[0], req[0], |v| st::<F, T>(act.apply(ld::<T, F>(v))))
+        });
+        Ok(())
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn gradient(&self) -> Grad {
+        let op: OpRef = Arc::new(ActivationBackward(self.0));
+        if self.0.uses_input() {
+            Gradient::simple(op, &[0], &[], 1)
+        } else {
+            Gradient::simple(op, &[], &[0], 1)
+        }
+    }
+}
+
+/// Inputs: the output gradient and the forward output (the input for softsign).
+struct ActivationBackward(Act);
+
+impl Operator for ActivationBackward {
+    fn name(&self) -> &'static str {
+        "_backward_Activation"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 2)?;
+        if inputs[0] != inputs[1] {
+            return Err(crate::op::shape_err(
+                self.name(),
+                "the output gradient must have the shape of the data",
+                &inputs[0],
+            ));
+        }
+        Ok(vec![inputs[1].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(self.name(), inputs)?])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let act = self.0;
+        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
+            let (g, v) = (inputs[0].slice::<T>(), inputs[1].slice::<T>());
+            map2(g, v, outputs[0].slice_mut::<T>(), req[0], |g, v| {
+                st::<F, T>(ld::<T, F>(g) * act.derivative(ld::<T, F>(v)))
+            });
+        });
+        Ok(())
+    }
+}
+
+fn create(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new(NAME, attrs, &["act_type"])?;
+    p.required("act_type")?;
+    let act = match p.choice(
+        "act_type",
+        "relu",
+        &["relu", "sigmoid", "tanh", "softrelu", "softsign"],
+    )? {
+        "sigmoid" => Act::Sigmoid,
+        "tanh" => Act::Tanh,
+        "softrelu" => Act::SoftRelu,
+        "softsign" => Act::SoftSign,
+        _ => Act::Relu,
+    };
+    Ok(Arc::new(Activation(act)))
+}
+
+/// Registers `Activation`.
+pub fn register(r: &mut Registry) {
+    r.add(OpDef {
+        name: NAME,
+        aliases: &[],
+        inputs: &["data"],
+        variadic: false,
+        params: &["act_type"],
+        doc: "Applies an activation function element-wise.",
+        create: Box::new(create),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::testing::{close, f64s, run_req};
+    use super::*;
+    use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
+
+    const X: [f32; 8] = [-2.5, -1.0, -0.3, 0.0, 0.4, 1.2, 3.0, 25.0];
+
+    fn op(act: &str) -> OpRef {
+        let a: Attrs = [("act_type".to_string(), act.to_string())].into();
+        crate::op::find(NAME).unwrap().build(&a).unwrap()
+    }
+
+    #[test]
+    fn forward_matches_mxnet() {
+        let cases: [(&str, [f64; 8]); 5] = [
+            ("relu", [0.0, 0.0, 0.0, 0.0, 0.4, 1.2, 3.0, 25.0]),
+            (
+                "sigmoid",
+                [
+                    0.07585818320512772,
+                    0.2689414322376251,
+                    0.4255574941635132,
+                    0.5,
+                    0.5986876487731934,
+                    0.7685247659683228,
+                    0.9525741338729858,
+                    1.0,
+                ],
+            ),
+            (
+                "tanh",
+                [
+                    -0.9866142868995667,
+                    -0.7615941762924194,
+                    -0.29131263494491577,
+                    0.0,
+                    0.3799489736557007,
+                    0.8336546421051025,
+                    0.9950547814369202,
+                    1.0,
+                ],
+            ),
+            (
+                "softrelu",
+                [
+                    0.07888984680175781,
+                    0.3132617473602295,
+                    0.554355263710022,
+                    0.6931472420692444,
+                    0.9130153059959412,
+                    1.463282585144043,
+                    3.0485873222351074,
+                    25.0,
+                ],
+            ),
+            (
+                "softsign",
+                [
+                    -0.7142857313156128,
+                    -0.5,
+                    -0.23076924681663513,
+                    0.0,
+                    0.2857142984867096,
+                    0.5454545617103577,
+                    0.75,
+                    0.9615384340286255,
+                ],
+            ),
+        ];
+        for (act, want) in cases {
+            let y = run(NAME, &[("act_type", act)], &[f32a(&[2, 4], &X)]);
+            close(&f64s(&y[0]), &want, 1e-6);
+            let y = run(
+                NAME,
+                &[("act_type", act)],
+                &[array::<f64>(&[8], &X.map(f64::from))],
+            );
+            close(&f64s(&y[0]), &want, 1e-6);
+        }
+        let h = array::<half::f16>(&[2], &[half::f16::from_f32(-1.0), half::f16::from_f32(2.0)]);
+        let y = run(NAME, &[("act_type", "relu")], &[h]);
+        assert_eq!(
+            crate::op::testutil::values::<half::f16>(&y[0])[1].to_f32(),
+            2.0
+        );
+    }
+
+    #[test]
+    fn gradients_are_numeric() {
+        let x = array::<f64>(&[2, 3], &[-2.0, -0.7, -0.2, 0.3, 0.9, 2.5]);
+        for act in ["relu", "sigmoid", "tanh", "softrelu", "softsign"] {
+            gradcheck(&op(act), &[x.clone()], &[0], 1e-6, 1e-6);
+        }
+    }
+
+    #[test]
+    fn in_place_and_add_requests() {
+        let relu = op("relu");
+        let x = f32a(&[4], &[-1.0, 2.0, -3.0, 4.0]);
+        run_req(&relu, &[x.clone()], &[x.clone()], &[OpReq::WriteInplace]);
+        assert_eq!(f32s(&x), vec![0.0, 2.0, 0.0, 4.0]);
+        let out = f32a(&[4], &[1.0; 4]);
+        run_req(&relu, &[x.clone()], &[out.clone()], &[OpReq::Add]);
+        assert_eq!(f32s(&out), vec![1.0, 3.0, 1.0, 5.0]);
+
+        let Grad::Op(g) = relu.gradient() else {
+            panic!("no gradient")
+        };
+        assert_eq!((g.inputs.len(), g.outputs.as_slice()), (0, &[0][..]));
+        let og = f32a(&[4], &[5.0; 4]);
+        let dx = f32a(&[4], &[1.0; 4]);
+        run_req(&g.op, &[og, x], &[dx.clone()], &[OpReq::Add]);
+        assert_eq!(f32s(&dx), vec![1.0, 6.0, 1.0, 6.0]);
+    }
+
+    #[test]
+    fn shapes_and_errors() {
+        let a = op("tanh");
+        let mut ins = vec![None];
+        let mut outs = vec![Some(Shape::from_slice(&[3, 2]))];
+        a.infer_shape_partial(&mut ins, &mut outs).unwrap();
+        assert_eq!(ins[0].as_deref(), Some(&[3usize, 2][..]));
+        assert!(try_run(NAME, &[], &[f32a(&[1], &[1.0])]).is_err());
+        let e = try_run(NAME, &[("act_type", "swish")], &[f32a(&[1], &[1.0])])
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("act_type"), "{e}");
+        let e = try_run(NAME, &[("act_type", "relu")], &[array::<i32>(&[1], &[1])])
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("Activation"), "{e}");
+    }
+}

@@ -1,0 +1,681 @@
+//! `LeakyReLU`: leaky, elu, selu, gelu, prelu (learned slope per channel) and rrelu
+//! (random slope while training), with their backward.
+
+use super::common::{float_dtype, for_chunks, ld, put, same_shape, st};
+use super::special::{erf, one_plus_erf};
+use crate::dispatch_float;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::kernels::cpu::map::{map1, map2};
+use crate::kernels::cpu::num::Num;
+use crate::ndarray::TBlob;
+use crate::op::{
+    assign_shape, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+};
+use crate::shape::{fmt_shape, Shape};
+use num_traits::{Float, One, Zero};
+use rand::Rng;
+use std::f64::consts::{FRAC_1_SQRT_2, PI};
+use std::sync::Arc;
+
+const NAME: &str = "LeakyReLU";
+const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
+const SELU_LAMBDA: f64 = 1.050_700_987_355_480_5;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Leaky(f64),
+    Elu(f64),
+    Selu,
+    Gelu,
+    Prelu,
+    Rrelu { lower: f64, upper: f64 },
+}
+
+impl Kind {
+    /// The function of one element for the kinds without a slope array.
+    #[inline(always)]
+    fn apply<F: Float>(self, x: F) -> F {
+        let c = |v: f64| F::from(v).unwrap_or_else(F::nan);
+        let pos = x > F::zero();
+        match self {
+            Kind::Leaky(s) => {
+                if pos {
+                    x
+                } else {
+                    c(s) * x
+                }
+            }
+            Kind::Elu(s) => {
+                if pos {
+                    x
+                } else {
+                    c(s) * x.exp_m1()
+                }
+            }
+            Kind::Selu => c(SELU_LAMBDA) * if pos { x } else { c(SELU_ALPHA) * x.exp_m1() },
+            Kind::Gelu => {
+                let v = x.to_f64().unwrap_or(f64::NAN);
+                c(0.5 * v * one_plus_erf(v * FRAC_1_SQRT_2))
+            }
+            Kind::Prelu | Kind::Rrelu { .. } => unreachable!("slope kinds use their arrays"),
+        }
+    }
+
+    /// The derivative at input `x` for the kinds without a slope array.
+    #[inline(always)]
+    fn derivative<F: Float>(self, x: F) -> F {
+        let c = |v: f64| F::from(v).unwrap_or_else(F::nan);
+        let pos = x > F::zero();
+        match self {
+            Kind::Leaky(s) => {
+                if pos {
+                    F::one()
+                } else {
+                    c(s)
+                }
+            }
+            Kind::Elu(s) => {
+                if pos {
+                    F::one()
+                } else {
+                    c(s) * x.exp()
+                }
+            }
+            Kind::Selu => {
+                if pos {
+                    c(SELU_LAMBDA)
+                } else {
+                    c(SELU_LAMBDA * SELU_ALPHA) * x.exp()
+                }
+            }
+            Kind::Gelu => {
+                let v = x.to_f64().unwrap_or(f64::NAN);
+                c(
+                    0.5 + 0.5 * erf(v * FRAC_1_SQRT_2)
+                        + v * (-0.5 * v * v).exp() / (2.0 * PI).sqrt(),
+                )
+            }
+            Kind::Prelu | Kind::Rrelu { .. } => unreachable!("slope kinds use their arrays"),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Leaky(_) => "leaky",
+            Kind::Elu(_) => "elu",
+            Kind::Selu => "selu",
+            Kind::Gelu => "gelu",
+            Kind::Prelu => "prelu",
+            Kind::Rrelu { .. } => "rrelu",
+        }
+    }
+}
+
+/// How a prelu `gamma` of shape `g` applies to data of shape `d`: one slope for all, or
+/// one per index of axis 1 (returns the channel count and the elements per channel run).
+fn prelu_layout(d: &[usize], g: &[usize]) -> Result<(usize, usize)> {
+    let channels = if d.len() >= 2 { d[1] } else { 1 };
+    let inner: usize = d.iter().skip(2).product();
+    match g {
+        [1] => Ok((1, d.iter().product::<usize>().max(1))),
+        [c] if *c == channels => Ok((channels, inner)),
+        _ => Err(Error::Value(format!(
+            "{NAME}: gamma must have shape (1,) or ({channels},) for data of shape {}, got {}",
+            fmt_shape(d),
+            fmt_shape(g)
+        ))),
+    }
+}
+
+/// Index of the slope for element `i` given (channels, inner).
+#[inline(always)]
+fn channel_of(i: usize, channels: usize, inner: usize) -> usize {
+    if channels == 1 {
+        0
+    } else {
+        (i / inner) % channels
+    }
+}
+
+struct LeakyRelu(Kind);
+
+impl Operator for LeakyRelu {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn num_outputs(&self) -> usize {
+        if matches!(self.0, Kind::Rrelu { .. }) {
+            2
+        } else {
+            1
+        }
+    }
+
+    fn num_visible_outputs(&self) -> usize {
+        1
+    }
+
+    fn output_names(&self) -> Vec<String> {
+        let names: &[&str] = if self.num_outputs() == 2 {
+            &["output", "mask"]
+        } else {
+            &["output"]
+        };
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn input_names(&self) -> Option<Vec<String>> {
+        let names: &[&str] = if self.0 == Kind::Prelu {
+            &["data", "gamma"]
+        } else {
+            &["data"]
+        };
+        Some(names.iter().map(|s| s.to_string()).collect())
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
+        let mut outs = vec![None; self.num_outputs()];
+        self.infer_shape_partial(&mut ins, &mut outs)?;
+        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        let want = if self.0 == Kind::Prelu { 2 } else { 1 };
+        if inputs.len() != want {
+            return Err(Error::Value(format!(
+                "{NAME}: act_type {} takes {want} input(s), got {}",
+                self.0.name(),
+                inputs.len()
+            )));
+        }
+        same_shape(NAME, &mut inputs[..1], &mut outputs[..1])?;
+        let Some(d) = inputs[0].clone() else {
+            return Ok(());
+        };
+        if self.0 == Kind::Prelu {
+            let channels = if d.len() >= 2 { d[1] } else { 1 };
+            if inputs[1].is_none() {
+                assign_shape(
+                    NAME,
+                    "gamma",
+                    &mut inputs[1],
+                    &Shape::from_slice(&[channels]),
+                )?;
+            }
+            prelu_layout(&d, inputs[1].as_deref().unwrap_or(&[]))?;
+        }
+        if outputs.len() == 2 {
+            assign_shape(NAME, "mask", &mut outputs[1], &d)?;
+        }
+        Ok(())
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(NAME, inputs)?; self.num_outputs()])
+    }
+
+    fn needs_rng(&self) -> bool {
+        matches!(self.0, Kind::Rrelu { .. })
+    }
+
+    fn forward(
+        &self,
+        ctx: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let kind = self.0;
+        dispatch_float!(NAME, inputs[0].dtype, T, F => {
+            let x = inputs[0].slice::<T>();
+            match kind {
+                Kind::Prelu => {
+                    let (channels, inner) = prelu_layout(&inputs[0].shape, &inputs[1].shape)?;
+                    let gamma = inputs[1].slice::<T>();
+                    let add = req[0] == OpReq::Add;
+                    if req[0] != OpReq::Null {
+                        for_chunks(outputs[0].slice_mut::<T>(), 1, |off, o| {
+                            for (i, o) in o.iter_mut().enumerate() {
+                                let v = ld::<T, F>(x[off + i]);
+                                let s = ld::<T, F>(gamma[channel_of(off + i, channels, inner)]);
+                                put(o, st::<F, T>(if v > F::zero() { v } else { s * v }), add);
+                            }
+                        });
+                    }
+                }
+                Kind::Rrelu { lower, upper } => {
+                    let mask = outputs[1].slice_mut::<T>();
+                    if ctx.is_train {
+                        let rng = ctx.rng(NAME)?;
+                        for m in mask.iter_mut() {
+                            *m = T::from_f64(lower + (upper - lower) * rng.gen::<f64>());
+                        }
+                    } else {
+                        mask.fill(T::from_f64((lower + upper) / 2.0));
+                    }
+                    map2(x, &*mask, outputs[0].slice_mut::<T>(), req[0], |v, s| {
+                        let (v, s) = (ld::<T, F>(v), ld::<T, F>(s));
+                        st::<F, T>(if v > F::zero() { v } else { s * v })
+                    });
+                }
+                k => map1(x, outputs[0].slice_mut::<T>(), req[0], |v| {
+                    st::<F, T>(k.apply(ld::<T, F>(v)))
+                }),
+            }
+        });
+        Ok(())
+    }
+
+    fn gradient(&self) -> Grad {
+        let op: OpRef = Arc::new(LeakyReluBackward(self.0));
+        match self.0 {
+            Kind::Prelu => Gradient::simple(op, &[0, 1], &[], 2),
+            Kind::Rrelu { .. } => Grad::Op(Gradient {
+                op,
+                ograds: vec![0],
+                inputs: vec![0],
+                outputs: vec![1],
+                grad_of: vec![0],
+            }),
+            _ => Gradient::simple(op, &[0], &[], 1),
+        }
+    }
+}
+
+/// Inputs: the output gradient, the data, then gamma (prelu) or the mask (rrelu).
+/// Outputs: the data gradient, and gamma's for prelu.
+struct LeakyReluBackward(Kind);
+
+impl Operator for LeakyReluBackward {
+    fn name(&self) -> &'static str {
+        "_backward_LeakyReLU"
+    }
+
+    fn num_outputs(&self) -> usize {
+        if self.0 == Kind::Prelu {
+            2
+        } else {
+            1
+        }
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        let want = match self.0 {
+            Kind::Prelu | Kind::Rrelu { .. } => 3,
+            _ => 2,
+        };
+        crate::op::check_inputs(self.name(), inputs, want)?;
+        if inputs[0] != inputs[1] {
+            return Err(crate::op::shape_err(
+                self.name(),
+                "the output gradient must have the shape of the data",
+                &inputs[0],
+            ));
+        }
+        let mut out = vec![inputs[1].clone()];
+        if self.0 == Kind::Prelu {
+            prelu_layout(&inputs[1], &inputs[2])?;
+            out.push(inputs[2].clone());
+        }
+        Ok(out)
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(self.name(), inputs)?; self.num_outputs()])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let kind = self.0;
+        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
+            let (g, x) = (inputs[0].slice::<T>(), inputs[1].slice::<T>());
+            match kind {
+                Kind::Prelu => {
+                    let (channels, inner) = prelu_layout(&inputs[1].shape, &inputs[2].shape)?;
+                    let gamma = inputs[2].slice::<T>();
+                    prelu_backward::<T, F>(g, x, gamma, (channels, inner), outputs, req);
+                }
+                Kind::Rrelu { .. } => {
+                    let mask = inputs[2].slice::<T>();
+                    super::common::map3(g, x, mask, outputs[0].slice_mut::<T>(), req[0], |g, v, s| {
+                        let s = if ld::<T, F>(v) > F::zero() { F::one() } else { ld::<T, F>(s) };
+                        st::<F, T>(ld::<T, F>(g) * s)
+                    });
+                }
+                k => map2(g, x, outputs[0].slice_mut::<T>(), req[0], |g, v| {
+                    st::<F, T>(ld::<T, F>(g) * k.derivative(ld::<T, F>(v)))
+                }),
+            }
+        });
+        Ok(())
+    }
+}
+
+/// prelu's gradients: the data's (slope where the input is not positive) and gamma's
+/// (the sum of `x · g` over the non-positive inputs of each channel).
+fn prelu_backward<T: Num, F: Float + Send + Sync>(
+    g: &[T],
+    x: &[T],
+    gamma: &[T],
+    (channels, inner): (usize, usize),
+    outputs: &[TBlob],
+    req: &[OpReq],
+) {
+    if req[0] != OpReq::Null {
+        let add = req[0] == OpReq::Add;
+        for_chunks(outputs[0].slice_mut::<T>(), 1, |off, o| {
+            for (i, o) in o.iter_mut().enumerate() {
+                let j = off + i;
+                let s = if ld::<T, F>(x[j]) > F::zero() {
+                    F::one()
+                } else {
+                    ld::<T, F>(gamma[channel_of(j, channels, inner)])
+                };
+                put(o, st::<F, T>(ld::<T, F>(g[j]) * s), add);
+            }
+        });
+    }
+    if req[1] != OpReq::Null {
+        let mut acc = vec![F::zero(); channels];
+        for (j, (&gv, &xv)) in g.iter().zip(x).enumerate() {
+            let v = ld::<T, F>(xv);
+            if v <= F::zero() {
+                let c = channel_of(j, channels, inner);
+                acc[c] = acc[c] + v * ld::<T, F>(gv);
+            }
+        }
+        let add = req[1] == OpReq::Add;
+        for (o, a) in outputs[1].slice_mut::<T>().iter_mut().zip(acc) {
+            put(o, st::<F, T>(a), add);
+        }
+    }
+}
+
+const PARAMS: &[&str] = &["act_type", "slope", "lower_bound", "upper_bound"];
+
+fn create(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new(NAME, attrs, PARAMS)?;
+    let slope = p.float("slope", 0.25)?;
+    let lower = p.float("lower_bound", 0.125)?;
+    let upper = p.float("upper_bound", 0.334)?;
+    let kind = match p.choice(
+        "act_type",
+        "leaky",
+        &["leaky", "elu", "selu", "gelu", "prelu", "rrelu"],
+    )? {
+        "elu" => Kind::Elu(slope),
+        "selu" => Kind::Selu,
+        "gelu" => Kind::Gelu,
+        "prelu" => Kind::Prelu,
+        "rrelu" => {
+            if lower > upper {
+                return Err(Error::Value(format!(
+                    "{NAME}: lower_bound {lower} must not exceed upper_bound {upper}"
+                )));
+            }
+            Kind::Rrelu { lower, upper }
+        }
+        _ => Kind::Leaky(slope),
+    };
+    Ok(Arc::new(LeakyRelu(kind)))
+}
+
+/// Registers `LeakyReLU`.
+pub fn register(r: &mut Registry) {
+    r.add(OpDef {
+        name: NAME,
+        aliases: &[],
+        inputs: &["data", "gamma"],
+        variadic: false,
+        params: PARAMS,
+        doc: "Leaky rectified linear units and their relatives (elu, selu, gelu, prelu, rrelu).",
+        create: Box::new(create),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::testing::{close, f64s, run_req};
+    use super::*;
+    use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
+
+    const X: [f32; 8] = [-2.5, -1.0, -0.3, 0.0, 0.4, 1.2, 3.0, 25.0];
+
+    fn op(attrs: &[(&str, &str)]) -> OpRef {
+        let a: Attrs = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        crate::op::find(NAME).unwrap().build(&a).unwrap()
+    }
+
+    #[test]
+    fn forward_matches_mxnet() {
+        let cases: [(&str, [f64; 8]); 4] = [
+            ("leaky", [-0.75, -0.3, -0.09, 0.0, 0.4, 1.2, 3.0, 25.0]),
+            (
+                "elu",
+                [
+                    -0.27537450194358826,
+                    -0.18963615596294403,
+                    -0.07775452733039856,
+                    0.0,
+                    0.4,
+                    1.2,
+                    3.0,
+                    25.0,
+                ],
+            ),
+            (
+                "selu",
+                [
+                    -1.613785743713379,
+                    -1.1113307476043701,
+                    -0.4556673467159271,
+                    0.0,
+                    0.42028042674064636,
+                    1.2608412504196167,
+                    3.1521029472351074,
+                    26.26752471923828,
+                ],
+            ),
+            (
+                "gelu",
+                [
+                    -0.015524178743362427,
+                    -0.15865527093410492,
+                    -0.11462658643722534,
+                    0.0,
+                    0.26216867566108704,
+                    1.0619163513183594,
+                    2.9959499835968018,
+                    25.0,
+                ],
+            ),
+        ];
+        for (act, want) in cases {
+            let y = run(
+                NAME,
+                &[("act_type", act), ("slope", "0.3")],
+                &[f32a(&[2, 4], &X)],
+            );
+            close(&f64s(&y[0]), &want, 1e-6);
+        }
+        // rrelu outside training uses the mean slope (0.125 + 0.334) / 2.
+        let y = run(NAME, &[("act_type", "rrelu")], &[f32a(&[2, 4], &X)]);
+        assert_eq!(y.len(), 2);
+        close(
+            &f64s(&y[0])[..3],
+            &[
+                -0.5737500190734863,
+                -0.22949999570846558,
+                -0.06885000318288803,
+            ],
+            1e-6,
+        );
+    }
+
+    #[test]
+    fn prelu_matches_mxnet() {
+        let x = f32a(&[2, 4], &X);
+        let g = f32a(&[4], &[0.1, 0.2, 0.3, 0.4]);
+        let y = run(NAME, &[("act_type", "prelu")], &[x, g]);
+        close(
+            &f64s(&y[0]),
+            &[-0.25, -0.2, -0.09, 0.0, 0.4, 1.2, 3.0, 25.0],
+            1e-6,
+        );
+        let x3: Vec<f32> = (0..24).map(|i| i as f32 - 12.0).collect();
+        let y = run(
+            NAME,
+            &[("act_type", "prelu")],
+            &[f32a(&[2, 3, 4], &x3), f32a(&[3], &[0.1, 0.2, 0.3])],
+        );
+        close(
+            &f64s(&y[0])[..12],
+            &[
+                -1.2, -1.1, -1.0, -0.9, -1.6, -1.4, -1.2, -1.0, -1.2, -0.9, -0.6, -0.3,
+            ],
+            1e-6,
+        );
+        let y = run(
+            NAME,
+            &[("act_type", "prelu")],
+            &[f32a(&[2, 3, 4], &x3), f32a(&[1], &[0.5])],
+        );
+        close(&f64s(&y[0])[..2], &[-6.0, -5.5], 1e-6);
+        let e = try_run(
+            NAME,
+            &[("act_type", "prelu")],
+            &[f32a(&[2, 3, 4], &x3), f32a(&[4], &[0.5; 4])],
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("gamma"), "{e}");
+    }
+
+    #[test]
+    fn gradients_are_numeric() {
+        let x = array::<f64>(
+            &[2, 3, 2],
+            &[
+                -2.0, -0.7, -0.2, 0.3, 0.9, 2.5, -1.1, 0.6, -3.0, 1.7, -0.4, 0.8,
+            ],
+        );
+        for act in ["leaky", "elu", "selu", "gelu"] {
+            gradcheck(
+                &op(&[("act_type", act), ("slope", "0.2")]),
+                &[x.clone()],
+                &[0],
+                1e-6,
+                1e-6,
+            );
+        }
+        let gamma = array::<f64>(&[3], &[0.1, -0.3, 0.6]);
+        gradcheck(
+            &op(&[("act_type", "prelu")]),
+            &[x.clone(), gamma],
+            &[0, 1],
+            1e-6,
+            1e-6,
+        );
+        let gamma = array::<f64>(&[1], &[0.3]);
+        gradcheck(
+            &op(&[("act_type", "prelu")]),
+            &[x, gamma],
+            &[0, 1],
+            1e-6,
+            1e-6,
+        );
+    }
+
+    #[test]
+    fn rrelu_uses_its_mask() {
+        let rr = op(&[("act_type", "rrelu")]);
+        let x = f32a(&[4], &[-1.0, -2.0, 3.0, -4.0]);
+        let (y, mask) = (f32a(&[4], &[0.0; 4]), f32a(&[4], &[0.0; 4]));
+        run_req(
+            &rr,
+            &[x.clone()],
+            &[y.clone(), mask.clone()],
+            &[OpReq::Write, OpReq::Write],
+        );
+        let (yv, mv, xv) = (f32s(&y), f32s(&mask), f32s(&x));
+        for i in 0..4 {
+            assert!((0.125..=0.334).contains(&mv[i]));
+            let want = if xv[i] > 0.0 { xv[i] } else { xv[i] * mv[i] };
+            assert!((yv[i] - want).abs() < 1e-6);
+        }
+        let Grad::Op(g) = rr.gradient() else {
+            panic!("no gradient")
+        };
+        let dx = f32a(&[4], &[1.0; 4]);
+        run_req(
+            &g.op,
+            &[f32a(&[4], &[2.0; 4]), x, mask],
+            &[dx.clone()],
+            &[OpReq::Add],
+        );
+        let got = f32s(&dx);
+        assert!((got[0] - (1.0 + 2.0 * mv[0])).abs() < 1e-6 && got[2] == 3.0);
+    }
+
+    #[test]
+    fn shapes_requests_and_errors() {
+        let pr = op(&[("act_type", "prelu")]);
+        assert_eq!(pr.input_names().unwrap(), vec!["data", "gamma"]);
+        assert_eq!(op(&[]).input_names().unwrap(), vec!["data"]);
+        let mut ins = vec![Some(Shape::from_slice(&[2, 3, 4])), None];
+        let mut outs = vec![None];
+        pr.infer_shape_partial(&mut ins, &mut outs).unwrap();
+        assert_eq!(ins[1].as_deref(), Some(&[3usize][..]));
+        assert_eq!(outs[0].as_deref(), Some(&[2usize, 3, 4][..]));
+        let mut ins = vec![None, None];
+        let mut outs = vec![Some(Shape::from_slice(&[5, 2]))];
+        pr.infer_shape_partial(&mut ins, &mut outs).unwrap();
+        assert_eq!(ins[1].as_deref(), Some(&[2usize][..]));
+
+        let leaky = op(&[("slope", "0.5")]);
+        let out = f32a(&[2], &[1.0, 1.0]);
+        run_req(
+            &leaky,
+            &[f32a(&[2], &[-2.0, 2.0])],
+            &[out.clone()],
+            &[OpReq::Add],
+        );
+        assert_eq!(f32s(&out), vec![0.0, 3.0]);
+
+        let Grad::Op(g) = pr.gradient() else {
+            panic!("no gradient")
+        };
+        let (dx, dg) = (f32a(&[2, 2], &[1.0; 4]), f32a(&[2], &[1.0; 2]));
+        run_req(
+            &g.op,
+            &[
+                f32a(&[2, 2], &[1.0; 4]),
+                f32a(&[2, 2], &[-1.0, 2.0, -3.0, -4.0]),
+                f32a(&[2], &[0.5, 0.25]),
+            ],
+            &[dx.clone(), dg.clone()],
+            &[OpReq::Add, OpReq::Add],
+        );
+        assert_eq!(f32s(&dx), vec![1.5, 2.0, 1.5, 1.25]);
+        assert_eq!(f32s(&dg), vec![-3.0, -3.0]);
+
+        assert!(try_run(NAME, &[("act_type", "swish")], &[f32a(&[1], &[1.0])]).is_err());
+        assert!(try_run(NAME, &[("act_type", "prelu")], &[f32a(&[1], &[1.0])]).is_err());
+        assert!(try_run(NAME, &[], &[array::<i64>(&[1], &[1])]).is_err());
+    }
+}

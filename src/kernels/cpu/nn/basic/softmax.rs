@@ -1,0 +1,858 @@
+//! `softmax`, `log_softmax` (with `axis`, `temperature`, `dtype` and, for `softmax`, a
+//! valid `length` input) and `SoftmaxActivation`, with their backward.
+
+use super::common::{check_float, same_shape};
+use super::softmax_kernel::{self as kernel, Layout, Spec};
+use crate::dispatch_float;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ndarray::TBlob;
+use crate::op::{
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
+    Params, Registry,
+};
+use crate::shape::{fmt_shape, norm_axis, Shape};
+use std::sync::Arc;
+
+/// Calls `$body` with `$I`, `$O` bound to the input and output storage types and `$F` to
+/// the type to compute in (float64 if either is, float32 otherwise).
+macro_rules! dispatch_pair {
+    ($op:expr, $it:expr, $ot:expr, $I:ident, $O:ident, $F:ident => $body:expr) => {
+        dispatch_float!($op, $it, $I, _FI => {
+            dispatch_float!($op, $ot, $O, _FO => {
+                if $it == DType::F64 || $ot == DType::F64 {
+                    type $F = f64;
+                    $body
+                } else {
+                    type $F = f32;
+                    $body
+                }
+            })
+        })
+    };
+}
+
+/// Valid lengths from an integer array, one per position; negative values count as 0.
+fn lengths(op: &str, b: &TBlob) -> Result<Vec<usize>> {
+    Ok(match b.dtype {
+        DType::I32 => b
+            .slice::<i32>()
+            .iter()
+            .map(|&v| v.max(0) as usize)
+            .collect(),
+        DType::I64 => b
+            .slice::<i64>()
+            .iter()
+            .map(|&v| v.max(0) as usize)
+            .collect(),
+        DType::I8 => b.slice::<i8>().iter().map(|&v| v.max(0) as usize).collect(),
+        DType::U8 => b.slice::<u8>().iter().map(|&v| v as usize).collect(),
+        other => {
+            return Err(Error::Type(format!(
+                "{op}: length must have an integer dtype, got {other}"
+            )))
+        }
+    })
+}
+
+/// The parsed attributes of `softmax` and `log_softmax`.
+#[derive(Debug, Clone, Copy)]
+struct SoftmaxParams {
+    name: &'static str,
+    log: bool,
+    axis: i64,
+    temperature: f64,
+    dtype: Option<DType>,
+    use_length: bool,
+}
+
+impl SoftmaxParams {
+    fn layout(&self, shape: &[usize]) -> Result<Layout> {
+        if shape.is_empty() {
+            return Err(Error::Value(format!(
+                "{}: data must have at least one dimension, got shape ()",
+                self.name
+            )));
+        }
+        Ok(Layout::along(
+            shape,
+            norm_axis(self.axis, shape.len(), self.name)?,
+        ))
+    }
+
+    /// The shape a `length` input must have: the data's without the axis.
+    fn length_shape(&self, d: &[usize]) -> Result<Shape> {
+        let a = norm_axis(self.axis, d.len(), self.name)?;
+        Ok(d.iter()
+            .enumerate()
+            .filter(|(i, _)| *i != a)
+            .map(|(_, &v)| v)
+            .collect())
+    }
+
+    fn spec<'a>(&self, shape: &[usize], lens: Option<&'a [usize]>) -> Result<Spec<'a>> {
+        Ok(Spec {
+            layout: self.layout(shape)?,
+            temperature: self.temperature,
+            log: self.log,
+            lengths: lens,
+        })
+    }
+}
+
+struct Softmax(SoftmaxParams);
+
+impl Operator for Softmax {
+    fn name(&self) -> &'static str {
+        self.0.name
+    }
+
+    fn input_names(&self) -> Option<Vec<String>> {
+        let names: &[&str] = if self.0.use_length {
+            &["data", "length"]
+        } else {
+            &["data"]
+        };
+        Some(names.iter().map(|s| s.to_string()).collect())
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
+        let mut outs = vec![None];
+        self.infer_shape_partial(&mut ins, &mut outs)?;
+        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        let want = if self.0.use_length { 2 } else { 1 };
+        if inputs.len() != want {
+            return Err(Error::Value(format!(
+                "{}: expected {want} input(s), got {}",
+                self.0.name,
+                inputs.len()
+            )));
+        }
+        same_shape(self.0.name, &mut inputs[..1], outputs)?;
+        if let Some(d) = &inputs[0] {
+            let ls = self.0.length_shape(d)?;
+            if self.0.use_length {
+                assign_shape(self.0.name, "length", &mut inputs[1], &ls)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        let t = inputs[0];
+        check_float(self.0.name, "data", t)?;
+        if let Some(&l) = inputs.get(1) {
+            if !matches!(l, DType::I32 | DType::I64 | DType::I8 | DType::U8) {
+                return Err(Error::Type(format!(
+                    "{}: length must have an integer dtype, got {l}",
+                    self.0.name
+                )));
+            }
+        }
+        Ok(vec![self.0.dtype.unwrap_or(t)])
+    }
+
+    fn infer_type_partial(
+        &self,
+        inputs: &mut [Option<DType>],
+        outputs: &mut [Option<DType>],
+    ) -> Result<()> {
+        if inputs[0].is_none() && self.0.dtype.is_none() {
+            inputs[0] = outputs[0];
+        }
+        if let Some(t) = inputs[0] {
+            let o = self.infer_type(&[t])?[0];
+            match outputs[0] {
+                Some(have) if have != o => {
+                    return Err(Error::Type(format!(
+                        "{}: output must have dtype {o}, got {have}",
+                        self.0.name
+                    )))
+                }
+                _ => outputs[0] = Some(o),
+            }
+        }
+        Ok(())
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        if req[0] == OpReq::Null {
+            return Ok(());
+        }
+        let lens = match self.0.use_length {
+            true => Some(lengths(self.0.name, &inputs[1])?),
+            false => None,
+        };
+        let spec = self.0.spec(&inputs[0].shape, lens.as_deref())?;
+        let add = req[0] == OpReq::Add;
+        let (it, ot) = (inputs[0].dtype, outputs[0].dtype);
+        // Written over its own input, the softmax reads a copy.
+        let copy;
+        let x = if super::common::overlaps(&inputs[0], &outputs[0]) {
+            copy = inputs[0].bytes().to_vec();
+            TBlob::from_raw(copy.as_ptr() as *mut u8, inputs[0].shape.clone(), it)
+        } else {
+            inputs[0].clone()
+        };
+        dispatch_pair!(self.0.name, it, ot, I, O, F => {
+            kernel::forward::<I, O, F>(x.slice::<I>(), outputs[0].slice_mut::<O>(), &spec, add)
+        });
+        Ok(())
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn gradient(&self) -> Grad {
+        let mut inputs = Vec::new();
+        if self.0.dtype.is_some() {
+            inputs.push(0);
+        }
+        if self.0.use_length {
+            inputs.push(1);
+        }
+        let bw = SoftmaxBackward {
+            p: self.0,
+            name: if self.0.log {
+                "_backward_log_softmax"
+            } else {
+                "_backward_softmax"
+            },
+        };
+        Grad::Op(Gradient {
+            op: Arc::new(bw),
+            ograds: vec![0],
+            inputs,
+            outputs: vec![0],
+            grad_of: vec![0],
+        })
+    }
+}
+
+/// Inputs: the output gradient, the output, then the data when `dtype` is set (for the
+/// gradient's type) and the length when `use_length` is.
+struct SoftmaxBackward {
+    p: SoftmaxParams,
+    name: &'static str,
+}
+
+impl SoftmaxBackward {
+    fn n_inputs(&self) -> usize {
+        2 + usize::from(self.p.dtype.is_some()) + usize::from(self.p.use_length)
+    }
+}
+
+impl Operator for SoftmaxBackward {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name, inputs, self.n_inputs())?;
+        if inputs[0] != inputs[1] {
+            return Err(Error::Value(format!(
+                "{}: output gradient {} and output {} differ in shape",
+                self.name,
+                fmt_shape(&inputs[0]),
+                fmt_shape(&inputs[1])
+            )));
+        }
+        self.p.layout(&inputs[1])?;
+        Ok(vec![inputs[1].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        check_float(self.name, "output gradient", inputs[0])?;
+        Ok(vec![if self.p.dtype.is_some() {
+            inputs[2]
+        } else {
+            inputs[1]
+        }])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        if req[0] == OpReq::Null {
+            return Ok(());
+        }
+        let lens = match self.p.use_length {
+            true => Some(lengths(self.name, &inputs[self.n_inputs() - 1])?),
+            false => None,
+        };
+        let spec = self.p.spec(&inputs[1].shape, lens.as_deref())?;
+        let add = req[0] == OpReq::Add;
+        let (ot, dt) = (inputs[1].dtype, outputs[0].dtype);
+        dispatch_pair!(self.name, ot, dt, O, D, F => {
+            kernel::backward::<O, D, F>(
+                inputs[0].slice::<O>(),
+                inputs[1].slice::<O>(),
+                outputs[0].slice_mut::<D>(),
+                &spec,
+                add,
+            )
+        });
+        Ok(())
+    }
+}
+
+/// `SoftmaxActivation`: softmax over each instance (along the last axis, as MXNet's
+/// flattening to 2-D does) or across channels (axis 1) at each position.
+struct SoftmaxActivation {
+    channel: bool,
+}
+
+impl SoftmaxActivation {
+    fn layout(&self, d: &[usize]) -> Result<Layout> {
+        if d.is_empty() {
+            return Err(Error::Value(
+                "SoftmaxActivation: data must have at least one dimension, got shape ()".into(),
+            ));
+        }
+        Ok(if d.len() == 1 {
+            Layout {
+                outer: 1,
+                n: d[0],
+                inner: 1,
+            }
+        } else if self.channel {
+            Layout::along(d, 1)
+        } else {
+            Layout::along(d, d.len() - 1)
+        })
+    }
+
+    fn spec(&self, d: &[usize]) -> Result<Spec<'static>> {
+        Ok(Spec {
+            layout: self.layout(d)?,
+            temperature: 1.0,
+            log: false,
+            lengths: None,
+        })
+    }
+}
+
+impl Operator for SoftmaxActivation {
+    fn name(&self) -> &'static str {
+        "SoftmaxActivation"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 1)?;
+        self.layout(&inputs[0])?;
+        Ok(vec![inputs[0].clone()])
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        same_shape(self.name(), inputs, outputs)
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![super::common::float_dtype(self.name(), inputs)?])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        if req[0] == OpReq::Null {
+            return Ok(());
+        }
+        let spec = self.spec(&inputs[0].shape)?;
+        if super::common::overlaps(&inputs[0], &outputs[0]) {
+            return Err(Error::Runtime(
+                "SoftmaxActivation: the output must not share memory with the data".into(),
+            ));
+        }
+        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
+            kernel::forward::<T, T, F>(
+                inputs[0].slice::<T>(),
+                outputs[0].slice_mut::<T>(),
+                &spec,
+                req[0] == OpReq::Add,
+            )
+        });
+        Ok(())
+    }
+
+    fn gradient(&self) -> Grad {
+        let bw = SoftmaxActivationBackward {
+            channel: self.channel,
+        };
+        Gradient::simple(Arc::new(bw), &[], &[0], 1)
+    }
+}
+
+/// Inputs: the output gradient and the output.
+struct SoftmaxActivationBackward {
+    channel: bool,
+}
+
+impl Operator for SoftmaxActivationBackward {
+    fn name(&self) -> &'static str {
+        "_backward_SoftmaxActivation"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 2)?;
+        if inputs[0] != inputs[1] {
+            return Err(crate::op::shape_err(
+                self.name(),
+                "the output gradient must have the output's shape",
+                &inputs[0],
+            ));
+        }
+        Ok(vec![inputs[1].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![super::common::float_dtype(self.name(), inputs)?])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        if req[0] == OpReq::Null {
+            return Ok(());
+        }
+        let fwd = SoftmaxActivation {
+            channel: self.channel,
+        };
+        let spec = fwd.spec(&inputs[1].shape)?;
+        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
+            kernel::backward::<T, T, F>(
+                inputs[0].slice::<T>(),
+                inputs[1].slice::<T>(),
+                outputs[0].slice_mut::<T>(),
+                &spec,
+                req[0] == OpReq::Add,
+            )
+        });
+        Ok(())
+    }
+}
+
+const SOFTMAX_PARAMS: &[&str] = &["axis", "temperature", "dtype", "use_length"];
+
+fn create_softmax(name: &'static str, log: bool, attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new(name, attrs, SOFTMAX_PARAMS)?;
+    let dtype = p.opt_dtype("dtype")?;
+    if let Some(t) = dtype {
+        check_float(name, "dtype", t)?;
+    }
+    let use_length = match p.raw("use_length") {
+        Some(v) if v.trim() == "None" => false,
+        _ => p.bool("use_length", false)?,
+    };
+    if use_length && log {
+        return Err(Error::Value(format!(
+            "{name}: use_length is only supported by softmax"
+        )));
+    }
+    Ok(Arc::new(Softmax(SoftmaxParams {
+        name,
+        log,
+        axis: p.int("axis", -1)?,
+        temperature: p.opt_float("temperature")?.unwrap_or(1.0),
+        dtype,
+        use_length,
+    })))
+}
+
+/// Registers `softmax`, `log_softmax` and `SoftmaxActivation`.
+pub fn register(r: &mut Registry) {
+    r.add(OpDef {
+        name: "softmax",
+        aliases: &[],
+        inputs: &["data", "length"],
+        variadic: false,
+        params: SOFTMAX_PARAMS,
+        doc: "Softmax along an axis: exp(x/T) / sum(exp(x/T)).",
+        create: Box::new(|a| create_softmax("softmax", false, a)),
+    });
+    r.add(OpDef {
+        name: "log_softmax",
+        aliases: &[],
+        inputs: &["data"],
+        variadic: false,
+        params: SOFTMAX_PARAMS,
+        doc: "Log of the softmax along an axis.",
+        create: Box::new(|a| create_softmax("log_softmax", true, a)),
+    });
+    r.add(OpDef {
+        name: "SoftmaxActivation",
+        aliases: &[],
+        inputs: &["data"],
+        variadic: false,
+        params: &["mode"],
+        doc: "Softmax over each instance or across channels.",
+        create: Box::new(|a| {
+            let p = Params::new("SoftmaxActivation", a, &["mode"])?;
+            let mode = p.choice("mode", "instance", &["instance", "channel"])?;
+            Ok(Arc::new(SoftmaxActivation {
+                channel: mode == "channel",
+            }))
+        }),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::testing::{close, f64s, run_req};
+    use super::*;
+    use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
+
+    const X: [f32; 12] = [1.0, 2.0, 3.0, 0.5, -1.0, 0.0, 4.0, 2.0, 0.3, 0.2, 0.1, -5.0];
+
+    fn op(name: &str, attrs: &[(&str, &str)]) -> OpRef {
+        let a: Attrs = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        crate::op::find(name).unwrap().build(&a).unwrap()
+    }
+
+    #[test]
+    fn forward_matches_mxnet() {
+        let x = f32a(&[3, 4], &X);
+        let y = run("softmax", &[], &[x.clone()]);
+        close(
+            &f64s(&y[0]),
+            &[
+                0.08536888659000397,
+                0.23205670714378357,
+                0.6307954788208008,
+                0.051778849214315414,
+                0.0058066281490027905,
+                0.01578405126929283,
+                0.8617801070213318,
+                0.11662925034761429,
+                0.36649376153945923,
+                0.3316172659397125,
+                0.3000596761703491,
+                0.001829387852922082,
+            ],
+            1e-6,
+        );
+        let y = run(
+            "softmax",
+            &[("axis", "0"), ("temperature", "2.0")],
+            &[x.clone()],
+        );
+        close(
+            &f64s(&y[0]),
+            &[
+                0.4824933409690857,
+                0.5635551810264587,
+                0.34682583808898926,
+                0.3143736720085144,
+                0.17749938368797302,
+                0.20732037723064423,
+                0.5718191266059875,
+                0.6655290722846985,
+                0.34000730514526367,
+                0.22912444174289703,
+                0.0813550353050232,
+                0.020097237080335617,
+            ],
+            1e-6,
+        );
+        let y = run("log_softmax", &[], &[x.clone()]);
+        close(
+            &f64s(&y[0])[..4],
+            &[
+                -2.460771083831787,
+                -1.4607712030410767,
+                -0.4607711732387543,
+                -2.960771083831787,
+            ],
+            // MXNet's own float32 result is 2e-6 away from the exact value here.
+            1e-5,
+        );
+        let y = run(
+            "log_softmax",
+            &[("axis", "-2"), ("temperature", "0.5")],
+            &[x.clone()],
+        );
+        close(
+            &f64s(&y[0]),
+            &[
+                -0.2350030392408371,
+                -0.0446285605430603,
+                -2.127288818359375,
+                -3.0485880374908447,
+                -4.2350029945373535,
+                -4.044628620147705,
+                -0.12728886306285858,
+                -0.04858812317252159,
+                -1.6350029706954956,
+                -3.6446285247802734,
+                -7.927289009094238,
+                -14.048587799072266,
+            ],
+            1e-5,
+        );
+        let y = run("softmax", &[("dtype", "float64")], &[x]);
+        assert_eq!(y[0].dtype(), DType::F64);
+        close(&f64s(&y[0])[..1], &[0.08536888659000397], 1e-6);
+    }
+
+    #[test]
+    fn length_masks_the_tail() {
+        let x = f32a(&[3, 4], &X);
+        let len = array::<i32>(&[3], &[2, 4, 1]);
+        let y = run("softmax", &[("use_length", "True")], &[x.clone(), len]);
+        close(
+            &f64s(&y[0]),
+            &[
+                0.2689414, 0.7310586, 0.0, 0.0, 0.0058066, 0.0157841, 0.86178, 0.1166292, 1.0, 0.0,
+                0.0, 0.0,
+            ],
+            1e-6,
+        );
+        let len = array::<i32>(&[4], &[1, 2, 3, 1]);
+        let y = run(
+            "softmax",
+            &[("use_length", "1"), ("axis", "0")],
+            &[x.clone(), len],
+        );
+        close(
+            &f64s(&y[0]),
+            &[
+                1.0, 0.880797, 0.2650197, 1.0, 0.0, 0.1192029, 0.7203982, 0.0, 0.0, 0.0, 0.0145822,
+                0.0,
+            ],
+            1e-6,
+        );
+        // Gradient: MXNet gives these for the output gradient 0.1 * i - 0.4.
+        let sm = op("softmax", &[("use_length", "True")]);
+        let Grad::Op(g) = sm.gradient() else {
+            panic!("no gradient")
+        };
+        let len = array::<i32>(&[3], &[2, 4, 1]);
+        let y = run("softmax", &[("use_length", "True")], &[x, len.clone()]);
+        let og = f32a(
+            &[3, 4],
+            &(0..12).map(|i| i as f32 * 0.1 - 0.4).collect::<Vec<_>>(),
+        );
+        let dx =
+            crate::op::invoke::invoke(&g.op, &[og, y[0].clone(), len], None, None, true).unwrap();
+        close(
+            &f64s(&dx[0]),
+            &[
+                -0.0196612, 0.0196612, 0.0, 0.0, -0.0012131, -0.0017192, -0.0076898, 0.0106222,
+                0.0, 0.0, 0.0, 0.0,
+            ],
+            1e-5,
+        );
+        assert!(try_run(
+            "softmax",
+            &[("use_length", "1")],
+            &[f32a(&[3, 4], &X), f32a(&[3], &[1.0; 3])]
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn backward_matches_mxnet() {
+        let x = f32a(&[3, 4], &X);
+        let og = f32a(
+            &[3, 4],
+            &(0..12).map(|i| i as f32 * 0.1 - 0.4).collect::<Vec<_>>(),
+        );
+        let sm = op("softmax", &[("temperature", "2")]);
+        let y = crate::op::invoke::invoke(&sm, &[x.clone()], None, None, true).unwrap();
+        let Grad::Op(g) = sm.gradient() else {
+            panic!("no gradient")
+        };
+        let dx = crate::op::invoke::invoke(&g.op, &[og.clone(), y[0].clone()], None, None, true)
+            .unwrap();
+        close(
+            &f64s(&dx[0]),
+            &[
+                -0.012472148984670639,
+                -0.007149707991629839,
+                0.010327068157494068,
+                0.009294792078435421,
+                -0.005289546679705381,
+                -0.0044525437988340855,
+                -0.0013603174593299627,
+                0.011102404445409775,
+                -0.017353318631649017,
+                -0.0002562006120570004,
+                0.01521452609449625,
+                0.0023949788883328438,
+            ],
+            1e-5,
+        );
+        let ls = op("log_softmax", &[]);
+        let y = crate::op::invoke::invoke(&ls, &[x], None, None, true).unwrap();
+        let Grad::Op(g) = ls.gradient() else {
+            panic!("no gradient")
+        };
+        let dx = crate::op::invoke::invoke(&g.op, &[og, y[0].clone()], None, None, true).unwrap();
+        close(
+            &f64s(&dx[0])[..4],
+            &[
+                -0.314630925655365,
+                -0.06794276833534241,
+                0.4307970404624939,
+                -0.04822102561593056,
+            ],
+            1e-5,
+        );
+    }
+
+    #[test]
+    fn gradients_are_numeric() {
+        let v: Vec<f64> = (0..24).map(|i| ((i * 7 % 11) as f64 - 5.0) * 0.3).collect();
+        let x = array::<f64>(&[2, 3, 4], &v);
+        for axis in ["-1", "1", "0"] {
+            gradcheck(
+                &op("softmax", &[("axis", axis), ("temperature", "1.5")]),
+                &[x.clone()],
+                &[0],
+                1e-6,
+                1e-6,
+            );
+            gradcheck(
+                &op("log_softmax", &[("axis", axis)]),
+                &[x.clone()],
+                &[0],
+                1e-6,
+                1e-6,
+            );
+        }
+        for mode in ["instance", "channel"] {
+            gradcheck(
+                &op("SoftmaxActivation", &[("mode", mode)]),
+                &[x.clone()],
+                &[0],
+                1e-6,
+                1e-6,
+            );
+        }
+        let x32 = array::<f32>(&[2, 3], &[0.1, 0.2, 0.3, 0.4, 0.5, 0.6]);
+        let sm = op("softmax", &[("dtype", "float64")]);
+        let Grad::Op(g) = sm.gradient() else {
+            panic!("no gradient")
+        };
+        let y = crate::op::invoke::invoke(&sm, &[x32.clone()], None, None, true).unwrap();
+        let og = array::<f64>(&[2, 3], &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
+        let dx =
+            crate::op::invoke::invoke(&g.op, &[og, y[0].clone(), x32], None, None, true).unwrap();
+        assert_eq!(dx[0].dtype(), DType::F32);
+    }
+
+    #[test]
+    fn softmax_activation_matches_mxnet() {
+        let x = f32a(
+            &[2, 3, 2, 2],
+            &(0..24).map(|i| i as f32 * 0.1 - 1.0).collect::<Vec<_>>(),
+        );
+        let y = run("SoftmaxActivation", &[], &[x.clone()]);
+        close(
+            &f64s(&y[0])[..2],
+            &[0.47502079606056213, 0.5249791741371155],
+            1e-6,
+        );
+        let y = run("SoftmaxActivation", &[("mode", "channel")], &[x]);
+        close(
+            &f64s(&y[0])[..12],
+            &[
+                0.21198272705078125,
+                0.21198274195194244,
+                0.21198272705078125,
+                0.21198272705078125,
+                0.316241055727005,
+                0.316241055727005,
+                0.316241055727005,
+                0.316241055727005,
+                0.47177624702453613,
+                0.47177624702453613,
+                0.47177624702453613,
+                0.47177624702453613,
+            ],
+            1e-6,
+        );
+    }
+
+    #[test]
+    fn requests_shapes_and_errors() {
+        let sm = op("softmax", &[]);
+        let x = f32a(&[2, 2], &[0.0, 0.0, 1.0, 1.0]);
+        run_req(&sm, &[x.clone()], &[x.clone()], &[OpReq::WriteInplace]);
+        assert_eq!(f32s(&x), vec![0.5; 4]);
+        let out = f32a(&[2, 2], &[1.0; 4]);
+        run_req(&sm, &[x.clone()], &[out.clone()], &[OpReq::Add]);
+        assert_eq!(f32s(&out), vec![1.5; 4]);
+        let Grad::Op(g) = sm.gradient() else {
+            panic!("no gradient")
+        };
+        let dx = f32a(&[2, 2], &[1.0; 4]);
+        run_req(
+            &g.op,
+            &[f32a(&[2, 2], &[1.0, 0.0, 0.0, 0.0]), x.clone()],
+            &[dx.clone()],
+            &[OpReq::Add],
+        );
+        assert_eq!(f32s(&dx), vec![1.25, 0.75, 1.0, 1.0]);
+
+        let sl = op("softmax", &[("use_length", "True"), ("axis", "1")]);
+        assert_eq!(sl.input_names().unwrap(), vec!["data", "length"]);
+        let mut ins = vec![Some(Shape::from_slice(&[2, 3, 4])), None];
+        let mut outs = vec![None];
+        sl.infer_shape_partial(&mut ins, &mut outs).unwrap();
+        assert_eq!(ins[1].as_deref(), Some(&[2usize, 4][..]));
+        let mut ins = vec![None];
+        let mut outs = vec![Some(Shape::from_slice(&[5]))];
+        sm.infer_shape_partial(&mut ins, &mut outs).unwrap();
+        assert_eq!(ins[0].as_deref(), Some(&[5usize][..]));
+
+        assert!(try_run("softmax", &[("axis", "2")], &[f32a(&[2, 2], &[0.0; 4])]).is_err());
+        assert!(try_run("softmax", &[("dtype", "int32")], &[f32a(&[2], &[0.0; 2])]).is_err());
+        assert!(try_run("softmax", &[], &[array::<i32>(&[2], &[0; 2])]).is_err());
+        assert!(try_run(
+            "log_softmax",
+            &[("use_length", "1")],
+            &[f32a(&[2], &[0.0; 2])]
+        )
+        .is_err());
+        assert!(try_run(
+            "SoftmaxActivation",
+            &[("mode", "pixel")],
+            &[f32a(&[2], &[0.0; 2])]
+        )
+        .is_err());
+    }
+}
