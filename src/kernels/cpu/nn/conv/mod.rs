@@ -30,9 +30,11 @@ macro_rules! dispatch_float {
 
 mod args;
 mod batch;
+mod batch_norm;
 mod convolution;
 mod geometry;
 mod im2col;
+mod pooling;
 mod scratch;
 #[cfg(test)]
 mod tests;
@@ -42,4 +44,6 @@ use crate::op::Registry;
 /// Registers this family's operators.
 pub fn register(r: &mut Registry) {
     convolution::register(r);
+    pooling::register(r);
+    batch_norm::register(r);
 }

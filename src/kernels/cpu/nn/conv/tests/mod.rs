@@ -2,6 +2,8 @@
 //! and numeric gradients.
 
 mod convolution;
+mod pooling;
+mod timing;
 
 use crate::ndarray::NDArray;
 use crate::op::testutil::{array, f32a};

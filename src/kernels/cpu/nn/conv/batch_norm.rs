@@ -1,0 +1,450 @@
+//! `BatchNorm` over any channel axis, with moving statistics as auxiliary states, and
+//! its backward operator.
+//!
+//! The saved outputs are the batch mean and the inverse standard deviation
+//! `1/sqrt(var + eps)` (in inference or with `use_global_stats`, those of the moving
+//! statistics), as MXNet's CPU kernel saves them. The moving statistics are updated by
+//! the training forward pass: `moving = moving * momentum + batch * (1 - momentum)`, with
+//! the biased batch variance.
+
+use crate::error::{Error, Result};
+use crate::kernels::cpu::num::Num;
+use crate::ndarray::TBlob;
+use crate::op::{
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
+    Params, Registry,
+};
+use crate::shape::{fmt_shape, norm_axis, Shape};
+use num_traits::Float;
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// Below this many elements the kernels run on the calling thread.
+const PAR_MIN: usize = 1 << 15;
+
+#[derive(Debug, Clone)]
+struct BatchNorm {
+    eps: f64,
+    momentum: f64,
+    fix_gamma: bool,
+    use_global_stats: bool,
+    output_mean_var: bool,
+    axis: i64,
+}
+
+/// The data viewed as (outer, channels, inner).
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    outer: usize,
+    channels: usize,
+    inner: usize,
+}
+
+impl Layout {
+    /// Elements per channel.
+    fn per_channel(&self) -> usize {
+        self.outer * self.inner
+    }
+
+    /// Calls `f(block)` for every contiguous block of channel `c`.
+    fn blocks<'a, T>(&self, x: &'a [T], c: usize) -> impl Iterator<Item = &'a [T]> + 'a {
+        let (ch, inner) = (self.channels, self.inner);
+        (0..self.outer).map(move |o| &x[(o * ch + c) * inner..(o * ch + c + 1) * inner])
+    }
+}
+
+impl BatchNorm {
+    fn layout(&self, data: &[usize]) -> Result<Layout> {
+        if data.is_empty() {
+            return Err(Error::Value(
+                "BatchNorm: data must have at least one dimension, got shape ()".into(),
+            ));
+        }
+        let axis = norm_axis(self.axis, data.len(), "BatchNorm")?;
+        Ok(Layout {
+            outer: data[..axis].iter().product(),
+            channels: data[axis],
+            inner: data[axis + 1..].iter().product(),
+        })
+    }
+
+    /// True if the batch statistics are used (and the moving ones updated).
+    fn batch_stats(&self, is_train: bool) -> bool {
+        is_train && !self.use_global_stats
+    }
+}
+
+/// Runs `f(c)` for every channel, in parallel for large inputs, collecting the results.
+fn per_channel<R: Send>(l: &Layout, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
+    if l.channels * l.per_channel() >= PAR_MIN {
+        (0..l.channels).into_par_iter().map(f).collect()
+    } else {
+        (0..l.channels).map(f).collect()
+    }
+}
+
+/// Runs `f(c, range, block)` over every contiguous block of `out`: its channel, the
+/// element range it covers and its memory.
+fn per_block<T: Send>(
+    l: &Layout,
+    out: &mut [T],
+    f: impl Fn(usize, std::ops::Range<usize>, &mut [T]) + Sync + Send,
+) {
+    let (ch, inner) = (l.channels, l.inner);
+    if inner == 0 {
+        return;
+    }
+    let one = |(i, b): (usize, &mut [T])| f(i % ch, i * inner..(i + 1) * inner, b);
+    if out.len() >= PAR_MIN {
+        out.par_chunks_mut(inner).enumerate().for_each(one);
+    } else {
+        out.chunks_mut(inner).enumerate().for_each(one);
+    }
+}
+
+/// A value widened to f64.
+#[inline(always)]
+fn wide<T: Num>(v: T) -> f64 {
+    crate::dtype::Element::to_f64(v)
+}
+
+/// Writes `v` into `out` as `req` says.
+fn store<T: Num>(out: &TBlob, req: OpReq, v: impl Iterator<Item = T>) {
+    match req {
+        OpReq::Null => {}
+        OpReq::Add => out
+            .slice_mut::<T>()
+            .iter_mut()
+            .zip(v)
+            .for_each(|(o, x)| *o = o.add(x)),
+        _ => out
+            .slice_mut::<T>()
+            .iter_mut()
+            .zip(v)
+            .for_each(|(o, x)| *o = x),
+    }
+}
+
+fn forward_kernel<T: Num + Float>(
+    op: &BatchNorm,
+    is_train: bool,
+    inputs: &[TBlob],
+    outputs: &[TBlob],
+    req: &[OpReq],
+) -> Result<()> {
+    let l = op.layout(&inputs[0].shape)?;
+    let x = inputs[0].slice::<T>();
+    let (gamma, beta) = (inputs[1].slice::<T>(), inputs[2].slice::<T>());
+    let eps = op.eps;
+    // (mean, biased variance) per channel, in f64.
+    let (mean, var): (Vec<f64>, Vec<f64>) = if op.batch_stats(is_train) {
+        let m = l.per_channel().max(1) as f64;
+        per_channel(&l, |c| {
+            let mean = l
+                .blocks(x, c)
+                .map(|b| b.iter().map(|&v| wide(v)).sum::<f64>())
+                .sum::<f64>()
+                / m;
+            let var = l
+                .blocks(x, c)
+                .map(|b| b.iter().map(|&v| (wide(v) - mean).powi(2)).sum::<f64>())
+                .sum::<f64>()
+                / m;
+            (mean, var)
+        })
+        .into_iter()
+        .unzip()
+    } else {
+        let mm = inputs[3].slice::<T>().iter().map(|&v| wide(v));
+        let mv = inputs[4].slice::<T>().iter().map(|&v| wide(v));
+        (mm.collect(), mv.collect())
+    };
+    let invstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+    // y = x * scale + shift per channel.
+    let (scale, shift): (Vec<T>, Vec<T>) = (0..l.channels)
+        .map(|c| {
+            let g = if op.fix_gamma { 1.0 } else { wide(gamma[c]) };
+            let s = g * invstd[c];
+            (T::from_f64(s), T::from_f64(wide(beta[c]) - mean[c] * s))
+        })
+        .unzip();
+    if req[0] != OpReq::Null {
+        let add = req[0] == OpReq::Add;
+        let y = outputs[0].slice_mut::<T>();
+        per_block(&l, y, |c, r, yb| {
+            let xb = &x[r];
+            let (s, h) = (scale[c], shift[c]);
+            if add {
+                yb.iter_mut()
+                    .zip(xb)
+                    .for_each(|(o, &v)| *o = *o + (v * s + h));
+            } else {
+                yb.iter_mut().zip(xb).for_each(|(o, &v)| *o = v * s + h);
+            }
+        });
+    }
+    store::<T>(&outputs[1], req[1], mean.iter().map(|&v| T::from_f64(v)));
+    store::<T>(&outputs[2], req[2], invstd.iter().map(|&v| T::from_f64(v)));
+    if op.batch_stats(is_train) {
+        let mom = op.momentum;
+        for (aux, stat) in [(&inputs[3], &mean), (&inputs[4], &var)] {
+            for (m, &s) in aux.slice_mut::<T>().iter_mut().zip(stat.iter()) {
+                *m = T::from_f64(wide(*m) * mom + s * (1.0 - mom));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Operator for BatchNorm {
+    fn name(&self) -> &'static str {
+        "BatchNorm"
+    }
+
+    fn num_outputs(&self) -> usize {
+        3
+    }
+
+    fn num_visible_outputs(&self) -> usize {
+        if self.output_mean_var {
+            3
+        } else {
+            1
+        }
+    }
+
+    fn output_names(&self) -> Vec<String> {
+        vec!["output".into(), "mean".into(), "var".into()]
+    }
+
+    fn aux_inputs(&self) -> Vec<usize> {
+        vec![3, 4]
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs("BatchNorm", inputs, 5)?;
+        let mut slots: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
+        let mut outs = vec![None, None, None];
+        self.infer_shape_partial(&mut slots, &mut outs)?;
+        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        if inputs.len() != 5 {
+            return Err(Error::Value(format!(
+                "BatchNorm: expected 5 inputs, got {}",
+                inputs.len()
+            )));
+        }
+        if inputs[0].is_none() {
+            if let Some(y) = &outputs[0] {
+                inputs[0] = Some(y.clone());
+            }
+        }
+        let Some(data) = inputs[0].clone() else {
+            return Ok(());
+        };
+        let l = self.layout(&data).map_err(|e| {
+            Error::Value(format!("{} (data shape {})", e.message(), fmt_shape(&data)))
+        })?;
+        let c = Shape::from_slice(&[l.channels]);
+        for (i, name) in ["gamma", "beta", "moving_mean", "moving_var"]
+            .iter()
+            .enumerate()
+        {
+            assign_shape("BatchNorm", name, &mut inputs[i + 1], &c)?;
+        }
+        assign_shape("BatchNorm", "output", &mut outputs[0], &data)?;
+        assign_shape("BatchNorm", "mean", &mut outputs[1], &c)?;
+        assign_shape("BatchNorm", "var", &mut outputs[2], &c)
+    }
+
+    fn forward(
+        &self,
+        ctx: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        match inputs[0].dtype {
+            crate::dtype::DType::F32 => {
+                forward_kernel::<f32>(self, ctx.is_train, inputs, outputs, req)
+            }
+            crate::dtype::DType::F64 => {
+                forward_kernel::<f64>(self, ctx.is_train, inputs, outputs, req)
+            }
+            other => Err(Error::Type(format!(
+                "BatchNorm: dtype {other} is not supported"
+            ))),
+        }
+    }
+
+    fn gradient(&self) -> Grad {
+        Grad::Op(Gradient {
+            op: Arc::new(BatchNormBackward { fwd: self.clone() }),
+            ograds: vec![0],
+            inputs: vec![0, 1],
+            outputs: vec![1, 2],
+            grad_of: vec![0, 1, 2],
+        })
+    }
+}
+
+/// `_backward_BatchNorm`: inputs (output gradient, data, gamma, saved mean, saved inverse
+/// standard deviation); outputs the gradients of data, gamma and beta.
+struct BatchNormBackward {
+    fwd: BatchNorm,
+}
+
+fn backward_kernel<T: Num + Float>(
+    op: &BatchNorm,
+    is_train: bool,
+    inputs: &[TBlob],
+    outputs: &[TBlob],
+    req: &[OpReq],
+) -> Result<()> {
+    let l = op.layout(&inputs[1].shape)?;
+    let (dy, x, gamma) = (
+        inputs[0].slice::<T>(),
+        inputs[1].slice::<T>(),
+        inputs[2].slice::<T>(),
+    );
+    let mean: Vec<f64> = inputs[3].slice::<T>().iter().map(|&v| wide(v)).collect();
+    let invstd: Vec<f64> = inputs[4].slice::<T>().iter().map(|&v| wide(v)).collect();
+    // Σ dy and Σ dy·x̂ per channel.
+    let sums: Vec<(f64, f64)> = per_channel(&l, |c| {
+        let (m, s) = (mean[c], invstd[c]);
+        l.blocks(dy, c)
+            .zip(l.blocks(x, c))
+            .fold((0.0, 0.0), |(a, b), (gb, xb)| {
+                gb.iter().zip(xb).fold((a, b), |(a, b), (&g, &v)| {
+                    let g = wide(g);
+                    (a + g, b + g * (wide(v) - m) * s)
+                })
+            })
+    });
+    if req[0] != OpReq::Null {
+        let add = req[0] == OpReq::Add;
+        let batch = op.batch_stats(is_train);
+        let m = l.per_channel().max(1) as f64;
+        // dx = k1·dy + k2·(x - mean) + k0 per channel.
+        let coef: Vec<(T, T, T, T)> = (0..l.channels)
+            .map(|c| {
+                let g = if op.fix_gamma { 1.0 } else { wide(gamma[c]) };
+                let k1 = g * invstd[c];
+                let (k2, k0) = if batch {
+                    (-k1 * invstd[c] * sums[c].1 / m, -k1 * sums[c].0 / m)
+                } else {
+                    (0.0, 0.0)
+                };
+                let f = T::from_f64;
+                (f(k1), f(k2), f(k0), f(mean[c]))
+            })
+            .collect();
+        let dx = outputs[0].slice_mut::<T>();
+        per_block(&l, dx, |c, r, db| {
+            let (k1, k2, k0, mu) = coef[c];
+            let it = db.iter_mut().zip(&dy[r.clone()]).zip(&x[r]);
+            if add {
+                it.for_each(|((o, &g), &v)| *o = *o + (k1 * g + k2 * (v - mu) + k0));
+            } else {
+                it.for_each(|((o, &g), &v)| *o = k1 * g + k2 * (v - mu) + k0);
+            }
+        });
+    }
+    let fix = op.fix_gamma;
+    store::<T>(
+        &outputs[1],
+        req[1],
+        sums.iter()
+            .map(|&(_, b)| if fix { T::zero() } else { T::from_f64(b) }),
+    );
+    store::<T>(
+        &outputs[2],
+        req[2],
+        sums.iter().map(|&(a, _)| T::from_f64(a)),
+    );
+    Ok(())
+}
+
+impl Operator for BatchNormBackward {
+    fn name(&self) -> &'static str {
+        "_backward_BatchNorm"
+    }
+
+    fn num_outputs(&self) -> usize {
+        3
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs("_backward_BatchNorm", inputs, 5)?;
+        let l = self.fwd.layout(&inputs[1])?;
+        let c = Shape::from_slice(&[l.channels]);
+        Ok(vec![inputs[1].clone(), c.clone(), c])
+    }
+
+    fn forward(
+        &self,
+        ctx: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        match inputs[1].dtype {
+            crate::dtype::DType::F32 => {
+                backward_kernel::<f32>(&self.fwd, ctx.is_train, inputs, outputs, req)
+            }
+            crate::dtype::DType::F64 => {
+                backward_kernel::<f64>(&self.fwd, ctx.is_train, inputs, outputs, req)
+            }
+            other => Err(Error::Type(format!(
+                "_backward_BatchNorm: dtype {other} is not supported"
+            ))),
+        }
+    }
+}
+
+const PARAMS: &[&str] = &[
+    "eps",
+    "momentum",
+    "fix_gamma",
+    "use_global_stats",
+    "output_mean_var",
+    "axis",
+    "cudnn_off",
+    "min_calib_range",
+    "max_calib_range",
+];
+
+fn create(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new("BatchNorm", attrs, PARAMS)?;
+    p.bool("cudnn_off", false)?;
+    p.opt_float("min_calib_range")?;
+    p.opt_float("max_calib_range")?;
+    Ok(Arc::new(BatchNorm {
+        // MXNet's default is the float 1e-3 widened to double.
+        eps: p.float("eps", 1e-3f32 as f64)?,
+        momentum: p.float("momentum", 0.9f32 as f64)?,
+        fix_gamma: p.bool("fix_gamma", true)?,
+        use_global_stats: p.bool("use_global_stats", false)?,
+        output_mean_var: p.bool("output_mean_var", false)?,
+        axis: p.int("axis", 1)?,
+    }))
+}
+
+/// Registers `BatchNorm`.
+pub fn register(r: &mut Registry) {
+    r.add(OpDef {
+        name: "BatchNorm",
+        aliases: &[],
+        inputs: &["data", "gamma", "beta", "moving_mean", "moving_var"],
+        variadic: false,
+        params: PARAMS,
+        doc: "Batch normalization.",
+        create: Box::new(create),
+    });
+}
