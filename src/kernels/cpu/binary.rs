@@ -1,12 +1,19 @@
 //! Element-wise binary operators: same-shape (`elemwise_*`), broadcasting (`broadcast_*`)
 //! and with a scalar (`_plus_scalar`, ...).
 
+use super::grad::binary::BinaryBackward;
+use super::grad::elemwise::ScalarBackward;
+use super::infer;
 use super::map::{map1, map2_broadcast};
 use super::num::Num;
+use super::unary::{unary_op, UnaryKind};
 use crate::dispatch_num;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::TBlob;
-use crate::op::{check_inputs, Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry};
+use crate::op::{
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+};
 use crate::shape::{broadcast_shapes, fmt_shape, Shape};
 use std::sync::Arc;
 
@@ -131,6 +138,63 @@ impl Operator for Binary {
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0), (1, 0)]
     }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        if self.broadcast {
+            if let [Some(a), Some(b)] = inputs {
+                let out = broadcast_shapes(self.name, a, b)?;
+                crate::op::assign_shape(self.name, "output 0", &mut outputs[0], &out)?;
+            }
+            return Ok(());
+        }
+        infer::same_shape(self.name, inputs, outputs)
+    }
+
+    fn infer_type_partial(
+        &self,
+        inputs: &mut [Option<DType>],
+        outputs: &mut [Option<DType>],
+    ) -> Result<()> {
+        infer::same_type(self.name, inputs, outputs)
+    }
+
+    fn gradient(&self) -> Grad {
+        let Some(bname) = backward_name(self.kind, self.broadcast) else {
+            return Grad::Zero;
+        };
+        let op: OpRef = Arc::new(BinaryBackward {
+            name: bname,
+            kind: self.kind,
+        });
+        let plain_sum = matches!(self.kind, BinaryKind::Add | BinaryKind::Sub);
+        if plain_sum && !self.broadcast {
+            Gradient::simple(op, &[], &[], 2)
+        } else {
+            Gradient::simple(op, &[0, 1], &[], 2)
+        }
+    }
+}
+
+/// MXNet's name of the backward op, or `None` where the gradient is zero.
+fn backward_name(kind: BinaryKind, broadcast: bool) -> Option<&'static str> {
+    use BinaryKind as K;
+    let names = match kind {
+        K::Add => ("_backward_add", "_backward_broadcast_add"),
+        K::Sub => ("_backward_sub", "_backward_broadcast_sub"),
+        K::Mul => ("_backward_mul", "_backward_broadcast_mul"),
+        K::Div => ("_backward_div", "_backward_broadcast_div"),
+        K::Mod => ("_backward_mod", "_backward_broadcast_mod"),
+        K::Power => ("_backward_power", "_backward_broadcast_power"),
+        K::Maximum => ("_backward_maximum", "_backward_broadcast_maximum"),
+        K::Minimum => ("_backward_minimum", "_backward_broadcast_minimum"),
+        K::Hypot => ("_backward_hypot", "_backward_broadcast_hypot"),
+        _ => return None,
+    };
+    Some(if broadcast { names.1 } else { names.0 })
 }
 
 /// A binary operator with a scalar operand.
@@ -179,6 +243,56 @@ impl Operator for Scalar {
 
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        infer::same_shape(self.name, inputs, outputs)
+    }
+
+    fn infer_type_partial(
+        &self,
+        inputs: &mut [Option<DType>],
+        outputs: &mut [Option<DType>],
+    ) -> Result<()> {
+        infer::same_type(self.name, inputs, outputs)
+    }
+
+    fn gradient(&self) -> Grad {
+        use BinaryKind as K;
+        let s = self.scalar;
+        let linear: Option<OpRef> = match (self.kind, self.reverse) {
+            (K::Add, _) | (K::Sub, false) | (K::Mod, false) => {
+                Some(unary_op("_backward_copy", UnaryKind::Copy))
+            }
+            (K::Sub, true) => Some(unary_op("_backward_negative", UnaryKind::Negative)),
+            (K::Mul, _) => Some(scalar_op("_backward_mul_scalar", K::Mul, false, s)),
+            (K::Div, false) => Some(scalar_op("_backward_div_scalar", K::Div, false, s)),
+            _ => None,
+        };
+        if let Some(op) = linear {
+            return Gradient::simple(op, &[], &[], 1);
+        }
+        let name = match (self.kind, self.reverse) {
+            (K::Div, true) => "_backward_rdiv_scalar",
+            (K::Mod, true) => "_backward_rmod_scalar",
+            (K::Power, false) => "_backward_power_scalar",
+            (K::Power, true) => "_backward_rpower_scalar",
+            (K::Maximum, _) => "_backward_maximum_scalar",
+            (K::Minimum, _) => "_backward_minimum_scalar",
+            (K::Hypot, _) => "_backward_hypot_scalar",
+            _ => return Grad::Zero,
+        };
+        let op = Arc::new(ScalarBackward {
+            name,
+            kind: self.kind,
+            reverse: self.reverse,
+            scalar: s,
+        });
+        Gradient::simple(op, &[0], &[], 1)
     }
 }
 

@@ -1,5 +1,8 @@
 //! Indexing operators: `take`, `pick`, `one_hot`, `where`, `Cast`, `gather_nd`, `scatter_nd`.
 
+use super::grad::indexing::{
+    CastBackward, GatherNdBackward, PickBackward, TakeBackward, WhereBackward,
+};
 use super::map::PAR_MIN;
 use super::num::Num;
 use crate::dispatch_dtype;
@@ -7,7 +10,8 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::ndarray::TBlob;
 use crate::op::{
-    check_inputs, shape_err, Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    check_inputs, shape_err, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
+    Params, Registry,
 };
 use crate::shape::{fmt_shape, norm_axis, size_of, Shape};
 use half::f16;
@@ -237,7 +241,7 @@ fn shape_dims(op: &str, key: &str, dims: &[i64]) -> Result<Shape> {
 // take
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum IndexMode {
+pub(crate) enum IndexMode {
     Clip,
     Wrap,
     Raise,
@@ -245,7 +249,7 @@ enum IndexMode {
 
 /// Maps an index into `[0, n)` as `mode` says; `None` if it is out of range in raise mode.
 #[inline(always)]
-fn fix_index(i: i64, n: usize, mode: IndexMode) -> Option<usize> {
+pub(crate) fn fix_index(i: i64, n: usize, mode: IndexMode) -> Option<usize> {
     let n = n as i64;
     match mode {
         IndexMode::Clip => Some(i.clamp(0, n - 1) as usize),
@@ -270,6 +274,20 @@ struct Take {
 impl Operator for Take {
     fn name(&self) -> &'static str {
         "take"
+    }
+
+    fn gradient(&self) -> Grad {
+        let op = Arc::new(TakeBackward {
+            axis: self.axis,
+            mode: self.mode,
+        });
+        Grad::Op(Gradient {
+            op,
+            ograds: vec![0],
+            inputs: vec![1, 0],
+            outputs: vec![],
+            grad_of: vec![0],
+        })
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
@@ -372,6 +390,20 @@ impl Pick {
 impl Operator for Pick {
     fn name(&self) -> &'static str {
         "pick"
+    }
+
+    fn gradient(&self) -> Grad {
+        let op = Arc::new(PickBackward {
+            axis: self.axis,
+            mode: self.mode,
+        });
+        Grad::Op(Gradient {
+            op,
+            ograds: vec![0],
+            inputs: vec![0, 1],
+            outputs: vec![],
+            grad_of: vec![0],
+        })
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
@@ -497,6 +529,10 @@ impl Operator for OneHot {
         "one_hot"
     }
 
+    fn gradient(&self) -> Grad {
+        Grad::Zero
+    }
+
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
         check_inputs("one_hot", inputs, 1)?;
         let mut out = inputs[0].clone();
@@ -557,13 +593,39 @@ fn create_one_hot(attrs: &Attrs) -> Result<OpRef> {
 
 struct Where;
 
-fn truth(blob: &TBlob) -> Vec<bool> {
+pub(crate) fn truth(blob: &TBlob) -> Vec<bool> {
     dispatch_dtype!(blob.dtype, T => blob.slice::<T>().iter().map(|&v| bool::from_scalar(v.to_scalar())).collect())
 }
 
 impl Operator for Where {
     fn name(&self) -> &'static str {
         "where"
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        // x, y and the output share one shape; a condition of that rank takes it too.
+        let (cond, xy) = inputs.split_at_mut(1);
+        super::infer::same_shape("where", xy, outputs)?;
+        if let (Some(c), Some(x)) = (&cond[0], &xy[0]) {
+            if c.len() == x.len() {
+                crate::op::assign_shape("where", "condition", &mut cond[0], x)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn gradient(&self) -> Grad {
+        Grad::Op(Gradient {
+            op: Arc::new(WhereBackward),
+            ograds: vec![0],
+            inputs: vec![0],
+            outputs: vec![],
+            grad_of: vec![1, 2],
+        })
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
@@ -667,6 +729,18 @@ impl Operator for Cast {
         "Cast"
     }
 
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        super::infer::same_shape("Cast", inputs, outputs)
+    }
+
+    fn gradient(&self) -> Grad {
+        Gradient::simple(Arc::new(CastBackward), &[0], &[], 1)
+    }
+
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
         check_inputs("Cast", inputs, 1)?;
         Ok(vec![inputs[0].clone()])
@@ -702,7 +776,7 @@ fn create_cast(attrs: &Attrs) -> Result<OpRef> {
 
 /// Strides of the first `m` axes of `shape` in units of `inner`-element blocks, plus the
 /// block size.
-fn nd_layout(shape: &[usize], m: usize) -> (Vec<usize>, usize) {
+pub(crate) fn nd_layout(shape: &[usize], m: usize) -> (Vec<usize>, usize) {
     let inner = size_of(&shape[m..]);
     let mut strides = vec![0usize; m];
     let mut s = 1;
@@ -716,7 +790,7 @@ fn nd_layout(shape: &[usize], m: usize) -> (Vec<usize>, usize) {
 /// Block offsets addressed by the columns of `idx` (shape `(m, count)`), with negative
 /// indices counting from the end; an index error if any is out of range (checked on the
 /// value as given, so a fractional index past the last is out of range, as in MXNet).
-fn nd_offsets(
+pub(crate) fn nd_offsets(
     op: &str,
     idx: &TBlob,
     m: usize,
@@ -750,6 +824,16 @@ struct GatherNd;
 impl Operator for GatherNd {
     fn name(&self) -> &'static str {
         "gather_nd"
+    }
+
+    fn gradient(&self) -> Grad {
+        Grad::Op(Gradient {
+            op: Arc::new(GatherNdBackward),
+            ograds: vec![0],
+            inputs: vec![1, 0],
+            outputs: vec![],
+            grad_of: vec![0],
+        })
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
@@ -804,6 +888,16 @@ struct ScatterNd {
 impl Operator for ScatterNd {
     fn name(&self) -> &'static str {
         "scatter_nd"
+    }
+
+    fn gradient(&self) -> Grad {
+        Grad::Op(Gradient {
+            op: Arc::new(GatherNd),
+            ograds: vec![0],
+            inputs: vec![1],
+            outputs: vec![],
+            grad_of: vec![0],
+        })
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {

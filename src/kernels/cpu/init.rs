@@ -7,7 +7,9 @@ use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::TBlob;
-use crate::op::{check_inputs, Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry};
+use crate::op::{
+    check_inputs, Attrs, Grad, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+};
 use crate::shape::Shape;
 use std::sync::Arc;
 
@@ -66,6 +68,10 @@ fn fill<T: Num>(f: Fill, out: &mut [T], req: OpReq) {
 impl Operator for Init {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn gradient(&self) -> Grad {
+        Grad::Zero
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {

@@ -3,12 +3,15 @@
 //! float32, float64 and float16 go through the `gemm` crate (runtime-selected SIMD kernels,
 //! split over the rayon pool for large products); integer types use a plain loop.
 
+use super::grad::linalg::DotBackward;
 use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::TBlob;
-use crate::op::{check_inputs, Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry};
+use crate::op::{
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+};
 use crate::shape::{fmt_shape, Shape};
 use half::f16;
 use rayon::prelude::*;
@@ -222,7 +225,7 @@ fn batched<T: Num>(d: &MatMul, batch: usize, a: &[T], b: &[T], dst: &mut [T], ad
 
 /// Runs `batch` products for the kernels, honouring the request; a product written over
 /// one of its own inputs goes through a scratch buffer.
-fn run_products(
+pub(crate) fn run_products(
     d: &MatMul,
     batch: usize,
     lhs: &TBlob,
@@ -358,6 +361,15 @@ impl Operator for Dot {
         let (d, _) = self.plan(&inputs[0].shape, &inputs[1].shape)?;
         run_products(&d, 1, &inputs[0], &inputs[1], &outputs[0], req[0])
     }
+
+    fn gradient(&self) -> Grad {
+        let op = Arc::new(DotBackward {
+            ta: self.ta,
+            tb: self.tb,
+            batched: false,
+        });
+        Gradient::simple(op, &[0, 1], &[], 2)
+    }
 }
 
 /// `batch_dot`: products of matching matrices over the leading (batch) axes.
@@ -423,6 +435,15 @@ impl Operator for BatchDot {
     ) -> Result<()> {
         let (d, batch, _) = self.plan(&inputs[0].shape, &inputs[1].shape)?;
         run_products(&d, batch, &inputs[0], &inputs[1], &outputs[0], req[0])
+    }
+
+    fn gradient(&self) -> Grad {
+        let op = Arc::new(DotBackward {
+            ta: self.ta,
+            tb: self.tb,
+            batched: true,
+        });
+        Gradient::simple(op, &[0, 1], &[], 2)
     }
 }
 

@@ -6,7 +6,8 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::ndarray::TBlob;
 use crate::op::{
-    check_inputs, same_dtype, Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    check_inputs, same_dtype, Attrs, Grad, OpContext, OpDef, OpRef, OpReq, Operator, Params,
+    Registry,
 };
 use crate::shape::{fmt_shape, size_of, Shape};
 use rand::seq::SliceRandom;
@@ -169,6 +170,10 @@ struct Random {
 impl Operator for Random {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn gradient(&self) -> Grad {
+        Grad::Zero
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
@@ -497,6 +502,10 @@ impl Operator for Sample {
         self.name
     }
 
+    fn gradient(&self) -> Grad {
+        Grad::Zero
+    }
+
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
         check_inputs(self.name, inputs, self.nparams)?;
         if let Some(other) = inputs.iter().find(|s| *s != &inputs[0]) {
@@ -626,6 +635,10 @@ struct Multinomial {
 impl Operator for Multinomial {
     fn name(&self) -> &'static str {
         "_sample_multinomial"
+    }
+
+    fn gradient(&self) -> Grad {
+        Grad::Zero
     }
 
     fn num_outputs(&self) -> usize {

@@ -7,13 +7,16 @@
 //! accumulators (vectorisable); otherwise whole rows are combined element-wise. Large inputs
 //! are split across the rayon pool over output blocks, columns or the reduced axis.
 
+use super::grad::reduce::ReduceBackward;
 use super::map::{map1, PAR_MIN};
 use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::TBlob;
-use crate::op::{check_inputs, Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry};
+use crate::op::{
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+};
 use crate::shape::{fmt_shape, Shape};
 use half::f16;
 use num_traits::Float;
@@ -793,6 +796,26 @@ impl Operator for Reduce {
         )?;
         reduce(self.name, self.kind, x, &mask, &outputs[0], req[0])
     }
+
+    fn gradient(&self) -> Grad {
+        let name = match self.kind {
+            ReduceKind::Sum => "_backward_sum",
+            ReduceKind::Mean => "_backward_mean",
+            ReduceKind::Prod => "_backward_prod",
+            ReduceKind::Max => "_backward_max",
+            ReduceKind::Min => "_backward_min",
+            ReduceKind::NanSum => "_backward_nansum",
+            ReduceKind::NanProd => "_backward_nanprod",
+            ReduceKind::Norm1 | ReduceKind::Norm2 => "_backward_norm",
+        };
+        let op = Arc::new(ReduceBackward {
+            name,
+            kind: self.kind,
+            axis: self.axis.clone(),
+            exclude: self.exclude,
+        });
+        Gradient::simple(op, &[0], &[0], 1)
+    }
 }
 
 /// A reduction operator by kind, for callers in the core (`axis` `None` reduces all).
@@ -1061,6 +1084,10 @@ impl ArgReduce {
 impl Operator for ArgReduce {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn gradient(&self) -> Grad {
+        Grad::Zero
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {

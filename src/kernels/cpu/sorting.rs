@@ -1,5 +1,6 @@
 //! Sorting operators: `topk`, `sort`, `argsort` (stable: ties keep index order; NaN sorts above every number).
 
+use super::grad::indexing::TopkBackward;
 use super::indexing::{store, CastElem, Scalar};
 use super::map::PAR_MIN;
 use super::num::Num;
@@ -7,7 +8,9 @@ use crate::dispatch_num;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::ndarray::TBlob;
-use crate::op::{check_inputs, Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry};
+use crate::op::{
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+};
 use crate::shape::{norm_axis, size_of, Shape};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -241,6 +244,31 @@ fn write_index_blob(l: Lanes, k: usize, perm: &[usize], out: &TBlob, add: bool) 
 impl Operator for SortOp {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn gradient(&self) -> Grad {
+        if !matches!(self.ret, Ret::Value | Ret::Both) {
+            return Grad::Zero;
+        }
+        let order = Arc::new(SortOp {
+            name: self.name,
+            axis: self.axis,
+            k: self.k,
+            ret: Ret::Indices,
+            ascend: self.ascend,
+            dtype: DType::I64,
+        });
+        let op = Arc::new(TopkBackward {
+            axis: self.axis,
+            order,
+        });
+        Grad::Op(Gradient {
+            op,
+            ograds: vec![0],
+            inputs: vec![0],
+            outputs: vec![],
+            grad_of: vec![0],
+        })
     }
 
     fn num_outputs(&self) -> usize {

@@ -1,12 +1,16 @@
 //! Element-wise unary operators (`exp`, `tanh`, `relu`, `clip`, ...).
 
+use super::grad::elemwise::{uses_output, UnaryBackward};
+use super::infer;
 use super::map::map1;
 use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::ndarray::TBlob;
-use crate::op::{check_inputs, Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry};
+use crate::op::{
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+};
 use crate::shape::Shape;
 use num_traits::Float;
 use std::sync::Arc;
@@ -234,6 +238,61 @@ impl Operator for Unary {
 
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        infer::same_shape(self.name, inputs, outputs)
+    }
+
+    fn infer_type_partial(
+        &self,
+        inputs: &mut [Option<DType>],
+        outputs: &mut [Option<DType>],
+    ) -> Result<()> {
+        infer::same_type(self.name, inputs, outputs)
+    }
+
+    fn gradient(&self) -> Grad {
+        unary_gradient(self.name, self.kind)
+    }
+}
+
+/// `_backward_<name>` for the unary ops that have one.
+macro_rules! backward_name {
+    ($name:expr; $($op:literal),* $(,)?) => {
+        match $name {
+            $($op => concat!("_backward_", $op),)*
+            _ => "_backward_unary",
+        }
+    };
+}
+
+fn unary_gradient(name: &'static str, kind: UnaryKind) -> Grad {
+    use UnaryKind as K;
+    match kind {
+        _ if name == "BlockGrad" => Grad::Zero,
+        K::Sign | K::Floor | K::Ceil | K::Round | K::Rint | K::Fix | K::Trunc | K::LogicalNot => {
+            Grad::Zero
+        }
+        K::Copy => Gradient::simple(unary_op("_backward_copy", K::Copy), &[], &[], 1),
+        K::Negative => Gradient::simple(unary_op("_backward_negative", K::Negative), &[], &[], 1),
+        _ => {
+            let bname = backward_name!(name;
+                "abs", "sqrt", "rsqrt", "cbrt", "rcbrt", "square", "reciprocal", "exp",
+                "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin",
+                "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
+                "degrees", "radians", "sigmoid", "softsign", "relu", "clip");
+            let op: OpRef = Arc::new(UnaryBackward { name: bname, kind });
+            if uses_output(kind) {
+                Gradient::simple(op, &[], &[0], 1)
+            } else {
+                Gradient::simple(op, &[0], &[], 1)
+            }
+        }
     }
 }
 

@@ -1,6 +1,211 @@
 //! Backward operators: the kernels that compute input gradients from output gradients,
 //! one module per forward family. They are not registered; forward operators hand them
-//! out through `Operator::gradient`.
+//! out through `Operator::gradient`. Every kernel honours each output's request: `Null`
+//! skips it, a write overwrites it and `Add` accumulates into it.
 
+pub mod binary;
+pub mod elemwise;
+pub mod indexing;
+pub mod join;
+pub mod linalg;
+pub mod reduce;
 #[cfg(test)]
 pub mod testing;
+#[cfg(test)]
+mod tests;
+pub mod view;
+
+use super::map::{broadcast_strides, map1, PAR_MIN};
+use super::num::Num;
+use super::reduce::{reduce, ReduceKind};
+use crate::dispatch_num;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::ndarray::TBlob;
+use crate::op::OpReq;
+use crate::shape::Shape;
+use half::f16;
+use num_traits::Float;
+use rayon::prelude::*;
+
+/// A computation over float slices, written once for f32 and f64.
+pub trait FloatKernel: Sync {
+    /// `out (=|+=) f(ins)` with `req` a write or `Add`.
+    fn run<F: Float + Num>(&self, ins: &[&[F]], out: &mut [F], req: OpReq);
+}
+
+fn widened<W: Num>(b: &TBlob) -> Result<Vec<W>> {
+    if b.dtype == DType::F16 && W::DTYPE == DType::F32 {
+        use half::slice::HalfFloatSliceExt;
+        let mut w = vec![0f32; b.size()];
+        b.slice::<f16>().convert_to_f32_slice(&mut w);
+        return Ok(w.into_iter().map(|v| W::from_f64(v as f64)).collect());
+    }
+    dispatch_num!("gradient", b.dtype, T => Ok(b.slice::<T>().iter().map(|&v| W::from_f64(Element::to_f64(v))).collect()))
+}
+
+/// Runs `k` on `ins` into `out`: directly when every blob is f32 (or every blob f64),
+/// else in f32 (float16) or f64 (integers, mixed types) and converted back.
+pub fn with_float(
+    op: &str,
+    k: &impl FloatKernel,
+    ins: &[&TBlob],
+    out: &TBlob,
+    req: OpReq,
+) -> Result<()> {
+    if req == OpReq::Null {
+        return Ok(());
+    }
+    let req = if req == OpReq::Add {
+        OpReq::Add
+    } else {
+        OpReq::Write
+    };
+    let all = |t: DType| ins.iter().all(|b| b.dtype == t) && out.dtype == t;
+    if all(DType::F32) {
+        let v: Vec<&[f32]> = ins.iter().map(|b| b.slice::<f32>()).collect();
+        k.run(&v, out.slice_mut::<f32>(), req);
+    } else if all(DType::F64) {
+        let v: Vec<&[f64]> = ins.iter().map(|b| b.slice::<f64>()).collect();
+        k.run(&v, out.slice_mut::<f64>(), req);
+    } else if all(DType::F16) {
+        let w = ins
+            .iter()
+            .map(|b| widened::<f32>(b))
+            .collect::<Result<Vec<_>>>()?;
+        let v: Vec<&[f32]> = w.iter().map(|x| &x[..]).collect();
+        let mut res = vec![0f32; out.size()];
+        k.run(&v, &mut res, OpReq::Write);
+        map1(&res, out.slice_mut::<f16>(), req, f16::from_f32);
+    } else {
+        let w = ins
+            .iter()
+            .map(|b| widened::<f64>(b))
+            .collect::<Result<Vec<_>>>()?;
+        let v: Vec<&[f64]> = w.iter().map(|x| &x[..]).collect();
+        let mut res = vec![0f64; out.size()];
+        k.run(&v, &mut res, OpReq::Write);
+        dispatch_num!(op, out.dtype, T => map1(&res, out.slice_mut::<T>(), req, <T as Element>::from_f64));
+    }
+    Ok(())
+}
+
+/// Scratch memory for one array, aligned for every element type.
+pub struct Scratch {
+    _mem: Vec<u64>,
+    /// The array over the scratch memory.
+    pub blob: TBlob,
+}
+
+impl Scratch {
+    /// Uninitialised-looking (zeroed) scratch of `shape` and `dtype`.
+    pub fn new(shape: &[usize], dtype: DType) -> Scratch {
+        let n: usize = shape.iter().product();
+        let mut mem = vec![0u64; (n * dtype.size()).div_ceil(8).max(1)];
+        let blob = TBlob::from_raw(mem.as_mut_ptr() as *mut u8, Shape::from_slice(shape), dtype);
+        Scratch { _mem: mem, blob }
+    }
+}
+
+/// `x` seen with another shape of the same size.
+pub fn reshaped(x: &TBlob, shape: &[usize]) -> TBlob {
+    TBlob::from_raw(x.ptr(), Shape::from_slice(shape), x.dtype)
+}
+
+/// `out (=|+=)` the sum of `full` over the axes along which `out`'s shape (numpy
+/// broadcasting) was stretched to `full`'s.
+pub fn sum_to(op: &str, full: &TBlob, out: &TBlob, req: OpReq) -> Result<()> {
+    let (fs, os) = (&full.shape, &out.shape);
+    if os.len() > fs.len() {
+        return Err(Error::Runtime(format!(
+            "{op}: cannot sum to a shape of more axes"
+        )));
+    }
+    let pad = fs.len() - os.len();
+    let mask: Vec<bool> = (0..fs.len())
+        .map(|i| i < pad || (os[i - pad] == 1 && fs[i] != 1))
+        .collect();
+    if !mask.iter().any(|&m| m) {
+        return copy_into(op, full, out, req);
+    }
+    reduce(op, ReduceKind::Sum, full, &mask, out, req)
+}
+
+/// `out (=|+=) x` for blobs of one size.
+pub fn copy_into(op: &str, x: &TBlob, out: &TBlob, req: OpReq) -> Result<()> {
+    if req == OpReq::Null || (req != OpReq::Add && x.ptr() == out.ptr()) {
+        return Ok(());
+    }
+    dispatch_num!(op, out.dtype, T => map1(x.slice::<T>(), out.slice_mut::<T>(), req, |v| v));
+    Ok(())
+}
+
+/// Zeroes `out` for a write; leaves it for `Add`.
+pub fn clear_for(out: &TBlob, req: OpReq) {
+    if matches!(req, OpReq::Write | OpReq::WriteInplace) {
+        out.bytes_mut().fill(0);
+    }
+}
+
+/// `out (=|+=) f(a, b, c)` with `a`, `b` and `c` broadcast (numpy rules) to `out_shape`.
+#[allow(clippy::too_many_arguments)]
+pub fn map3_broadcast<T: Num>(
+    ins: [(&[T], &[usize]); 3],
+    out: &mut [T],
+    out_shape: &[usize],
+    req: OpReq,
+    f: impl Fn(T, T, T) -> T + Sync + Send,
+) {
+    if req == OpReq::Null || out.is_empty() {
+        return;
+    }
+    let add = req == OpReq::Add;
+    let put = move |o: &mut T, v: T| *o = if add { o.add(v) } else { v };
+    let [(a, ash), (b, bsh), (c, csh)] = ins;
+    let n = out.len();
+    if a.len() == n && b.len() == n && c.len() == n {
+        let body = |start: usize, o: &mut [T]| {
+            for (j, oj) in o.iter_mut().enumerate() {
+                let i = start + j;
+                put(oj, f(a[i], b[i], c[i]));
+            }
+        };
+        if n < PAR_MIN {
+            body(0, out);
+        } else {
+            let chunk = PAR_MIN / 4;
+            out.par_chunks_mut(chunk)
+                .enumerate()
+                .for_each(|(k, o)| body(k * chunk, o));
+        }
+        return;
+    }
+    let sa = broadcast_strides(ash, out_shape);
+    let sb = broadcast_strides(bsh, out_shape);
+    let sc = broadcast_strides(csh, out_shape);
+    let nd = out_shape.len();
+    let inner = out_shape[nd - 1];
+    let (ia, ib, ic) = (sa[nd - 1], sb[nd - 1], sc[nd - 1]);
+    let row = |r: usize, o: &mut [T]| {
+        let (mut oa, mut ob, mut oc, mut rem) = (0, 0, 0, r);
+        for ax in (0..nd - 1).rev() {
+            let i = rem % out_shape[ax];
+            rem /= out_shape[ax];
+            oa += i * sa[ax];
+            ob += i * sb[ax];
+            oc += i * sc[ax];
+        }
+        for (j, oj) in o.iter_mut().enumerate() {
+            put(oj, f(a[oa + j * ia], b[ob + j * ib], c[oc + j * ic]));
+        }
+    };
+    if n < PAR_MIN {
+        out.chunks_mut(inner)
+            .enumerate()
+            .for_each(|(r, o)| row(r, o));
+    } else {
+        out.par_chunks_mut(inner)
+            .enumerate()
+            .for_each(|(r, o)| row(r, o));
+    }
+}

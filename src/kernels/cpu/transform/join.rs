@@ -4,8 +4,11 @@
 use super::copy::{concat_bytes, emit, gather, source, View};
 use super::{axis_in, def};
 use crate::error::{Error, Result};
+use crate::kernels::cpu::grad::join::ConcatBackward;
 use crate::ndarray::TBlob;
-use crate::op::{Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry};
+use crate::op::{
+    assign_shape, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+};
 use crate::shape::{fmt_shape, size_of, Shape};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -97,6 +100,87 @@ impl Operator for Concat {
         let lens: Vec<usize> = inputs.iter().map(|b| size_of(&b.shape[axis..])).collect();
         join(inputs, &lens, &outputs[0], req[0])
     }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        concat_partial(self.dim, inputs, &mut outputs[0])
+    }
+
+    fn gradient(&self) -> Grad {
+        let Some(n) = self.num_args else {
+            return Grad::Undefined;
+        };
+        let op = Arc::new(ConcatBackward {
+            dim: self.dim,
+            num_args: n,
+        });
+        Grad::Op(Gradient {
+            op,
+            ograds: vec![0],
+            inputs: (0..n).collect(),
+            outputs: vec![],
+            grad_of: (0..n).collect(),
+        })
+    }
+}
+
+/// `Concat`'s shape inference over partly known shapes, as MXNet's: every axis but the
+/// joined one is shared by all inputs and the output; the output's joined axis is the
+/// sum of the inputs', and a single unknown input length is what the output leaves.
+fn concat_partial(
+    dim: i64,
+    inputs: &mut [Option<Shape>],
+    output: &mut Option<Shape>,
+) -> Result<()> {
+    let op = "Concat";
+    let Some(ndim) = inputs
+        .iter()
+        .chain(std::iter::once(&*output))
+        .flatten()
+        .map(|s| s.len())
+        .next()
+    else {
+        return Ok(());
+    };
+    let axis = axis_in(op, dim, ndim)?;
+    // Shared dims; 0 marks unknown (the joined axis stays unknown here).
+    let mut common: Option<Shape> = None;
+    for s in inputs.iter().chain(std::iter::once(&*output)).flatten() {
+        let mut t = s.clone();
+        t[axis] = 0;
+        match &common {
+            Some(c) if *c != t => {
+                return Err(Error::Value(format!(
+                    "{op}: cannot concatenate arrays of shapes {} and {} along axis {axis}",
+                    fmt_shape(c),
+                    fmt_shape(s)
+                )))
+            }
+            _ => common = Some(t),
+        }
+    }
+    let Some(common) = common else {
+        return Ok(());
+    };
+    let known: usize = inputs.iter().flatten().map(|s| s[axis]).sum();
+    let missing: Vec<usize> = (0..inputs.len()).filter(|&i| inputs[i].is_none()).collect();
+    match (missing.as_slice(), output.as_ref()) {
+        ([], _) => {
+            let mut o = common.clone();
+            o[axis] = known;
+            assign_shape(op, "output 0", output, &o)?;
+        }
+        ([i], Some(o)) if o[axis] >= known => {
+            let mut s = common.clone();
+            s[axis] = o[axis] - known;
+            inputs[*i] = Some(s);
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 struct Stack {
@@ -154,6 +238,34 @@ impl Operator for Stack {
         let lens: Vec<usize> = inputs.iter().map(|b| size_of(&b.shape[axis..])).collect();
         join(inputs, &lens, &outputs[0], req[0])
     }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        let Some(first) = inputs.iter().flatten().next().cloned() else {
+            return Ok(());
+        };
+        for (i, s) in inputs.iter_mut().enumerate() {
+            assign_shape("stack", &format!("input {i}"), s, &first)?;
+        }
+        let all: Vec<Shape> = inputs.iter().flatten().cloned().collect();
+        let out = self.infer_shape(&all)?;
+        crate::op::assign_shapes("stack", "output", outputs, &out)
+    }
+
+    fn gradient(&self) -> Grad {
+        let Some(n) = self.num_args else {
+            return Grad::Undefined;
+        };
+        let op = Arc::new(SliceChannel {
+            num_outputs: n,
+            axis: self.axis,
+            squeeze_axis: true,
+        });
+        Gradient::simple(op, &[], &[], n)
+    }
 }
 
 struct SliceChannel {
@@ -193,6 +305,28 @@ impl Operator for SliceChannel {
 
     fn num_outputs(&self) -> usize {
         self.num_outputs
+    }
+
+    fn gradient(&self) -> Grad {
+        let n = self.num_outputs;
+        let op: OpRef = if self.squeeze_axis {
+            Arc::new(Stack {
+                axis: self.axis,
+                num_args: Some(n),
+            })
+        } else {
+            Arc::new(Concat {
+                dim: self.axis,
+                num_args: Some(n),
+            })
+        };
+        Grad::Op(Gradient {
+            op,
+            ograds: (0..n).collect(),
+            inputs: vec![],
+            outputs: vec![],
+            grad_of: vec![0],
+        })
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {

@@ -10,16 +10,17 @@ mod slice;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::cpu::grad::view::GatherBackward;
 use crate::ndarray::TBlob;
 use crate::op::{
-    check_inputs, same_dtype, Attrs, OpContext, OpDef, OpRef, OpReq, Operator, Registry,
+    check_inputs, same_dtype, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
+    Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use copy::{gather, View};
 use std::sync::Arc;
 
-/// An operator's output shape and how it reads its first input, from the input shapes.
-type ViewFn = Box<dyn Fn(&[Shape]) -> Result<(Shape, View)> + Send + Sync>;
+pub use crate::kernels::cpu::grad::view::ViewFn;
 
 /// An operator whose output is a strided view of its first input (transpose, slice,
 /// flip, tile, broadcast...); further inputs only lend their shapes. The view may have
@@ -43,7 +44,7 @@ fn gather_op(
     Ok(Arc::new(Gather {
         name,
         inputs: 1,
-        view: Box::new(move |s: &[Shape]| view(&s[0])),
+        view: Arc::new(move |s: &[Shape]| view(&s[0])),
     }))
 }
 
@@ -55,7 +56,7 @@ fn gather_op2(
     Ok(Arc::new(Gather {
         name,
         inputs: 2,
-        view: Box::new(move |s: &[Shape]| view(&s[0], &s[1])),
+        view: Arc::new(move |s: &[Shape]| view(&s[0], &s[1])),
     }))
 }
 
@@ -86,6 +87,41 @@ impl Operator for Gather {
         let shapes: Vec<Shape> = inputs.iter().map(|b| b.shape.clone()).collect();
         let (_, v) = (self.view)(&shapes)?;
         gather(&inputs[0], &v, &outputs[0], req[0])
+    }
+
+    fn gradient(&self) -> Grad {
+        let op = Arc::new(GatherBackward {
+            name: backward_name(self.name),
+            view: self.view.clone(),
+            inputs: self.inputs,
+        });
+        Grad::Op(Gradient {
+            op,
+            ograds: vec![0],
+            inputs: (0..self.inputs).collect(),
+            outputs: vec![],
+            grad_of: vec![0],
+        })
+    }
+}
+
+/// MXNet's name of the backward op of a gather operator.
+fn backward_name(name: &str) -> &'static str {
+    match name {
+        "transpose" => "_backward_transpose",
+        "SwapAxis" => "_backward_SwapAxis",
+        "reverse" => "_backward_reverse",
+        "depth_to_space" => "_backward_depth_to_space",
+        "space_to_depth" => "_backward_space_to_depth",
+        "slice" => "_backward_slice",
+        "slice_axis" => "_backward_slice_axis",
+        "slice_like" => "_backward_slice_like",
+        "broadcast_to" => "_backward_broadcast_to",
+        "broadcast_like" => "_backward_broadcast_like",
+        "broadcast_axis" => "_backward_broadcast_axis",
+        "tile" => "_backward_tile",
+        "repeat" => "_backward_repeat",
+        _ => "_backward_gather",
     }
 }
 

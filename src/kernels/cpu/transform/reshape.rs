@@ -4,8 +4,11 @@
 use super::copy::copy_same;
 use super::{axis_in, def, fmt_tuple};
 use crate::error::{Error, Result};
+use crate::kernels::cpu::grad::view::ReshapeBackward;
 use crate::ndarray::TBlob;
-use crate::op::{check_inputs, Attrs, OpContext, OpRef, OpReq, Operator, Params, Registry};
+use crate::op::{
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpRef, OpReq, Operator, Params, Registry,
+};
 use crate::shape::{fmt_shape, size_of, Shape};
 use std::sync::Arc;
 
@@ -245,6 +248,10 @@ impl Operator for SameData {
 
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]
+    }
+
+    fn gradient(&self) -> Grad {
+        Gradient::simple(Arc::new(ReshapeBackward), &[0], &[], 1)
     }
 }
 

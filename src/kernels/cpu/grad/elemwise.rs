@@ -1,0 +1,245 @@
+//! Backward of the element-wise unary operators and of the operators with a scalar
+//! operand: `dx = dy * f'(x)`, from the input or (where cheaper) the output.
+
+use super::{with_float, FloatKernel};
+use crate::error::Result;
+use crate::kernels::cpu::binary::BinaryKind;
+use crate::kernels::cpu::map::map2;
+use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::unary::UnaryKind;
+use crate::ndarray::TBlob;
+use crate::op::{check_inputs, OpContext, OpReq, Operator};
+use crate::shape::Shape;
+use num_traits::Float;
+
+/// True if the derivative of `kind` is computed from the forward output.
+pub fn uses_output(kind: UnaryKind) -> bool {
+    matches!(
+        kind,
+        UnaryKind::Sqrt
+            | UnaryKind::Cbrt
+            | UnaryKind::Exp
+            | UnaryKind::Tan
+            | UnaryKind::Tanh
+            | UnaryKind::Sigmoid
+            | UnaryKind::Relu
+    )
+}
+
+#[inline(always)]
+fn c<F: Float>(v: f64) -> F {
+    F::from(v).unwrap_or_else(F::nan)
+}
+
+/// `dy * f'` where `v` is the input, or the output for kinds that use it.
+#[inline(always)]
+fn unary_grad<F: Float>(kind: UnaryKind, g: F, v: F) -> F {
+    let one = F::one();
+    let zero = F::zero();
+    match kind {
+        UnaryKind::Copy => g,
+        UnaryKind::Negative => -g,
+        UnaryKind::Abs => {
+            if v > zero {
+                g
+            } else if v < zero {
+                -g
+            } else {
+                zero
+            }
+        }
+        UnaryKind::Sqrt => g / (v + v),
+        UnaryKind::Rsqrt => g * c::<F>(-0.5) / (v * v.sqrt()),
+        UnaryKind::Cbrt => g / (c::<F>(3.0) * v * v),
+        UnaryKind::Rcbrt => g * c::<F>(-1.0 / 3.0) / (v * v.cbrt()),
+        UnaryKind::Square => g * (v + v),
+        UnaryKind::Reciprocal => -g / (v * v),
+        UnaryKind::Exp => g * v,
+        UnaryKind::Expm1 => g * v.exp(),
+        UnaryKind::Log => g / v,
+        UnaryKind::Log1p => g / (one + v),
+        UnaryKind::Log2 => g / (v * c::<F>(std::f64::consts::LN_2)),
+        UnaryKind::Log10 => g / (v * c::<F>(std::f64::consts::LN_10)),
+        UnaryKind::Sin => g * v.cos(),
+        UnaryKind::Cos => -g * v.sin(),
+        UnaryKind::Tan => g * (one + v * v),
+        UnaryKind::Arcsin => g / (one - v * v).sqrt(),
+        UnaryKind::Arccos => -g / (one - v * v).sqrt(),
+        UnaryKind::Arctan => g / (one + v * v),
+        UnaryKind::Sinh => g * v.cosh(),
+        UnaryKind::Cosh => g * v.sinh(),
+        UnaryKind::Tanh => g * (one - v * v),
+        UnaryKind::Arcsinh => g / (v * v + one).sqrt(),
+        UnaryKind::Arccosh => g / (v * v - one).sqrt(),
+        UnaryKind::Arctanh => g / (one - v * v),
+        UnaryKind::Degrees => g * c::<F>(180.0 / std::f64::consts::PI),
+        UnaryKind::Radians => g * c::<F>(std::f64::consts::PI / 180.0),
+        UnaryKind::Sigmoid => g * v * (one - v),
+        UnaryKind::Softsign => {
+            let d = one + v.abs();
+            g / (d * d)
+        }
+        UnaryKind::Relu => {
+            if v > zero {
+                g
+            } else {
+                zero
+            }
+        }
+        // The input lies in [lo, hi], bounds included, as MXNet's clip backward.
+        UnaryKind::Clip(lo, hi) => {
+            if v >= c::<F>(lo) && v <= c::<F>(hi) {
+                g
+            } else {
+                zero
+            }
+        }
+        UnaryKind::Sign
+        | UnaryKind::Floor
+        | UnaryKind::Ceil
+        | UnaryKind::Round
+        | UnaryKind::Rint
+        | UnaryKind::Fix
+        | UnaryKind::Trunc
+        | UnaryKind::LogicalNot => zero,
+    }
+}
+
+struct UnaryGrad(UnaryKind);
+
+impl FloatKernel for UnaryGrad {
+    fn run<F: Float + Num>(&self, ins: &[&[F]], out: &mut [F], req: OpReq) {
+        let kind = self.0;
+        map2(ins[0], ins[1], out, req, |g, v| unary_grad(kind, g, v));
+    }
+}
+
+/// `_backward_<op>` of a unary op: inputs (dy, x) or (dy, y), output dx.
+pub struct UnaryBackward {
+    pub name: &'static str,
+    pub kind: UnaryKind,
+}
+
+impl Operator for UnaryBackward {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name, inputs, 2)?;
+        Ok(vec![inputs[0].clone()])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let k = UnaryGrad(self.kind);
+        with_float(
+            self.name,
+            &k,
+            &[&inputs[0], &inputs[1]],
+            &outputs[0],
+            req[0],
+        )
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0), (1, 0)]
+    }
+}
+
+/// `dy * d(x op s)/dx` (or of `s op x` when `reverse`).
+#[inline(always)]
+fn scalar_grad<F: Float>(kind: BinaryKind, reverse: bool, s: F, g: F, x: F) -> F {
+    let zero = F::zero();
+    let one = F::one();
+    match (kind, reverse) {
+        (BinaryKind::Add, _) | (BinaryKind::Sub, false) | (BinaryKind::Mod, false) => g,
+        (BinaryKind::Sub, true) => -g,
+        (BinaryKind::Mul, _) => g * s,
+        (BinaryKind::Div, false) => g / s,
+        (BinaryKind::Div, true) => -g * s / (x * x),
+        (BinaryKind::Mod, true) => -g * (s / x).floor(),
+        (BinaryKind::Power, false) => g * s * x.powf(s - one),
+        (BinaryKind::Power, true) => g * s.powf(x) * s.ln(),
+        (BinaryKind::Maximum, _) => {
+            if x >= s {
+                g
+            } else {
+                zero
+            }
+        }
+        (BinaryKind::Minimum, _) => {
+            if x <= s {
+                g
+            } else {
+                zero
+            }
+        }
+        (BinaryKind::Hypot, _) => g * x / x.hypot(s),
+        _ => zero,
+    }
+}
+
+struct ScalarGrad {
+    kind: BinaryKind,
+    reverse: bool,
+    scalar: f64,
+}
+
+impl FloatKernel for ScalarGrad {
+    fn run<F: Float + Num>(&self, ins: &[&[F]], out: &mut [F], req: OpReq) {
+        let (kind, reverse, s) = (self.kind, self.reverse, c::<F>(self.scalar));
+        map2(ins[0], ins[1], out, req, |g, x| {
+            scalar_grad(kind, reverse, s, g, x)
+        });
+    }
+}
+
+/// `_backward_<op>_scalar`: inputs (dy, x), output dx.
+pub struct ScalarBackward {
+    pub name: &'static str,
+    pub kind: BinaryKind,
+    pub reverse: bool,
+    pub scalar: f64,
+}
+
+impl Operator for ScalarBackward {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name, inputs, 2)?;
+        Ok(vec![inputs[0].clone()])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let k = ScalarGrad {
+            kind: self.kind,
+            reverse: self.reverse,
+            scalar: self.scalar,
+        };
+        with_float(
+            self.name,
+            &k,
+            &[&inputs[0], &inputs[1]],
+            &outputs[0],
+            req[0],
+        )
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0), (1, 0)]
+    }
+}

@@ -1,0 +1,296 @@
+//! Backward of the indexing and sorting operators: the output gradient added back at
+//! the positions the forward read from (`take`, `pick`, `gather_nd`, `topk`, `sort`),
+//! routed by the condition (`where`) or cast back (`Cast`).
+
+use super::{clear_for, Scratch};
+use crate::dispatch_num;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::kernels::cpu::indexing::{
+    cast_blob, fix_index, nd_layout, nd_offsets, read_indices, truth, IndexMode,
+};
+use crate::kernels::cpu::num::Num;
+use crate::ndarray::TBlob;
+use crate::op::{check_inputs, OpContext, OpRef, OpReq, Operator};
+use crate::shape::{norm_axis, size_of, Shape};
+
+/// `out[pos[r] * inner ..][..inner] += g[r * inner ..][..inner]` for every row `r`, after
+/// clearing `out` for a write.
+fn scatter_rows(
+    op: &str,
+    g: &TBlob,
+    pos: &[usize],
+    inner: usize,
+    out: &TBlob,
+    req: OpReq,
+) -> Result<()> {
+    if req == OpReq::Null {
+        return Ok(());
+    }
+    clear_for(out, req);
+    dispatch_num!(op, out.dtype, T => {
+        let (src, dst) = (g.slice::<T>(), out.slice_mut::<T>());
+        for (r, &p) in pos.iter().enumerate() {
+            let d = &mut dst[p * inner..(p + 1) * inner];
+            for (o, &v) in d.iter_mut().zip(&src[r * inner..(r + 1) * inner]) {
+                *o = o.add(v);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// `_backward_take`: inputs (dy, indices, a), output da.
+pub struct TakeBackward {
+    pub axis: i64,
+    pub(crate) mode: IndexMode,
+}
+
+impl Operator for TakeBackward {
+    fn name(&self) -> &'static str {
+        "_backward_take"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 3)?;
+        Ok(vec![inputs[2].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![inputs[0]])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let (g, a) = (&inputs[0], &inputs[2]);
+        let axis = norm_axis(self.axis, a.shape.len(), self.name())?;
+        let n = a.shape[axis];
+        let inner = size_of(&a.shape[axis + 1..]);
+        let idx: Vec<usize> = read_indices(&inputs[1])
+            .into_iter()
+            .map(|i| fix_index(i, n, self.mode).unwrap_or(0))
+            .collect();
+        let outer = size_of(&a.shape[..axis]);
+        let pos: Vec<usize> = (0..outer)
+            .flat_map(|o| idx.iter().map(move |&j| o * n + j))
+            .collect();
+        scatter_rows(self.name(), g, &pos, inner, &outputs[0], req[0])
+    }
+}
+
+/// `_backward_pick`: inputs (dy, data, index), output ddata.
+pub struct PickBackward {
+    pub axis: i64,
+    pub(crate) mode: IndexMode,
+}
+
+impl Operator for PickBackward {
+    fn name(&self) -> &'static str {
+        "_backward_pick"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 3)?;
+        Ok(vec![inputs[1].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![inputs[0]])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let (g, data) = (&inputs[0], &inputs[1]);
+        let axis = norm_axis(self.axis, data.shape.len(), self.name())?;
+        let n = data.shape[axis];
+        let inner = size_of(&data.shape[axis + 1..]);
+        let pos: Vec<usize> = read_indices(&inputs[2])
+            .into_iter()
+            .enumerate()
+            .map(|(r, i)| {
+                let j = fix_index(i, n, self.mode).unwrap_or(0);
+                ((r / inner) * n + j) * inner + r % inner
+            })
+            .collect();
+        scatter_rows(self.name(), g, &pos, 1, &outputs[0], req[0])
+    }
+}
+
+/// `_backward_where`: inputs (dy, condition), outputs (dx, dy) of `where(c, x, y)`.
+pub struct WhereBackward;
+
+impl Operator for WhereBackward {
+    fn name(&self) -> &'static str {
+        "_backward_where"
+    }
+
+    fn num_outputs(&self) -> usize {
+        2
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 2)?;
+        Ok(vec![inputs[0].clone(), inputs[0].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![inputs[0], inputs[0]])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let (g, c) = (&inputs[0], truth(&inputs[1]));
+        // A 1-d condition selects whole rows.
+        let row = if c.is_empty() { 1 } else { g.size() / c.len() }.max(1);
+        for (k, (out, &r)) in outputs.iter().zip(req).enumerate() {
+            if r == OpReq::Null {
+                continue;
+            }
+            let want = k == 0;
+            let add = r == OpReq::Add;
+            dispatch_num!(self.name(), out.dtype, T => {
+                let (src, dst) = (g.slice::<T>(), out.slice_mut::<T>());
+                for (i, (o, &v)) in dst.iter_mut().zip(src).enumerate() {
+                    let v = if c[i / row] == want { v } else { T::ZERO };
+                    *o = if add { o.add(v) } else { v };
+                }
+            });
+        }
+        Ok(())
+    }
+}
+
+/// `_backward_Cast`: inputs (dy, x), output dx in the dtype of x.
+pub struct CastBackward;
+
+impl Operator for CastBackward {
+    fn name(&self) -> &'static str {
+        "_backward_Cast"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 2)?;
+        Ok(vec![inputs[1].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![inputs[1]])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        cast_blob(&inputs[0], &outputs[0], req[0]);
+        Ok(())
+    }
+}
+
+/// `_backward_gather_nd`: inputs (dy, indices, data), output ddata (repeated indices add).
+pub struct GatherNdBackward;
+
+impl Operator for GatherNdBackward {
+    fn name(&self) -> &'static str {
+        "_backward_gather_nd"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 3)?;
+        Ok(vec![inputs[2].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![inputs[0]])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let (g, idx, data) = (&inputs[0], &inputs[1], &inputs[2]);
+        let m = idx.shape[0];
+        let (strides, inner) = nd_layout(&data.shape, m);
+        let pos = nd_offsets(self.name(), idx, m, &data.shape, &strides)?;
+        scatter_rows(self.name(), g, &pos, inner, &outputs[0], req[0])
+    }
+}
+
+/// `_backward_topk` (also of `sort`): inputs (dy, data), output ddata; `order` is the
+/// same selection returning int64 indices, rerun to find where each value came from.
+pub struct TopkBackward {
+    pub axis: Option<i64>,
+    pub order: OpRef,
+}
+
+impl Operator for TopkBackward {
+    fn name(&self) -> &'static str {
+        "_backward_topk"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 2)?;
+        Ok(vec![inputs[1].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![inputs[0]])
+    }
+
+    fn forward(
+        &self,
+        ctx: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let (g, data) = (&inputs[0], &inputs[1]);
+        let idx = Scratch::new(&g.shape, DType::I64);
+        self.order.forward(
+            ctx,
+            std::slice::from_ref(data),
+            std::slice::from_ref(&idx.blob),
+            &[OpReq::Write],
+        )?;
+        let (n, inner) = match self.axis {
+            None => (data.size(), 1),
+            Some(a) => {
+                let ax = norm_axis(a, data.shape.len(), self.name())?;
+                (data.shape[ax], size_of(&data.shape[ax + 1..]))
+            }
+        };
+        // Values kept per lane.
+        let kk = g.size() / (data.size() / n.max(1)).max(1);
+        let pos: Vec<usize> = idx
+            .blob
+            .slice::<i64>()
+            .iter()
+            .enumerate()
+            .map(|(r, &j)| {
+                let (o, rest) = (r / (kk * inner), r % inner);
+                (o * n + j as usize) * inner + rest
+            })
+            .collect();
+        scatter_rows(self.name(), g, &pos, 1, &outputs[0], req[0])
+    }
+}

@@ -1,0 +1,208 @@
+//! Backward of the operators that read their input through a strided view (transpose,
+//! flip, slice, broadcast, tile, repeat...) and of the reshaping operators.
+//!
+//! The gradient of a gather is a scatter-add through the same view. Two common views
+//! have faster forms: a permutation of the input (transpose, flip) is undone by the
+//! inverse gather, and a view that only repeats the input in order (broadcast, tile,
+//! repeat) is undone by summing over its repeating axes.
+
+use super::{clear_for, reshaped};
+use crate::dispatch_num;
+use crate::error::Result;
+use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::reduce::{reduce, ReduceKind};
+use crate::kernels::cpu::transform::copy::{copy_same, gather, View};
+use crate::ndarray::TBlob;
+use crate::op::{check_inputs, OpContext, OpReq, Operator};
+use crate::shape::{strides_of, Shape};
+use std::sync::Arc;
+
+/// An operator's output shape and view from its input shapes.
+pub type ViewFn = Arc<dyn Fn(&[Shape]) -> Result<(Shape, View)> + Send + Sync>;
+
+/// The gather that undoes `v` if `v` visits each of the `n` input elements exactly once.
+fn inverse(v: &View, n: usize) -> Option<View> {
+    let ostrides = strides_of(&v.shape);
+    let mut axes: Vec<(usize, isize, usize)> = v
+        .shape
+        .iter()
+        .zip(&v.strides)
+        .zip(ostrides.iter())
+        .filter(|((&len, _), _)| len > 1)
+        .map(|((&len, &s), &os)| (len, s, os))
+        .collect();
+    if axes.iter().any(|a| a.1 == 0) {
+        return None;
+    }
+    axes.sort_by_key(|a| std::cmp::Reverse(a.1.unsigned_abs()));
+    let mut expect = 1usize;
+    for &(len, s, _) in axes.iter().rev() {
+        if s.unsigned_abs() != expect {
+            return None;
+        }
+        expect *= len;
+    }
+    let flipped = |f: &dyn Fn(&(usize, isize, usize)) -> usize| -> usize {
+        axes.iter().filter(|a| a.1 < 0).map(f).sum()
+    };
+    if expect != n || v.offset != flipped(&|a| (a.0 - 1) * a.1.unsigned_abs()) as isize {
+        return None;
+    }
+    Some(View {
+        shape: axes.iter().map(|a| a.0).collect(),
+        strides: axes
+            .iter()
+            .map(|a| {
+                if a.1 < 0 {
+                    -(a.2 as isize)
+                } else {
+                    a.2 as isize
+                }
+            })
+            .collect(),
+        offset: flipped(&|a| (a.0 - 1) * a.2) as isize,
+    })
+}
+
+/// The axes to sum over if `v` reads the `n` input elements in order, each repeated along
+/// the axes of stride zero.
+fn repeating_axes(v: &View, n: usize) -> Option<Vec<bool>> {
+    if v.offset != 0 {
+        return None;
+    }
+    let mut expect = 1usize;
+    for (&len, &s) in v.shape.iter().zip(&v.strides).rev() {
+        if len > 1 && s != 0 {
+            if s as usize != expect {
+                return None;
+            }
+            expect *= len;
+        }
+    }
+    (expect == n).then(|| {
+        v.shape
+            .iter()
+            .zip(&v.strides)
+            .map(|(&len, &s)| len > 1 && s == 0)
+            .collect()
+    })
+}
+
+/// `out[view[i]] += g[i]` for every output index `i`, after clearing `out` for a write.
+fn scatter(op: &str, g: &TBlob, v: &View, out: &TBlob, req: OpReq) -> Result<()> {
+    clear_for(out, req);
+    let nd = v.shape.len();
+    if nd == 0 {
+        dispatch_num!(op, out.dtype, T => {
+            let o = &mut out.slice_mut::<T>()[v.offset as usize];
+            *o = o.add(g.slice::<T>()[0]);
+        });
+        return Ok(());
+    }
+    let inner = v.shape[nd - 1];
+    let step = v.strides[nd - 1];
+    dispatch_num!(op, out.dtype, T => {
+        let (src, dst) = (g.slice::<T>(), out.slice_mut::<T>());
+        for (r, row) in src.chunks(inner.max(1)).enumerate() {
+            let (mut base, mut rem) = (v.offset, r);
+            for ax in (0..nd - 1).rev() {
+                base += (rem % v.shape[ax]) as isize * v.strides[ax];
+                rem /= v.shape[ax];
+            }
+            for (j, &x) in row.iter().enumerate() {
+                let o = &mut dst[(base + j as isize * step) as usize];
+                *o = o.add(x);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// `_backward_<op>` of a gather op: inputs (dy, the forward inputs), output the gradient
+/// of the first forward input.
+pub struct GatherBackward {
+    pub name: &'static str,
+    pub view: ViewFn,
+    /// Number of forward inputs.
+    pub inputs: usize,
+}
+
+impl Operator for GatherBackward {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name, inputs, self.inputs + 1)?;
+        Ok(vec![inputs[1].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {
+        Ok(vec![inputs[0]])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let (g, out, r) = (&inputs[0], &outputs[0], req[0]);
+        if r == OpReq::Null || out.size() == 0 {
+            return Ok(());
+        }
+        if g.size() == 0 {
+            clear_for(out, r);
+            return Ok(());
+        }
+        let shapes: Vec<Shape> = inputs[1..].iter().map(|b| b.shape.clone()).collect();
+        let (_, v) = (self.view)(&shapes)?;
+        if let Some(inv) = inverse(&v, out.size()) {
+            return gather(g, &inv, out, r);
+        }
+        if let Some(mask) = repeating_axes(&v, out.size()) {
+            return reduce(
+                self.name,
+                ReduceKind::Sum,
+                &reshaped(g, &v.shape),
+                &mask,
+                out,
+                r,
+            );
+        }
+        scatter(self.name, g, &v, out, r)
+    }
+}
+
+/// `_backward_reshape`: the output gradient given the input's shape; inputs (dy, x).
+pub struct ReshapeBackward;
+
+impl Operator for ReshapeBackward {
+    fn name(&self) -> &'static str {
+        "_backward_reshape"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 2)?;
+        Ok(vec![inputs[1].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {
+        Ok(vec![inputs[0]])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        copy_same(&inputs[0], &outputs[0], req[0])
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+}
