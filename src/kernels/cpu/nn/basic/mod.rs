@@ -4,9 +4,13 @@
 pub mod activation;
 pub mod common;
 pub mod dense;
+pub mod dropout;
+pub mod embedding;
 pub mod leaky_relu;
+pub mod loss;
 pub mod softmax;
 pub mod softmax_kernel;
+pub mod softmax_output;
 pub mod special;
 
 use crate::op::Registry;
@@ -17,4 +21,8 @@ pub fn register(r: &mut Registry) {
     activation::register(r);
     leaky_relu::register(r);
     softmax::register(r);
+    softmax_output::register(r);
+    loss::register(r);
+    dropout::register(r);
+    embedding::register(r);
 }

@@ -1,0 +1,405 @@
+//! `Dropout`: zeroes elements with probability `p` and scales the rest by `1/(1-p)` while
+//! training (or always), optionally sharing the draw along `axes`; the scaled keep mask
+//! is a hidden second output that the backward multiplies by.
+
+use super::common::{check_float, float_dtype, ld, overlaps, put, same_shape, st};
+use crate::dispatch_float;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::cpu::map::{map1, map2};
+use crate::kernels::cpu::num::Num;
+use crate::ndarray::TBlob;
+use crate::op::{
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
+    Params, Registry,
+};
+use crate::shape::{fmt_shape, Shape};
+use rand::{RngCore, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use rayon::prelude::*;
+use std::sync::Arc;
+
+const NAME: &str = "Dropout";
+
+/// Masks longer than this are drawn in chunks, each from its own generator seeded from
+/// the device's, in parallel.
+const CHUNK: usize = 1 << 16;
+
+#[derive(Debug, Clone)]
+struct Dropout {
+    p: f64,
+    always: bool,
+    axes: Vec<i64>,
+}
+
+impl Dropout {
+    fn active(&self, is_train: bool) -> bool {
+        is_train || self.always
+    }
+
+    /// The shape the draw is made in: the data's with the shared axes set to 1.
+    fn draw_shape(&self, d: &[usize]) -> Result<Shape> {
+        let mut s = Shape::from_slice(d);
+        for &a in &self.axes {
+            let i = crate::shape::norm_axis(a, d.len(), NAME)?;
+            s[i] = 1;
+        }
+        Ok(s)
+    }
+
+    /// Fills `mask` (the data's shape) with `1/(1-p)` where kept and 0 where dropped.
+    fn draw<T: Num>(&self, mask: &mut [T], shape: &[usize], rng: &mut Pcg64Mcg) -> Result<()> {
+        let keep = 1.0 - self.p;
+        let scale = 1.0 / keep;
+        // Keep when a uniform 32-bit draw falls below keep·2³²; with keep = 0 the 0·∞
+        // gives NaN, as MXNet's mask does.
+        let threshold = (keep * 4_294_967_296.0) as u64;
+        let value = |r: &mut Pcg64Mcg| {
+            let kept = ((r.next_u32() as u64) < threshold) as u8 as f64;
+            T::from_f64(kept * scale)
+        };
+        let small = self.draw_shape(shape)?;
+        if small.as_slice() == shape {
+            fill(mask, rng, value);
+            return Ok(());
+        }
+        let mut reduced = vec![T::ZERO; small.iter().product()];
+        fill(&mut reduced, rng, value);
+        broadcast(&reduced, &small, mask, shape);
+        Ok(())
+    }
+}
+
+/// Fills `out` with draws; large outputs in parallel chunks with their own generators.
+fn fill<T: Num>(out: &mut [T], rng: &mut Pcg64Mcg, value: impl Fn(&mut Pcg64Mcg) -> T + Sync) {
+    if out.len() <= CHUNK {
+        out.iter_mut().for_each(|o| *o = value(rng));
+        return;
+    }
+    let seeds: Vec<u64> = (0..out.len().div_ceil(CHUNK))
+        .map(|_| rng.next_u64())
+        .collect();
+    out.par_chunks_mut(CHUNK)
+        .zip(seeds)
+        .for_each(|(chunk, seed)| {
+            let mut r = Pcg64Mcg::seed_from_u64(seed);
+            chunk.iter_mut().for_each(|o| *o = value(&mut r));
+        });
+}
+
+/// Copies `src` of shape `small` (the same rank as `shape`, 1 along broadcast axes) into
+/// every position of `dst` of shape `shape`.
+fn broadcast<T: Num>(src: &[T], small: &[usize], dst: &mut [T], shape: &[usize]) {
+    let strides = crate::kernels::cpu::map::broadcast_strides(small, shape);
+    for (i, o) in dst.iter_mut().enumerate() {
+        let (mut rem, mut at) = (i, 0);
+        for ax in (0..shape.len()).rev() {
+            at += (rem % shape[ax]) * strides[ax];
+            rem /= shape[ax];
+        }
+        *o = src[at];
+    }
+}
+
+impl Operator for Dropout {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn num_outputs(&self) -> usize {
+        2
+    }
+
+    fn num_visible_outputs(&self) -> usize {
+        1
+    }
+
+    fn output_names(&self) -> Vec<String> {
+        vec!["output".into(), "mask".into()]
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(NAME, inputs, 1)?;
+        self.draw_shape(&inputs[0])?;
+        Ok(vec![inputs[0].clone(), inputs[0].clone()])
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        same_shape(NAME, inputs, &mut outputs[..1])?;
+        if let Some(d) = inputs[0].clone() {
+            self.draw_shape(&d)?;
+            assign_shape(NAME, "mask", &mut outputs[1], &d)?;
+        }
+        Ok(())
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(NAME, inputs)?; 2])
+    }
+
+    fn needs_rng(&self) -> bool {
+        true
+    }
+
+    fn forward(
+        &self,
+        ctx: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let (x, out, mask) = (&inputs[0], &outputs[0], &outputs[1]);
+        let active = self.active(ctx.is_train);
+        dispatch_float!(NAME, x.dtype, T, F => {
+            if !active {
+                super::common::unary::<T>(x, out, req[0], |v| v);
+                return Ok(());
+            }
+            let m = mask.slice_mut::<T>();
+            self.draw(m, &x.shape, ctx.rng(NAME)?)?;
+            if req[0] == OpReq::Null {
+                return Ok(());
+            }
+            let add = req[0] == OpReq::Add;
+            if overlaps(x, out) {
+                let o = out.slice_mut::<T>();
+                for (o, &k) in o.iter_mut().zip(m.iter()) {
+                    let v = st::<F, T>(ld::<T, F>(*o) * ld::<T, F>(k));
+                    put(o, v, add);
+                }
+            } else {
+                map2(x.slice::<T>(), &*m, out.slice_mut::<T>(), req[0], |v, k| {
+                    st::<F, T>(ld::<T, F>(v) * ld::<T, F>(k))
+                });
+            }
+        });
+        Ok(())
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn gradient(&self) -> Grad {
+        Grad::Op(Gradient {
+            op: Arc::new(DropoutBackward {
+                always: self.always,
+            }),
+            ograds: vec![0],
+            inputs: vec![],
+            outputs: vec![1],
+            grad_of: vec![0],
+        })
+    }
+}
+
+/// Inputs: the output gradient and the mask. Outside training (mode `training`) the
+/// gradient passes through, as the forward did.
+struct DropoutBackward {
+    always: bool,
+}
+
+impl Operator for DropoutBackward {
+    fn name(&self) -> &'static str {
+        "_backward_Dropout"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 2)?;
+        if inputs[0] != inputs[1] {
+            return Err(Error::Value(format!(
+                "{}: output gradient {} and mask {} differ in shape",
+                self.name(),
+                fmt_shape(&inputs[0]),
+                fmt_shape(&inputs[1])
+            )));
+        }
+        Ok(vec![inputs[0].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(self.name(), inputs)?])
+    }
+
+    fn forward(
+        &self,
+        ctx: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let (g, mask) = (&inputs[0], &inputs[1]);
+        check_float(self.name(), "output gradient", g.dtype)?;
+        let masked = ctx.is_train || self.always;
+        dispatch_float!(self.name(), g.dtype, T, F => {
+            if masked {
+                map2(g.slice::<T>(), mask.slice::<T>(), outputs[0].slice_mut::<T>(), req[0], |g, k| {
+                    st::<F, T>(ld::<T, F>(g) * ld::<T, F>(k))
+                });
+            } else {
+                map1(g.slice::<T>(), outputs[0].slice_mut::<T>(), req[0], |g| g);
+            }
+        });
+        Ok(())
+    }
+}
+
+const PARAMS: &[&str] = &["p", "mode", "axes", "cudnn_off"];
+
+fn create(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new(NAME, attrs, PARAMS)?;
+    let prob = p.float("p", 0.5)?;
+    if !(0.0..=1.0).contains(&prob) {
+        return Err(Error::Value(format!(
+            "{NAME}: p must be in [0, 1], got {prob}"
+        )));
+    }
+    let mode = p.choice("mode", "training", &["training", "always"])?;
+    match p.raw("cudnn_off") {
+        Some(v) if v.trim() == "None" => {}
+        _ => {
+            p.bool("cudnn_off", false)?;
+        }
+    }
+    Ok(Arc::new(Dropout {
+        p: prob,
+        always: mode == "always",
+        axes: p.tuple("axes", &[])?,
+    }))
+}
+
+/// Registers `Dropout`.
+pub fn register(r: &mut Registry) {
+    r.add(OpDef {
+        name: NAME,
+        aliases: &[],
+        inputs: &["data"],
+        variadic: false,
+        params: PARAMS,
+        doc: "Randomly zeroes elements during training, scaling the rest by 1/(1-p).",
+        create: Box::new(create),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::testing::run_req;
+    use super::*;
+    use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
+
+    fn op(attrs: &[(&str, &str)]) -> OpRef {
+        let a: Attrs = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        crate::op::find(NAME).unwrap().build(&a).unwrap()
+    }
+
+    #[test]
+    fn identity_outside_training() {
+        let x = f32a(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let y = run(NAME, &[("p", "0.5")], &[x.clone()]);
+        assert_eq!(y.len(), 2);
+        assert_eq!(f32s(&y[0]), f32s(&x));
+    }
+
+    #[test]
+    fn training_drops_and_scales() {
+        let n = 200_000;
+        let x = f32a(&[n], &vec![1.0; n]);
+        let d = op(&[("p", "0.3")]);
+        let y = crate::op::invoke::invoke(&d, &[x.clone()], None, None, true).unwrap();
+        let (out, mask) = (f32s(&y[0]), f32s(&y[1]));
+        let scale = 1.0 / 0.7f32;
+        assert!(out.iter().all(|&v| v == 0.0 || (v - scale).abs() < 1e-6));
+        assert_eq!(out, mask);
+        let kept = out.iter().filter(|&&v| v != 0.0).count() as f64 / n as f64;
+        assert!((kept - 0.7).abs() < 0.01, "kept {kept}");
+
+        // mode=always drops also outside training; p=0 keeps everything.
+        let y = run(NAME, &[("p", "0.5"), ("mode", "always")], &[x.clone()]);
+        assert!(f32s(&y[0]).iter().any(|&v| v == 0.0));
+        let y =
+            crate::op::invoke::invoke(&op(&[("p", "0")]), &[x.clone()], None, None, true).unwrap();
+        assert!(f32s(&y[0]).iter().all(|&v| v == 1.0));
+        // p=1 gives NaN, as MXNet's 0 · 1/0 does.
+        let y = crate::op::invoke::invoke(
+            &op(&[("p", "1")]),
+            &[f32a(&[2], &[1.0, 1.0])],
+            None,
+            None,
+            true,
+        )
+        .unwrap();
+        assert!(f32s(&y[0]).iter().all(|v| v.is_nan()));
+    }
+
+    #[test]
+    fn axes_share_the_draw() {
+        let x = f32a(&[40, 6], &vec![1.0; 240]);
+        let d = op(&[("p", "0.5"), ("axes", "(1,)")]);
+        let y = crate::op::invoke::invoke(&d, &[x], None, None, true).unwrap();
+        let out = f32s(&y[0]);
+        for row in out.chunks(6) {
+            assert!(row.iter().all(|&v| v == row[0]), "{row:?}");
+        }
+        assert!(out.iter().any(|&v| v == 0.0) && out.iter().any(|&v| v == 2.0));
+    }
+
+    #[test]
+    fn backward_uses_the_mask() {
+        let x = array::<f64>(
+            &[3, 4],
+            &(0..12).map(|i| i as f64 * 0.5 - 2.0).collect::<Vec<_>>(),
+        );
+        // Every forward draws a new mask, so the numeric check uses p = 0 (all ones).
+        gradcheck(&op(&[("p", "0")]), &[x], &[0], 1e-6, 1e-8);
+
+        let d = op(&[("p", "0.5")]);
+        let Grad::Op(g) = d.gradient() else {
+            panic!("no gradient")
+        };
+        assert_eq!(
+            (g.ograds.as_slice(), g.outputs.as_slice()),
+            (&[0][..], &[1][..])
+        );
+        let og = f32a(&[4], &[1.0, 2.0, 3.0, 4.0]);
+        let mask = f32a(&[4], &[2.0, 0.0, 2.0, 0.0]);
+        let dx = f32a(&[4], &[1.0; 4]);
+        run_req(&g.op, &[og, mask], &[dx.clone()], &[OpReq::Add]);
+        assert_eq!(f32s(&dx), vec![3.0, 1.0, 7.0, 1.0]);
+    }
+
+    #[test]
+    fn in_place_shapes_and_errors() {
+        let d = op(&[("p", "0.5")]);
+        let x = f32a(&[64], &[3.0; 64]);
+        let mask = f32a(&[64], &[0.0; 64]);
+        run_req(
+            &d,
+            &[x.clone()],
+            &[x.clone(), mask.clone()],
+            &[OpReq::WriteInplace, OpReq::Write],
+        );
+        let (xv, mv) = (f32s(&x), f32s(&mask));
+        assert!(xv.iter().zip(&mv).all(|(x, m)| *x == 3.0 * m));
+
+        let mut ins = vec![Some(Shape::from_slice(&[2, 3]))];
+        let mut outs = vec![None, None];
+        d.infer_shape_partial(&mut ins, &mut outs).unwrap();
+        assert_eq!(outs[1].as_deref(), Some(&[2usize, 3][..]));
+        assert_eq!(d.num_visible_outputs(), 1);
+
+        assert!(try_run(NAME, &[("p", "1.5")], &[f32a(&[1], &[0.0])]).is_err());
+        assert!(try_run(NAME, &[("mode", "test")], &[f32a(&[1], &[0.0])]).is_err());
+        let e = try_run(NAME, &[("axes", "(5,)")], &[f32a(&[2, 2], &[0.0; 4])])
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("Dropout"), "{e}");
+        assert!(run(NAME, &[("cudnn_off", "None")], &[f32a(&[1], &[0.0])]).len() == 2);
+    }
+}

@@ -1,0 +1,437 @@
+//! `Embedding`: looks up rows of `weight` by the indices in `data` (clipped to the
+//! vocabulary, as MXNet does); the backward scatter-adds into the weight's gradient.
+
+use super::common::put;
+use crate::dispatch_num;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::kernels::cpu::map::PAR_MIN;
+use crate::kernels::cpu::num::Num;
+use crate::ndarray::TBlob;
+use crate::op::{
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
+    Params, Registry,
+};
+use crate::shape::{fmt_shape, Shape};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+const NAME: &str = "Embedding";
+
+#[derive(Debug, Clone, Copy)]
+struct Embedding {
+    input_dim: usize,
+    output_dim: usize,
+    dtype: DType,
+}
+
+impl Embedding {
+    fn weight_shape(&self) -> Shape {
+        Shape::from_slice(&[self.input_dim, self.output_dim])
+    }
+
+    fn out_shape(&self, d: &[usize]) -> Shape {
+        let mut s = Shape::from_slice(d);
+        s.push(self.output_dim);
+        s
+    }
+
+    /// The rows the indices in `data` select, clipped to `[0, input_dim)`.
+    fn rows(&self, data: &TBlob) -> Result<Vec<usize>> {
+        let last = self.input_dim.saturating_sub(1) as f64;
+        Ok(dispatch_num!(NAME, data.dtype, I => {
+            data.slice::<I>()
+                .iter()
+                .map(|v| v.to_f64().trunc().clamp(0.0, last) as usize)
+                .collect()
+        }))
+    }
+}
+
+impl Operator for Embedding {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(NAME, inputs, 2)?;
+        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
+        let mut outs = vec![None];
+        self.infer_shape_partial(&mut ins, &mut outs)?;
+        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        if inputs.len() != 2 {
+            return Err(Error::Value(format!(
+                "{NAME}: expected 2 inputs (data, weight), got {}",
+                inputs.len()
+            )));
+        }
+        assign_shape(NAME, "weight", &mut inputs[1], &self.weight_shape())?;
+        match (&inputs[0], &outputs[0]) {
+            (Some(d), _) => {
+                let s = self.out_shape(d);
+                assign_shape(NAME, "output", &mut outputs[0], &s)?;
+            }
+            (None, Some(o)) => {
+                if o.last() != Some(&self.output_dim) {
+                    return Err(Error::Value(format!(
+                        "{NAME}: output of shape {} must end in output_dim {}",
+                        fmt_shape(o),
+                        self.output_dim
+                    )));
+                }
+                inputs[0] = Some(Shape::from_slice(&o[..o.len() - 1]));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        let mut ins: Vec<Option<DType>> = inputs.iter().copied().map(Some).collect();
+        let mut outs = vec![None];
+        self.infer_type_partial(&mut ins, &mut outs)?;
+        Ok(vec![self.dtype])
+    }
+
+    fn infer_type_partial(
+        &self,
+        inputs: &mut [Option<DType>],
+        outputs: &mut [Option<DType>],
+    ) -> Result<()> {
+        if inputs[0] == Some(DType::Bool) {
+            return Err(Error::Type(format!(
+                "{NAME}: data must be numeric, got bool"
+            )));
+        }
+        for (what, slot) in [("weight", &mut inputs[1]), ("output", &mut outputs[0])] {
+            match *slot {
+                Some(t) if t != self.dtype => {
+                    return Err(Error::Type(format!(
+                        "{NAME}: {what} must have dtype {} (the dtype argument), got {t}",
+                        self.dtype
+                    )))
+                }
+                _ => *slot = Some(self.dtype),
+            }
+        }
+        Ok(())
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        if req[0] == OpReq::Null || self.output_dim == 0 {
+            return Ok(());
+        }
+        let rows = self.rows(&inputs[0])?;
+        let add = req[0] == OpReq::Add;
+        let od = self.output_dim;
+        dispatch_num!(NAME, inputs[1].dtype, T => {
+            let w = inputs[1].slice::<T>();
+            let out = outputs[0].slice_mut::<T>();
+            let gather = |(i, o): (usize, &mut [T])| {
+                let src = &w[rows[i] * od..(rows[i] + 1) * od];
+                if add {
+                    o.iter_mut().zip(src).for_each(|(o, &v)| put(o, v, true));
+                } else {
+                    o.copy_from_slice(src);
+                }
+            };
+            if out.len() < PAR_MIN {
+                out.chunks_mut(od).enumerate().for_each(gather);
+            } else {
+                out.par_chunks_mut(od).enumerate().for_each(gather);
+            }
+        });
+        Ok(())
+    }
+
+    fn gradient(&self) -> Grad {
+        Grad::Op(Gradient {
+            op: Arc::new(EmbeddingBackward(*self)),
+            ograds: vec![0],
+            inputs: vec![0],
+            outputs: vec![],
+            grad_of: vec![1],
+        })
+    }
+}
+
+/// Inputs: the output gradient and the indices; output: the weight's gradient.
+struct EmbeddingBackward(Embedding);
+
+impl Operator for EmbeddingBackward {
+    fn name(&self) -> &'static str {
+        "_backward_Embedding"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 2)?;
+        if inputs[0] != self.0.out_shape(&inputs[1]) {
+            return Err(Error::Value(format!(
+                "{}: output gradient of shape {} does not fit indices of shape {}",
+                self.name(),
+                fmt_shape(&inputs[0]),
+                fmt_shape(&inputs[1])
+            )));
+        }
+        Ok(vec![self.0.weight_shape()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![inputs[0]])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        if req[0] == OpReq::Null {
+            return Ok(());
+        }
+        let rows = self.0.rows(&inputs[1])?;
+        let od = self.0.output_dim;
+        dispatch_num!(self.name(), inputs[0].dtype, T => {
+            let g = inputs[0].slice::<T>();
+            let dw = outputs[0].slice_mut::<T>();
+            if req[0] != OpReq::Add {
+                dw.fill(T::ZERO);
+            }
+            scatter_add(g, &rows, od, dw);
+        });
+        Ok(())
+    }
+}
+
+/// `dw[rows[i]] += g[i]` for every index; repeated rows accumulate. Large gradients are
+/// split by columns so that threads never write the same element.
+fn scatter_add<T: Num>(g: &[T], rows: &[usize], od: usize, dw: &mut [T]) {
+    if od == 0 {
+        return;
+    }
+    let threads = rayon::current_num_threads().max(1);
+    if g.len() < PAR_MIN || threads == 1 || od < 32 {
+        for (i, &r) in rows.iter().enumerate() {
+            let dst = &mut dw[r * od..(r + 1) * od];
+            for (d, &v) in dst.iter_mut().zip(&g[i * od..(i + 1) * od]) {
+                *d = d.add(v);
+            }
+        }
+        return;
+    }
+    let per = od.div_ceil(threads).max(16);
+    let parts: Vec<(usize, usize)> = (0..od)
+        .step_by(per)
+        .map(|c| (c, (c + per).min(od)))
+        .collect();
+    let base = dw.as_mut_ptr() as usize;
+    parts.into_par_iter().for_each(|(c0, c1)| {
+        for (i, &r) in rows.iter().enumerate() {
+            let src = &g[i * od + c0..i * od + c1];
+            for (k, &v) in src.iter().enumerate() {
+                // SAFETY: each task writes only columns c0..c1 of every row, disjoint from
+                // every other task's columns, and `r * od + c1 <= dw.len()` since rows are
+                // clipped to the weight's rows; `dw` outlives the parallel loop.
+                unsafe {
+                    let p = (base as *mut T).add(r * od + c0 + k);
+                    *p = (*p).add(v);
+                }
+            }
+        }
+    });
+}
+
+const PARAMS: &[&str] = &["input_dim", "output_dim", "dtype", "sparse_grad"];
+
+fn create(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new(NAME, attrs, PARAMS)?;
+    let input_dim = p.int_required("input_dim")?;
+    let output_dim = p.int_required("output_dim")?;
+    if input_dim < 1 || output_dim < 1 {
+        return Err(Error::Value(format!(
+            "{NAME}: input_dim and output_dim must be positive, got {input_dim} and {output_dim}"
+        )));
+    }
+    let dtype = p.opt_dtype("dtype")?.unwrap_or(DType::F32);
+    if dtype == DType::Bool {
+        return Err(Error::Type(format!("{NAME}: dtype bool is not supported")));
+    }
+    // Gradients are always dense here; a row-sparse request is accepted.
+    p.bool("sparse_grad", false)?;
+    Ok(Arc::new(Embedding {
+        input_dim: input_dim as usize,
+        output_dim: output_dim as usize,
+        dtype,
+    }))
+}
+
+/// Registers `Embedding`.
+pub fn register(r: &mut Registry) {
+    r.add(OpDef {
+        name: NAME,
+        aliases: &[],
+        inputs: &["data", "weight"],
+        variadic: false,
+        params: PARAMS,
+        doc: "Maps integer indices to rows of a weight matrix.",
+        create: Box::new(create),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::testing::{close, f64s, run_req};
+    use super::*;
+    use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
+
+    fn op(attrs: &[(&str, &str)]) -> OpRef {
+        let a: Attrs = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        crate::op::find(NAME).unwrap().build(&a).unwrap()
+    }
+
+    fn weight() -> crate::ndarray::NDArray {
+        f32a(
+            &[5, 3],
+            &(0..15).map(|i| i as f32 * 0.5).collect::<Vec<_>>(),
+        )
+    }
+
+    #[test]
+    fn forward_matches_mxnet() {
+        let idx = f32a(&[2, 2], &[-1.0, 10.0, 1.7, 2.0]);
+        let y = run(
+            NAME,
+            &[("input_dim", "5"), ("output_dim", "3")],
+            &[idx, weight()],
+        );
+        assert_eq!(y[0].shape(), &[2, 2, 3]);
+        close(
+            &f64s(&y[0]),
+            &[0.0, 0.5, 1.0, 6.0, 6.5, 7.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0],
+            0.0,
+        );
+        let idx = array::<i32>(&[2], &[4, 0]);
+        let y = run(
+            NAME,
+            &[("input_dim", "5"), ("output_dim", "3")],
+            &[idx, weight()],
+        );
+        assert_eq!(f32s(&y[0]), vec![6.0, 6.5, 7.0, 0.0, 0.5, 1.0]);
+    }
+
+    #[test]
+    fn backward_matches_mxnet() {
+        let e = op(&[("input_dim", "5"), ("output_dim", "3")]);
+        let Grad::Op(g) = e.gradient() else {
+            panic!("no gradient")
+        };
+        assert_eq!(g.grad_of, vec![1]);
+        let og = f32a(&[2, 2, 3], &(0..12).map(|i| i as f32).collect::<Vec<_>>());
+        let idx = f32a(&[2, 2], &[0.0, 2.0, 2.0, 4.0]);
+        let dw =
+            crate::op::invoke::invoke(&g.op, &[og.clone(), idx.clone()], None, None, true).unwrap();
+        let want = [
+            0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 9.0, 11.0, 13.0, 0.0, 0.0, 0.0, 9.0, 10.0, 11.0,
+        ];
+        close(&f64s(&dw[0]), &want, 0.0);
+        let acc = f32a(&[5, 3], &[1.0; 15]);
+        run_req(&g.op, &[og, idx], &[acc.clone()], &[OpReq::Add]);
+        close(
+            &f64s(&acc),
+            &want.iter().map(|v| v + 1.0).collect::<Vec<_>>(),
+            0.0,
+        );
+    }
+
+    #[test]
+    fn gradient_is_numeric_and_parallel_scatter_agrees() {
+        let e = op(&[
+            ("input_dim", "4"),
+            ("output_dim", "2"),
+            ("dtype", "float64"),
+        ]);
+        let idx = array::<f64>(&[3], &[1.0, 3.0, 1.0]);
+        let w = array::<f64>(&[4, 2], &[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]);
+        gradcheck(&e, &[idx, w], &[1], 1e-6, 1e-8);
+
+        // Large enough to take the column-split path.
+        let (n, od, vocab) = (3000, 64, 50);
+        let rows: Vec<usize> = (0..n).map(|i| (i * 7) % vocab).collect();
+        let g: Vec<f32> = (0..n * od).map(|i| (i % 13) as f32).collect();
+        let mut par = vec![0f32; vocab * od];
+        scatter_add(&g, &rows, od, &mut par);
+        let mut serial = vec![0f32; vocab * od];
+        for (i, &r) in rows.iter().enumerate() {
+            for k in 0..od {
+                serial[r * od + k] += g[i * od + k];
+            }
+        }
+        assert_eq!(par, serial);
+    }
+
+    #[test]
+    fn shapes_types_and_errors() {
+        let e = op(&[("input_dim", "10"), ("output_dim", "4")]);
+        let mut ins = vec![Some(Shape::from_slice(&[2, 3])), None];
+        let mut outs = vec![None];
+        e.infer_shape_partial(&mut ins, &mut outs).unwrap();
+        assert_eq!(ins[1].as_deref(), Some(&[10usize, 4][..]));
+        assert_eq!(outs[0].as_deref(), Some(&[2usize, 3, 4][..]));
+        let mut ins = vec![None, None];
+        let mut outs = vec![Some(Shape::from_slice(&[7, 4]))];
+        e.infer_shape_partial(&mut ins, &mut outs).unwrap();
+        assert_eq!(ins[0].as_deref(), Some(&[7usize][..]));
+        let mut ins = vec![
+            Some(Shape::from_slice(&[2])),
+            Some(Shape::from_slice(&[10, 5])),
+        ];
+        let err = e.infer_shape_partial(&mut ins, &mut [None]).unwrap_err();
+        assert!(err.to_string().contains("Embedding") && err.to_string().contains("(10, 5)"));
+
+        assert_eq!(
+            e.infer_type(&[DType::I32, DType::F32]).unwrap(),
+            vec![DType::F32]
+        );
+        let h = op(&[
+            ("input_dim", "10"),
+            ("output_dim", "4"),
+            ("dtype", "float16"),
+        ]);
+        let mut ins = vec![Some(DType::F32), None];
+        let mut outs = vec![None];
+        h.infer_type_partial(&mut ins, &mut outs).unwrap();
+        assert_eq!((ins[1], outs[0]), (Some(DType::F16), Some(DType::F16)));
+        assert!(h.infer_type(&[DType::F32, DType::F32]).is_err());
+
+        assert!(try_run(NAME, &[("input_dim", "5")], &[f32a(&[1], &[0.0]), weight()]).is_err());
+        assert!(try_run(
+            NAME,
+            &[("input_dim", "0"), ("output_dim", "3")],
+            &[f32a(&[1], &[0.0]), weight()]
+        )
+        .is_err());
+        assert!(try_run(
+            NAME,
+            &[("input_dim", "4"), ("output_dim", "3")],
+            &[f32a(&[1], &[0.0]), weight()]
+        )
+        .is_err());
+    }
+}

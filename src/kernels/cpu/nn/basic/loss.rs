@@ -1,0 +1,507 @@
+//! Loss heads whose backward ignores the head gradient: `LinearRegressionOutput`,
+//! `LogisticRegressionOutput`, `MAERegressionOutput` and `MakeLoss`.
+
+use super::common::{check_float, float_dtype, ld, same_shape, st, unary, Normalization};
+use crate::dispatch_float;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::kernels::cpu::map::{map1, map2};
+use crate::ndarray::TBlob;
+use crate::op::{
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+};
+use crate::shape::{fmt_shape, size_of, Shape};
+use num_traits::Float;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reg {
+    Linear,
+    Logistic,
+    Mae,
+}
+
+impl Reg {
+    /// The loss gradient at output `y` for label `l`, before scaling.
+    #[inline(always)]
+    fn derivative<F: Float>(self, y: F, l: F) -> F {
+        let d = y - l;
+        match self {
+            // MXNet takes −1 also where the output equals the label.
+            Reg::Mae if d > F::zero() => F::one(),
+            Reg::Mae => -F::one(),
+            _ => d,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Reg::Linear => "LinearRegressionOutput",
+            Reg::Logistic => "LogisticRegressionOutput",
+            Reg::Mae => "MAERegressionOutput",
+        }
+    }
+}
+
+#[inline(always)]
+fn sigmoid<F: Float>(x: F) -> F {
+    F::one() / (F::one() + (-x).exp())
+}
+
+struct Regression {
+    kind: Reg,
+    grad_scale: f64,
+}
+
+impl Operator for Regression {
+    fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 2)?;
+        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
+        let mut outs = vec![None];
+        self.infer_shape_partial(&mut ins, &mut outs)?;
+        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        if inputs.len() != 2 {
+            return Err(Error::Value(format!(
+                "{}: expected 2 inputs (data, label), got {}",
+                self.name(),
+                inputs.len()
+            )));
+        }
+        same_shape(self.name(), &mut inputs[..1], outputs)?;
+        let Some(d) = inputs[0].clone() else {
+            return Ok(());
+        };
+        match &inputs[1] {
+            // A (n, 1) output takes a (n,) label by default.
+            None if d.len() == 2 && d[1] == 1 => inputs[1] = Some(Shape::from_slice(&[d[0]])),
+            None => inputs[1] = Some(d),
+            Some(l) if l.first() == d.first() && size_of(l) == size_of(&d) => {}
+            Some(l) => {
+                return Err(Error::Value(format!(
+                    "{}: label of shape {} does not fit data of shape {}",
+                    self.name(),
+                    fmt_shape(l),
+                    fmt_shape(&d)
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(self.name(), inputs)?])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let kind = self.kind;
+        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
+            unary::<T>(&inputs[0], &outputs[0], req[0], |v| match kind {
+                Reg::Logistic => st::<F, T>(sigmoid(ld::<T, F>(v))),
+                _ => v,
+            })
+        });
+        Ok(())
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn gradient(&self) -> Grad {
+        let op = RegressionBackward {
+            kind: self.kind,
+            grad_scale: self.grad_scale,
+        };
+        Grad::Op(Gradient {
+            op: Arc::new(op),
+            ograds: vec![],
+            inputs: vec![1],
+            outputs: vec![0],
+            grad_of: vec![0],
+        })
+    }
+}
+
+/// Inputs: the label and the output. The gradient is `d(out, label) · grad_scale / m`,
+/// with `m` the label's elements per example.
+struct RegressionBackward {
+    kind: Reg,
+    grad_scale: f64,
+}
+
+impl Operator for RegressionBackward {
+    fn name(&self) -> &'static str {
+        match self.kind {
+            Reg::Linear => "_backward_LinearRegressionOutput",
+            Reg::Logistic => "_backward_LogisticRegressionOutput",
+            Reg::Mae => "_backward_MAERegressionOutput",
+        }
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 2)?;
+        if size_of(&inputs[0]) != size_of(&inputs[1]) {
+            return Err(Error::Value(format!(
+                "{}: label of shape {} does not fit output of shape {}",
+                self.name(),
+                fmt_shape(&inputs[0]),
+                fmt_shape(&inputs[1])
+            )));
+        }
+        Ok(vec![inputs[1].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(self.name(), inputs)?])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let label = &inputs[0];
+        let per_example = match label.shape.first() {
+            Some(&n) if n > 0 => label.size() / n,
+            _ => 1,
+        };
+        let scale = self.grad_scale / per_example.max(1) as f64;
+        let kind = self.kind;
+        dispatch_float!(self.name(), inputs[1].dtype, T, F => {
+            let s = ld::<f64, F>(scale);
+            map2(inputs[1].slice::<T>(), label.slice::<T>(), outputs[0].slice_mut::<T>(), req[0], |y, l| {
+                st::<F, T>(kind.derivative(ld::<T, F>(y), ld::<T, F>(l)) * s)
+            });
+        });
+        Ok(())
+    }
+}
+
+/// `MakeLoss`: passes the data through; its gradient is `grad_scale`, normalised.
+#[derive(Debug, Clone, Copy)]
+struct MakeLoss {
+    grad_scale: f64,
+    valid_thresh: f64,
+    normalization: Normalization,
+}
+
+impl Operator for MakeLoss {
+    fn name(&self) -> &'static str {
+        "MakeLoss"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 1)?;
+        Ok(vec![inputs[0].clone()])
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        same_shape(self.name(), inputs, outputs)
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(self.name(), inputs)?])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
+            unary::<T>(&inputs[0], &outputs[0], req[0], |v| v)
+        });
+        Ok(())
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn gradient(&self) -> Grad {
+        Grad::Op(Gradient {
+            op: Arc::new(MakeLossBackward(*self)),
+            ograds: vec![],
+            inputs: vec![],
+            outputs: vec![0],
+            grad_of: vec![0],
+        })
+    }
+}
+
+/// Input: the output. Every element's gradient is `grad_scale` over the batch size
+/// (`batch`) or the count of outputs above `valid_thresh` (`valid`, at least 1).
+struct MakeLossBackward(MakeLoss);
+
+impl Operator for MakeLossBackward {
+    fn name(&self) -> &'static str {
+        "_backward_MakeLoss"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 1)?;
+        Ok(vec![inputs[0].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(self.name(), inputs)?])
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let p = self.0;
+        let y = &inputs[0];
+        check_float(self.name(), "output", y.dtype)?;
+        let denom = match p.normalization {
+            Normalization::Null => 1.0,
+            Normalization::Batch => y.shape.first().copied().unwrap_or(1).max(1) as f64,
+            Normalization::Valid => {
+                let n: usize = dispatch_float!(self.name(), y.dtype, T, F => {
+                    y.slice::<T>().iter().filter(|v| v.to_f64() > p.valid_thresh).count()
+                });
+                n.max(1) as f64
+            }
+        };
+        let g = p.grad_scale / denom;
+        dispatch_float!(self.name(), y.dtype, T, F => {
+            let v = T::from_f64(g);
+            map1(y.slice::<T>(), outputs[0].slice_mut::<T>(), req[0], |_| v)
+        });
+        Ok(())
+    }
+}
+
+const REG_PARAMS: &[&str] = &["grad_scale"];
+const MAKE_LOSS_PARAMS: &[&str] = &["grad_scale", "valid_thresh", "normalization"];
+
+fn create_regression(kind: Reg, attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new(kind.name(), attrs, REG_PARAMS)?;
+    Ok(Arc::new(Regression {
+        kind,
+        grad_scale: p.float("grad_scale", 1.0)?,
+    }))
+}
+
+fn create_make_loss(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new("MakeLoss", attrs, MAKE_LOSS_PARAMS)?;
+    Ok(Arc::new(MakeLoss {
+        grad_scale: p.float("grad_scale", 1.0)?,
+        valid_thresh: p.float("valid_thresh", 0.0)?,
+        normalization: Normalization::parse(&p)?,
+    }))
+}
+
+/// Registers the regression outputs and `MakeLoss`.
+pub fn register(r: &mut Registry) {
+    for kind in [Reg::Linear, Reg::Logistic, Reg::Mae] {
+        r.add(OpDef {
+            name: kind.name(),
+            aliases: &[],
+            inputs: &["data", "label"],
+            variadic: false,
+            params: REG_PARAMS,
+            doc: "A regression output layer: its backward is the loss gradient against the label.",
+            create: Box::new(move |a| create_regression(kind, a)),
+        });
+    }
+    r.add(OpDef {
+        name: "MakeLoss",
+        aliases: &[],
+        inputs: &["data"],
+        variadic: false,
+        params: MAKE_LOSS_PARAMS,
+        doc: "Marks its input as a loss: the gradient is grad_scale, normalised.",
+        create: Box::new(create_make_loss),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::testing::{close, f64s, run_req};
+    use super::*;
+    use crate::ndarray::NDArray;
+    use crate::op::testutil::{f32a, f32s, run, try_run};
+
+    fn op(name: &str, attrs: &[(&str, &str)]) -> OpRef {
+        let a: Attrs = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        crate::op::find(name).unwrap().build(&a).unwrap()
+    }
+
+    fn backward(o: &OpRef, inputs: &[NDArray]) -> Vec<f64> {
+        let y = crate::op::invoke::invoke(o, inputs, None, None, true).unwrap();
+        let Grad::Op(g) = o.gradient() else {
+            panic!("no gradient")
+        };
+        assert!(g.ograds.is_empty());
+        let mut ins: Vec<NDArray> = g.inputs.iter().map(|&i| inputs[i].clone()).collect();
+        ins.extend(g.outputs.iter().map(|&i| y[i].clone()));
+        f64s(&crate::op::invoke::invoke(&g.op, &ins, None, None, true).unwrap()[0])
+    }
+
+    #[test]
+    fn regression_outputs_match_mxnet() {
+        let x = f32a(&[2, 3], &[0.5, -1.2, 2.0, 0.1, 0.9, -0.3]);
+        let l = f32a(&[2, 3], &[1.0, 0.0, 2.5, 0.1, 1.0, -1.0]);
+        let cases: [(&str, [f64; 6]); 3] = [
+            (
+                "LinearRegressionOutput",
+                [-0.25, -0.6, -0.25, 0.0, -0.05, 0.35],
+            ),
+            (
+                "LogisticRegressionOutput",
+                [
+                    -0.18877029418945312,
+                    0.11573760211467743,
+                    -0.8096014857292175,
+                    0.21248960494995117,
+                    -0.14452530443668365,
+                    0.7127788066864014,
+                ],
+            ),
+            ("MAERegressionOutput", [-0.5, -0.5, -0.5, -0.5, -0.5, 0.5]),
+        ];
+        for (name, want) in cases {
+            close(
+                &backward(&op(name, &[("grad_scale", "1.5")]), &[x.clone(), l.clone()]),
+                &want,
+                1e-6,
+            );
+        }
+        let y = run("LogisticRegressionOutput", &[], &[x.clone(), l.clone()]);
+        close(
+            &f64s(&y[0])[..2],
+            &[0.6224594116210938, 0.23147520422935486],
+            1e-6,
+        );
+        let y = run("LinearRegressionOutput", &[], &[x, l]);
+        close(&f64s(&y[0])[..2], &[0.5, -1.2], 1e-7);
+        // An (n, 1) output with an (n,) label.
+        let g = backward(
+            &op("LinearRegressionOutput", &[]),
+            &[f32a(&[2, 1], &[1.0, 2.0]), f32a(&[2], &[0.5, 0.5])],
+        );
+        close(&g, &[0.5, 1.5], 1e-7);
+    }
+
+    #[test]
+    fn make_loss_matches_mxnet() {
+        let x = f32a(&[2, 3], &[0.5, -1.2, 2.0, 0.1, 0.9, -0.3]);
+        let cases: [(&[(&str, &str)], f64); 5] = [
+            (&[], 1.0),
+            (&[("grad_scale", "2")], 2.0),
+            (&[("normalization", "batch")], 0.5),
+            (&[("normalization", "valid")], 0.25),
+            (&[("normalization", "valid"), ("valid_thresh", "0.5")], 0.5),
+        ];
+        for (attrs, want) in cases {
+            close(
+                &backward(&op("MakeLoss", attrs), &[x.clone()]),
+                &[want; 6],
+                1e-7,
+            );
+        }
+        let y = run("MakeLoss", &[], &[x]);
+        close(&f64s(&y[0])[..2], &[0.5, -1.2], 1e-7);
+    }
+
+    #[test]
+    fn shapes_requests_and_errors() {
+        let lin = op("LinearRegressionOutput", &[]);
+        let mut ins = vec![Some(Shape::from_slice(&[4, 1])), None];
+        lin.infer_shape_partial(&mut ins, &mut [None]).unwrap();
+        assert_eq!(ins[1].as_deref(), Some(&[4usize][..]));
+        let mut ins = vec![Some(Shape::from_slice(&[4, 3])), None];
+        lin.infer_shape_partial(&mut ins, &mut [None]).unwrap();
+        assert_eq!(ins[1].as_deref(), Some(&[4usize, 3][..]));
+        let mut ins = vec![None, None];
+        let mut outs = vec![Some(Shape::from_slice(&[4, 3]))];
+        lin.infer_shape_partial(&mut ins, &mut outs).unwrap();
+        assert_eq!(ins[0].as_deref(), Some(&[4usize, 3][..]));
+        let e = try_run(
+            "LinearRegressionOutput",
+            &[],
+            &[f32a(&[2, 3], &[0.0; 6]), f32a(&[6], &[0.0; 6])],
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("(6,)"), "{e}");
+
+        let Grad::Op(g) = lin.gradient() else {
+            panic!("no gradient")
+        };
+        let dx = f32a(&[2], &[1.0, 1.0]);
+        run_req(
+            &g.op,
+            &[f32a(&[2], &[1.0, 1.0]), f32a(&[2], &[3.0, 0.0])],
+            &[dx.clone()],
+            &[OpReq::Add],
+        );
+        assert_eq!(f32s(&dx), vec![3.0, 0.0]);
+        let ml = op("MakeLoss", &[]);
+        let Grad::Op(g) = ml.gradient() else {
+            panic!("no gradient")
+        };
+        run_req(
+            &g.op,
+            &[f32a(&[2], &[1.0, 1.0])],
+            &[dx.clone()],
+            &[OpReq::Add],
+        );
+        assert_eq!(f32s(&dx), vec![4.0, 1.0]);
+
+        assert!(try_run(
+            "MakeLoss",
+            &[("normalization", "mean")],
+            &[f32a(&[1], &[0.0])]
+        )
+        .is_err());
+        assert!(try_run(
+            "MAERegressionOutput",
+            &[("scale", "1")],
+            &[f32a(&[1], &[0.0])]
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn linear_gradient_is_the_squared_error_gradient() {
+        // The gradient of 0.5·|x − label|² averaged over the label's elements per example.
+        let x = crate::op::testutil::array::<f64>(&[2, 2], &[0.3, -0.2, 0.8, 1.1]);
+        let l = crate::op::testutil::array::<f64>(&[2, 2], &[0.0, 0.5, 1.0, 1.0]);
+        let g = backward(&op("LinearRegressionOutput", &[]), &[x, l]);
+        close(&g, &[0.15, -0.35, -0.1, 0.05], 1e-12);
+    }
+}
