@@ -287,7 +287,7 @@ mod tests {
     fn gradients_are_numeric() {
         let x = array::<f64>(&[2, 3], &[-2.0, -0.7, -0.2, 0.3, 0.9, 2.5]);
         for act in ["relu", "sigmoid", "tanh", "softrelu", "softsign"] {
-            gradcheck(&op(act), &[x.clone()], &[0], 1e-6, 1e-6);
+            gradcheck(&op(act), std::slice::from_ref(&x), &[0], 1e-6, 1e-6);
         }
     }
 
@@ -295,10 +295,20 @@ mod tests {
     fn in_place_and_add_requests() {
         let relu = op("relu");
         let x = f32a(&[4], &[-1.0, 2.0, -3.0, 4.0]);
-        run_req(&relu, &[x.clone()], &[x.clone()], &[OpReq::WriteInplace]);
+        run_req(
+            &relu,
+            std::slice::from_ref(&x),
+            std::slice::from_ref(&x),
+            &[OpReq::WriteInplace],
+        );
         assert_eq!(f32s(&x), vec![0.0, 2.0, 0.0, 4.0]);
         let out = f32a(&[4], &[1.0; 4]);
-        run_req(&relu, &[x.clone()], &[out.clone()], &[OpReq::Add]);
+        run_req(
+            &relu,
+            std::slice::from_ref(&x),
+            std::slice::from_ref(&out),
+            &[OpReq::Add],
+        );
         assert_eq!(f32s(&out), vec![1.0, 3.0, 1.0, 5.0]);
 
         let Grad::Op(g) = relu.gradient() else {
@@ -307,7 +317,7 @@ mod tests {
         assert_eq!((g.inputs.len(), g.outputs.as_slice()), (0, &[0][..]));
         let og = f32a(&[4], &[5.0; 4]);
         let dx = f32a(&[4], &[1.0; 4]);
-        run_req(&g.op, &[og, x], &[dx.clone()], &[OpReq::Add]);
+        run_req(&g.op, &[og, x], std::slice::from_ref(&dx), &[OpReq::Add]);
         assert_eq!(f32s(&dx), vec![1.0, 6.0, 1.0, 6.0]);
     }
 

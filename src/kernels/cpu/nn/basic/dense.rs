@@ -426,7 +426,7 @@ mod tests {
         run_req(
             &fc,
             &[x.clone(), w.clone(), b],
-            &[out.clone()],
+            std::slice::from_ref(&out),
             &[OpReq::Add],
         );
         assert_eq!(f32s(&out), vec![111.0, 222.0]);
@@ -506,9 +506,14 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.to_string().contains("weight"), "{e}");
-        assert!(try_run(NAME, &[], &[x.clone()]).is_err());
-        assert!(try_run(NAME, &[("num_hidden", "0")], &[x.clone()]).is_err());
-        assert!(try_run(NAME, &[("num_hidden", "2"), ("no_bias", "1")], &[x.clone()]).is_err());
+        assert!(try_run(NAME, &[], std::slice::from_ref(&x)).is_err());
+        assert!(try_run(NAME, &[("num_hidden", "0")], std::slice::from_ref(&x)).is_err());
+        assert!(try_run(
+            NAME,
+            &[("num_hidden", "2"), ("no_bias", "1")],
+            std::slice::from_ref(&x)
+        )
+        .is_err());
         let xi = array::<i32>(&[2, 3], &[1; 6]);
         let wi = array::<i32>(&[4, 3], &[1; 12]);
         let bi = array::<i32>(&[4], &[1; 4]);

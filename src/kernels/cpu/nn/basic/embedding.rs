@@ -352,7 +352,7 @@ mod tests {
         ];
         close(&f64s(&dw[0]), &want, 0.0);
         let acc = f32a(&[5, 3], &[1.0; 15]);
-        run_req(&g.op, &[og, idx], &[acc.clone()], &[OpReq::Add]);
+        run_req(&g.op, &[og, idx], std::slice::from_ref(&acc), &[OpReq::Add]);
         close(
             &f64s(&acc),
             &want.iter().map(|v| v + 1.0).collect::<Vec<_>>(),

@@ -577,7 +577,7 @@ mod tests {
         for act in ["leaky", "elu", "selu", "gelu"] {
             gradcheck(
                 &op(&[("act_type", act), ("slope", "0.2")]),
-                &[x.clone()],
+                std::slice::from_ref(&x),
                 &[0],
                 1e-6,
                 1e-6,
@@ -608,7 +608,7 @@ mod tests {
         let (y, mask) = (f32a(&[4], &[0.0; 4]), f32a(&[4], &[0.0; 4]));
         run_req(
             &rr,
-            &[x.clone()],
+            std::slice::from_ref(&x),
             &[y.clone(), mask.clone()],
             &[OpReq::Write, OpReq::Write],
         );
@@ -625,7 +625,7 @@ mod tests {
         run_req(
             &g.op,
             &[f32a(&[4], &[2.0; 4]), x, mask],
-            &[dx.clone()],
+            std::slice::from_ref(&dx),
             &[OpReq::Add],
         );
         let got = f32s(&dx);
@@ -652,7 +652,7 @@ mod tests {
         run_req(
             &leaky,
             &[f32a(&[2], &[-2.0, 2.0])],
-            &[out.clone()],
+            std::slice::from_ref(&out),
             &[OpReq::Add],
         );
         assert_eq!(f32s(&out), vec![0.0, 3.0]);

@@ -428,7 +428,7 @@ mod tests {
         ];
         for (attrs, want) in cases {
             close(
-                &backward(&op("MakeLoss", attrs), &[x.clone()]),
+                &backward(&op("MakeLoss", attrs), std::slice::from_ref(&x)),
                 &[want; 6],
                 1e-7,
             );
@@ -466,7 +466,7 @@ mod tests {
         run_req(
             &g.op,
             &[f32a(&[2], &[1.0, 1.0]), f32a(&[2], &[3.0, 0.0])],
-            &[dx.clone()],
+            std::slice::from_ref(&dx),
             &[OpReq::Add],
         );
         assert_eq!(f32s(&dx), vec![3.0, 0.0]);
@@ -477,7 +477,7 @@ mod tests {
         run_req(
             &g.op,
             &[f32a(&[2], &[1.0, 1.0])],
-            &[dx.clone()],
+            std::slice::from_ref(&dx),
             &[OpReq::Add],
         );
         assert_eq!(f32s(&dx), vec![4.0, 1.0]);

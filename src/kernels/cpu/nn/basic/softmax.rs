@@ -545,7 +545,7 @@ mod tests {
     #[test]
     fn forward_matches_mxnet() {
         let x = f32a(&[3, 4], &X);
-        let y = run("softmax", &[], &[x.clone()]);
+        let y = run("softmax", &[], std::slice::from_ref(&x));
         close(
             &f64s(&y[0]),
             &[
@@ -567,7 +567,7 @@ mod tests {
         let y = run(
             "softmax",
             &[("axis", "0"), ("temperature", "2.0")],
-            &[x.clone()],
+            std::slice::from_ref(&x),
         );
         close(
             &f64s(&y[0]),
@@ -587,7 +587,7 @@ mod tests {
             ],
             1e-6,
         );
-        let y = run("log_softmax", &[], &[x.clone()]);
+        let y = run("log_softmax", &[], std::slice::from_ref(&x));
         close(
             &f64s(&y[0])[..4],
             &[
@@ -602,7 +602,7 @@ mod tests {
         let y = run(
             "log_softmax",
             &[("axis", "-2"), ("temperature", "0.5")],
-            &[x.clone()],
+            std::slice::from_ref(&x),
         );
         close(
             &f64s(&y[0]),
@@ -691,7 +691,7 @@ mod tests {
             &(0..12).map(|i| i as f32 * 0.1 - 0.4).collect::<Vec<_>>(),
         );
         let sm = op("softmax", &[("temperature", "2")]);
-        let y = crate::op::invoke::invoke(&sm, &[x.clone()], None, None, true).unwrap();
+        let y = crate::op::invoke::invoke(&sm, std::slice::from_ref(&x), None, None, true).unwrap();
         let Grad::Op(g) = sm.gradient() else {
             panic!("no gradient")
         };
@@ -740,14 +740,14 @@ mod tests {
         for axis in ["-1", "1", "0"] {
             gradcheck(
                 &op("softmax", &[("axis", axis), ("temperature", "1.5")]),
-                &[x.clone()],
+                std::slice::from_ref(&x),
                 &[0],
                 1e-6,
                 1e-6,
             );
             gradcheck(
                 &op("log_softmax", &[("axis", axis)]),
-                &[x.clone()],
+                std::slice::from_ref(&x),
                 &[0],
                 1e-6,
                 1e-6,
@@ -756,7 +756,7 @@ mod tests {
         for mode in ["instance", "channel"] {
             gradcheck(
                 &op("SoftmaxActivation", &[("mode", mode)]),
-                &[x.clone()],
+                std::slice::from_ref(&x),
                 &[0],
                 1e-6,
                 1e-6,
@@ -767,7 +767,8 @@ mod tests {
         let Grad::Op(g) = sm.gradient() else {
             panic!("no gradient")
         };
-        let y = crate::op::invoke::invoke(&sm, &[x32.clone()], None, None, true).unwrap();
+        let y =
+            crate::op::invoke::invoke(&sm, std::slice::from_ref(&x32), None, None, true).unwrap();
         let og = array::<f64>(&[2, 3], &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
         let dx =
             crate::op::invoke::invoke(&g.op, &[og, y[0].clone(), x32], None, None, true).unwrap();
@@ -780,7 +781,7 @@ mod tests {
             &[2, 3, 2, 2],
             &(0..24).map(|i| i as f32 * 0.1 - 1.0).collect::<Vec<_>>(),
         );
-        let y = run("SoftmaxActivation", &[], &[x.clone()]);
+        let y = run("SoftmaxActivation", &[], std::slice::from_ref(&x));
         close(
             &f64s(&y[0])[..2],
             &[0.47502079606056213, 0.5249791741371155],
@@ -811,10 +812,20 @@ mod tests {
     fn requests_shapes_and_errors() {
         let sm = op("softmax", &[]);
         let x = f32a(&[2, 2], &[0.0, 0.0, 1.0, 1.0]);
-        run_req(&sm, &[x.clone()], &[x.clone()], &[OpReq::WriteInplace]);
+        run_req(
+            &sm,
+            std::slice::from_ref(&x),
+            std::slice::from_ref(&x),
+            &[OpReq::WriteInplace],
+        );
         assert_eq!(f32s(&x), vec![0.5; 4]);
         let out = f32a(&[2, 2], &[1.0; 4]);
-        run_req(&sm, &[x.clone()], &[out.clone()], &[OpReq::Add]);
+        run_req(
+            &sm,
+            std::slice::from_ref(&x),
+            std::slice::from_ref(&out),
+            &[OpReq::Add],
+        );
         assert_eq!(f32s(&out), vec![1.5; 4]);
         let Grad::Op(g) = sm.gradient() else {
             panic!("no gradient")
@@ -823,7 +834,7 @@ mod tests {
         run_req(
             &g.op,
             &[f32a(&[2, 2], &[1.0, 0.0, 0.0, 0.0]), x.clone()],
-            &[dx.clone()],
+            std::slice::from_ref(&dx),
             &[OpReq::Add],
         );
         assert_eq!(f32s(&dx), vec![1.25, 0.75, 1.0, 1.0]);

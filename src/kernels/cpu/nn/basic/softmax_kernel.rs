@@ -187,23 +187,26 @@ pub fn backward<O: Element, D: Num, F: Float + Send + Sync>(
             let (gb, yb) = (&g[r.clone()], &y[r]);
             sum.fill(F::zero());
             for j in 0..lay.n {
-                for i in 0..lay.inner {
+                let row = j * lay.inner..(j + 1) * lay.inner;
+                let (gr, yr) = (&gb[row.clone()], &yb[row]);
+                for (i, (s, (&gv, &yv))) in sum.iter_mut().zip(gr.iter().zip(yr)).enumerate() {
                     if j < spec.len(o, i) {
-                        let k = j * lay.inner + i;
-                        let gv = ld::<O, F>(gb[k]);
-                        sum[i] = sum[i] + if spec.log { gv } else { gv * ld::<O, F>(yb[k]) };
+                        let gv = ld::<O, F>(gv);
+                        *s = *s + if spec.log { gv } else { gv * ld::<O, F>(yv) };
                     }
                 }
             }
             for j in 0..lay.n {
-                for i in 0..lay.inner {
-                    let k = j * lay.inner + i;
+                let row = j * lay.inner..(j + 1) * lay.inner;
+                let (gr, yr) = (&gb[row.clone()], &yb[row.clone()]);
+                let dr = &mut db[row];
+                for (i, (d, &s)) in dr.iter_mut().zip(&sum).enumerate() {
                     let v = if j < spec.len(o, i) {
-                        term(ld::<O, F>(gb[k]), ld::<O, F>(yb[k]), sum[i])
+                        term(ld::<O, F>(gr[i]), ld::<O, F>(yr[i]), s)
                     } else {
                         F::zero()
                     };
-                    put(&mut db[k], st::<F, D>(v), add);
+                    put(d, st::<F, D>(v), add);
                 }
             }
         }

@@ -655,7 +655,7 @@ mod tests {
         run_req(
             &g.op,
             &[f32a(&[1], &[1.0]), f32a(&[1, 2], &[0.5, 0.5])],
-            &[dx.clone()],
+            std::slice::from_ref(&dx),
             &[OpReq::Add],
         );
         assert_eq!(f32s(&dx), vec![1.5, 0.5]);
