@@ -1,7 +1,6 @@
 //! `Activation`: relu, sigmoid, tanh, softrelu and softsign, with their backward.
 
 use super::common::{float_dtype, ld, same_shape, st, unary};
-use crate::dispatch_float;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::cpu::map::map2;

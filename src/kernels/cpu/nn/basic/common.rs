@@ -13,8 +13,6 @@ use rayon::prelude::*;
 
 /// Runs `$body` with `$T` the storage type of a float dtype and `$F` the type it is
 /// computed in (float32 for float16), or returns a type error naming `$op`.
-#[macro_export]
-#[doc(hidden)]
 macro_rules! dispatch_float {
     ($op:expr, $dtype:expr, $T:ident, $F:ident => $body:expr) => {
         match $dtype {

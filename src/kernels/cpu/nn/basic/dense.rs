@@ -1,7 +1,6 @@
 //! `FullyConnected`: `out = data · weightᵀ + bias` through GEMM, and its backward.
 
 use super::common::{float_dtype, ld, put, st};
-use crate::dispatch_float;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::linalg::{matmul, MatMul};

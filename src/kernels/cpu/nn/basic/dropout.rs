@@ -3,7 +3,6 @@
 //! is a hidden second output that the backward multiplies by.
 
 use super::common::{check_float, float_dtype, ld, overlaps, put, same_shape, st};
-use crate::dispatch_float;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::map::{map1, map2};

@@ -3,7 +3,6 @@
 
 use super::common::{float_dtype, for_chunks, ld, put, same_shape, st};
 use super::special::{erf, one_plus_erf};
-use crate::dispatch_float;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::map::{map1, map2};

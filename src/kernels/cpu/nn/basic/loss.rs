@@ -2,7 +2,6 @@
 //! `LogisticRegressionOutput`, `MAERegressionOutput` and `MakeLoss`.
 
 use super::common::{check_float, float_dtype, ld, same_shape, st, unary, Normalization};
-use crate::dispatch_float;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::map::{map1, map2};

@@ -1,8 +1,9 @@
 //! Basic network layers: dense layers, activations, softmax, losses, dropout and
 //! embeddings, each with its backward operator.
 
-pub mod activation;
+#[macro_use]
 pub mod common;
+pub mod activation;
 pub mod dense;
 pub mod dropout;
 pub mod embedding;

@@ -3,7 +3,6 @@
 
 use super::common::{check_float, same_shape};
 use super::softmax_kernel::{self as kernel, Layout, Spec};
-use crate::dispatch_float;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::TBlob;

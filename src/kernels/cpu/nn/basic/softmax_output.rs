@@ -3,7 +3,6 @@
 
 use super::common::{check_float, ld, put, py_bool, same_shape, st, Normalization};
 use super::softmax_kernel::{self as kernel, Layout, Spec};
-use crate::dispatch_float;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::num::Num;
