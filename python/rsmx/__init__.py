@@ -13,6 +13,8 @@ from . import attribute, name, symbol
 from . import symbol as sym
 from . import executor, model, monitor
 from . import monitor as mon
+from . import visualization
+from . import visualization as viz
 from .attribute import AttrScope
 from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
@@ -38,6 +40,8 @@ __all__ = [
     "model",
     "monitor",
     "mon",
+    "visualization",
+    "viz",
     "name",
     "attribute",
     "AttrScope",
