@@ -20,6 +20,9 @@ import sys
 import time
 from collections.abc import Callable
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import training  # noqa: E402
+
 # Each workload returns (value, unit, higher_is_better).
 Result = tuple[float, str, bool]
 
@@ -113,6 +116,27 @@ class MXBackend:
         run()
         return 2 * 1024**3 / best_of(10, run) / 1e9, "GFLOP/s", True
 
+    def mlp_train_small(self) -> Result:
+        return training.mx_train_rate(self.mx, "mlp_train_small")
+
+    def mlp_train_large(self) -> Result:
+        return training.mx_train_rate(self.mx, "mlp_train_large")
+
+    def lenet_train(self) -> Result:
+        return training.mx_train_rate(self.mx, "lenet_train")
+
+    def mlp_large_exec_mem(self) -> Result:
+        return training.mx_memory(self.mx, "mlp_train_large", "exec")
+
+    def lenet_exec_mem(self) -> Result:
+        return training.mx_memory(self.mx, "lenet_train", "exec")
+
+    def mlp_large_rss(self) -> Result:
+        return training.mx_memory(self.mx, "mlp_train_large", "rss")
+
+    def lenet_rss(self) -> Result:
+        return training.mx_memory(self.mx, "lenet_train", "rss")
+
 
 class TorchBackend:
     """PyTorch on the CPU."""
@@ -122,6 +146,7 @@ class TorchBackend:
     def __init__(self) -> None:
         import torch
 
+        torch.set_num_threads(os.cpu_count() or 1)
         self.torch = torch
 
     def tiny_op(self, n: int = 20000) -> Result:
@@ -169,6 +194,21 @@ class TorchBackend:
         run()
         return 2 * 1024**3 / best_of(10, run) / 1e9, "GFLOP/s", True
 
+    def mlp_train_small(self) -> Result:
+        return training.torch_train_rate(self.torch, "mlp_train_small")
+
+    def mlp_train_large(self) -> Result:
+        return training.torch_train_rate(self.torch, "mlp_train_large")
+
+    def lenet_train(self) -> Result:
+        return training.torch_train_rate(self.torch, "lenet_train")
+
+    def mlp_large_rss(self) -> Result:
+        return training.torch_memory(self.torch, "mlp_train_large")
+
+    def lenet_rss(self) -> Result:
+        return training.torch_memory(self.torch, "lenet_train")
+
 
 class NumpyBackend:
     """numpy, the yardstick for element-wise work."""
@@ -209,7 +249,21 @@ class NumpyBackend:
         return 2 * 1024**3 / best_of(10, run) / 1e9, "GFLOP/s", True
 
 
-WORKLOADS = ["tiny_op", "parallel_chains", "elemwise", "dot"]
+WORKLOADS = [
+    "tiny_op",
+    "parallel_chains",
+    "elemwise",
+    "dot",
+    "mlp_train_small",
+    "mlp_train_large",
+    "lenet_train",
+    "mlp_large_exec_mem",
+    "lenet_exec_mem",
+    "mlp_large_rss",
+    "lenet_rss",
+]
+# Peak-memory workloads run each in a process of its own.
+ISOLATED = {"mlp_large_rss", "lenet_rss"}
 
 
 def make_backend(name: str):
@@ -240,17 +294,34 @@ def detect_reference(python: str) -> str:
     return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
+def run_process(python: str, backend: str, only: list[str], keep_env: bool) -> dict[str, Result]:
+    """Runs workloads ``only`` on ``backend`` in a new ``python`` process."""
+    env = dict(os.environ)
+    if not keep_env:
+        env.pop("PYTHONPATH", None)
+    cmd = [python, os.path.abspath(__file__), "--backend", backend, "--json", "-", "--only", *only]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                          cwd=os.getcwd() if keep_env else "/")
+    if proc.returncode != 0:
+        raise SystemExit(f"{backend} run failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_split(python: str, backend: str, only: list[str], keep_env: bool) -> dict[str, Result]:
+    """Runs ``only`` in one process, except the isolated workloads, one process each."""
+    shared = [w for w in only if w not in ISOLATED]
+    out = run_process(python, backend, shared, keep_env) if shared else {}
+    for w in only:
+        if w in ISOLATED:
+            out.update(run_process(python, backend, [w], keep_env))
+    return out
+
+
 def run_reference(python: str, only: list[str]) -> tuple[str, dict[str, Result]]:
     backend = detect_reference(python)
     if backend == "none":
         raise SystemExit(f"{python} has neither mxnet nor torch")
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    cmd = [python, os.path.abspath(__file__), "--backend", backend, "--json", "-", "--only", *only]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd="/")
-    if proc.returncode != 0:
-        raise SystemExit(f"reference run failed:\n{proc.stderr}")
-    return backend, json.loads(proc.stdout.strip().splitlines()[-1])
+    return backend, run_split(python, backend, only, keep_env=False)
 
 
 def main() -> None:
@@ -266,7 +337,11 @@ def main() -> None:
         print(json.dumps(res))
         return
 
-    results: dict[str, dict[str, Result]] = {"rsmx": run_backend("rsmx", args.only)}
+    shared = [w for w in args.only if w not in ISOLATED]
+    results: dict[str, dict[str, Result]] = {"rsmx": run_backend("rsmx", shared)}
+    for w in args.only:
+        if w in ISOLATED:
+            results["rsmx"].update(run_process(sys.executable, "rsmx", [w], keep_env=True))
     numpy_workloads = [w for w in ("elemwise", "dot") if w in args.only]
     if numpy_workloads:
         results["numpy"] = run_backend("numpy", numpy_workloads)

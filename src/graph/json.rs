@@ -18,8 +18,43 @@ fn quote(s: &str) -> String {
     serde_json::to_string(s).expect("a string always serialises")
 }
 
-fn join_ints(v: impl Iterator<Item = usize>) -> String {
-    v.map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+/// Writes a list as MXNet's JSON writer does: inline up to ten items, else one item per
+/// line at `indent` + 2 spaces.
+fn write_list(out: &mut String, items: &[String], indent: usize) {
+    if items.len() <= 10 {
+        let _ = write!(out, "[{}]", items.join(", "));
+        return;
+    }
+    let pad = " ".repeat(indent + 2);
+    out.push_str("[\n");
+    for (i, item) in items.iter().enumerate() {
+        out.push_str(&pad);
+        out.push_str(item);
+        out.push_str(if i + 1 < items.len() { ", \n" } else { "\n" });
+    }
+    out.push_str(&" ".repeat(indent));
+    out.push(']');
+}
+
+/// Writes a string map: inline when it has one entry, else one entry per line.
+fn write_map(out: &mut String, attrs: &Attrs, indent: usize) {
+    let items: Vec<String> = attrs
+        .iter()
+        .map(|(k, v)| format!("{}: {}", quote(k), quote(v)))
+        .collect();
+    if items.len() <= 1 {
+        let _ = write!(out, "{{{}}}", items.join(""));
+        return;
+    }
+    let pad = " ".repeat(indent + 2);
+    out.push_str("{\n");
+    for (i, item) in items.iter().enumerate() {
+        out.push_str(&pad);
+        out.push_str(item);
+        out.push_str(if i + 1 < items.len() { ", \n" } else { "\n" });
+    }
+    out.push_str(&" ".repeat(indent));
+    out.push('}');
 }
 
 /// The symbol as MXNet's JSON.
@@ -30,6 +65,9 @@ pub fn to_json(sym: &Symbol) -> String {
         .enumerate()
         .map(|(i, n)| (Arc::as_ptr(n), i))
         .collect();
+    let entry = |e: &Entry| format!("[{}, {}, 0]", index[&Arc::as_ptr(&e.node)], e.index);
+    // A variable an op mutates (an auxiliary state) is read at a new version each time.
+    let mut versions: HashMap<*const Node, usize> = HashMap::new();
     let mut out = String::from("{\n  \"nodes\": [\n");
     for (i, n) in nodes.iter().enumerate() {
         out.push_str("    {\n");
@@ -37,20 +75,28 @@ pub fn to_json(sym: &Symbol) -> String {
         let _ = write!(out, "      \"name\": {}, \n", quote(&n.name));
         let attrs = n.attrs.read();
         if !attrs.is_empty() {
-            out.push_str("      \"attrs\": {\n");
-            let items: Vec<String> = attrs
-                .iter()
-                .map(|(k, v)| format!("        {}: {}", quote(k), quote(v)))
-                .collect();
-            out.push_str(&items.join(", \n"));
-            out.push_str("\n      }, \n");
+            out.push_str("      \"attrs\": ");
+            write_map(&mut out, &attrs, 6);
+            out.push_str(", \n");
         }
+        out.push_str("      \"inputs\": ");
+        let aux = n.aux_inputs();
         let inputs: Vec<String> = n
             .inputs
             .iter()
-            .map(|e| format!("[{}, {}, 0]", index[&Arc::as_ptr(&e.node)], e.index))
+            .enumerate()
+            .map(|(k, e)| {
+                if aux.contains(&k) && e.node.is_variable() {
+                    let v = versions.entry(Arc::as_ptr(&e.node)).or_insert(0);
+                    *v += 1;
+                    format!("[{}, {}, {v}]", index[&Arc::as_ptr(&e.node)], e.index)
+                } else {
+                    entry(e)
+                }
+            })
             .collect();
-        let _ = write!(out, "      \"inputs\": [{}]\n", inputs.join(", "));
+        write_list(&mut out, &inputs, 6);
+        out.push('\n');
         out.push_str(if i + 1 < nodes.len() {
             "    }, \n"
         } else {
@@ -58,27 +104,27 @@ pub fn to_json(sym: &Symbol) -> String {
         });
     }
     out.push_str("  ], \n");
-    let arg_nodes = nodes
+    let arg_nodes: Vec<String> = nodes
         .iter()
         .enumerate()
         .filter(|(_, n)| n.is_variable())
-        .map(|(i, _)| i);
-    let _ = write!(out, "  \"arg_nodes\": [{}], \n", join_ints(arg_nodes));
+        .map(|(i, _)| i.to_string())
+        .collect();
+    out.push_str("  \"arg_nodes\": ");
+    write_list(&mut out, &arg_nodes, 2);
+    out.push_str(", \n");
     let mut row = vec![0usize];
     for n in &nodes {
         row.push(row.last().unwrap() + n.num_outputs());
     }
-    let _ = write!(
-        out,
-        "  \"node_row_ptr\": [{}], \n",
-        join_ints(row.into_iter())
-    );
-    let heads: Vec<String> = sym
-        .outputs
-        .iter()
-        .map(|e| format!("[{}, {}, 0]", index[&Arc::as_ptr(&e.node)], e.index))
-        .collect();
-    let _ = write!(out, "  \"heads\": [{}], \n", heads.join(", "));
+    let row: Vec<String> = row.iter().map(|r| r.to_string()).collect();
+    out.push_str("  \"node_row_ptr\": ");
+    write_list(&mut out, &row, 2);
+    out.push_str(", \n");
+    let heads: Vec<String> = sym.outputs.iter().map(entry).collect();
+    out.push_str("  \"heads\": ");
+    write_list(&mut out, &heads, 2);
+    out.push_str(", \n");
     let _ = write!(
         out,
         "  \"attrs\": {{\"mxnet_version\": [\"int\", {MXNET_VERSION}]}}\n}}"

@@ -127,7 +127,7 @@ def _advanced_get(a: NDArray, key: tuple) -> NDArray:
 def _assign(dst: NDArray, value: Any) -> None:
     """Writes ``value`` (scalar, NDArray or array-like, broadcast) into all of ``dst``."""
     if isinstance(value, numeric_types) and not isinstance(value, np.ndarray):
-        _op("_full")(shape=dst.shape, value=float(value), dtype=np.dtype(dst.dtype).name, out=dst)
+        _op("_full")(shape=dst.shape, value=float(value), dtype=np.dtype(dst.dtype).name, ctx=dst.context, out=dst)
         return
     if isinstance(value, NDArray):
         if value.shape != dst.shape:
