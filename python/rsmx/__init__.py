@@ -7,13 +7,24 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import base, context, engine, ndarray, random, storage
-from . import ndarray as nd
-from . import attribute, name, symbol
-from . import symbol as sym
-from . import executor, model, monitor
+from . import (
+    attribute,
+    base,
+    context,
+    engine,
+    executor,
+    model,
+    monitor,
+    name,
+    ndarray,
+    random,
+    storage,
+    symbol,
+    visualization,
+)
 from . import monitor as mon
-from . import visualization
+from . import ndarray as nd
+from . import symbol as sym
 from . import visualization as viz
 from .attribute import AttrScope
 from .base import MXNetError

@@ -9,8 +9,8 @@ from typing import Any
 from .. import _core
 from ..attribute import AttrScope
 from ..base import MXNetTypeError, _Null
-from ..ndarray.register import attr_str
 from ..name import NameManager
+from ..ndarray.register import attr_str
 from .symbol import Symbol, _stored_attrs
 
 __all__ = ["make_sym_function", "register_all"]
