@@ -32,6 +32,7 @@ mod args;
 mod batch;
 mod batch_norm;
 mod convolution;
+mod deconvolution;
 mod geometry;
 mod im2col;
 mod pooling;
@@ -44,6 +45,7 @@ use crate::op::Registry;
 /// Registers this family's operators.
 pub fn register(r: &mut Registry) {
     convolution::register(r);
+    deconvolution::register(r);
     pooling::register(r);
     batch_norm::register(r);
 }

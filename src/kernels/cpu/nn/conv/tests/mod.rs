@@ -1,7 +1,9 @@
 //! Tests of the convolution family against MXNet 1.9.1's numbers, direct reference loops
 //! and numeric gradients.
 
+mod batch_norm;
 mod convolution;
+mod deconvolution;
 mod pooling;
 mod timing;
 
