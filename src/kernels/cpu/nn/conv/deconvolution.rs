@@ -91,7 +91,7 @@ impl Deconvolution {
         let nd = a.nd();
         check_data_ndim("Deconvolution", data, nd)?;
         let channels = data[1];
-        if channels % a.num_group != 0 {
+        if !channels.is_multiple_of(a.num_group) {
             return Err(Error::Value(format!(
                 "Deconvolution: input channels ({channels}) must be divisible by num_group ({}), data shape {}",
                 a.num_group,

@@ -32,16 +32,22 @@ fn forward_and_backward_match_mxnet() {
     for &(xs, attrs, ys, want_y, want_dx) in CASES {
         let op = build("Pooling", attrs);
         let x = seq32(xs, 7, 11, 0.5);
-        let y = &run("Pooling", attrs, &[x.clone()])[0];
+        let y = &run("Pooling", attrs, std::slice::from_ref(&x))[0];
         assert_eq!(y.shape(), ys, "{attrs:?}");
         close(&f64s(y), want_y, 1e-4);
         let og = seq32(ys, 3, 7, 0.3);
         let n: usize = xs.iter().product();
         let dx = array::<f32>(xs, &vec![0.0; n]);
-        run_backward(&op, &[x.clone()], &og, &[dx.clone()], &[OpReq::Write]);
+        run_backward(
+            &op,
+            std::slice::from_ref(&x),
+            &og,
+            std::slice::from_ref(&dx),
+            &[OpReq::Write],
+        );
         close(&f64s(&dx), want_dx, 1e-4);
         let acc = array::<f32>(xs, &vec![1.0; n]);
-        run_backward(&op, &[x], &og, &[acc.clone()], &[OpReq::Add]);
+        run_backward(&op, &[x], &og, std::slice::from_ref(&acc), &[OpReq::Add]);
         let plus: Vec<f64> = want_dx.iter().map(|v| v + 1.0).collect();
         close(&f64s(&acc), &plus, 1e-4);
     }
@@ -54,7 +60,7 @@ fn large_max_pool_matches_generic_path() {
     let a = &run(
         "Pooling",
         &[("kernel", "(2,2)"), ("stride", "(2,2)")],
-        &[x.clone()],
+        std::slice::from_ref(&x),
     )[0];
     let x5 = x.reshape_view(&[8, 3, 1, 9, 10]).unwrap();
     let b = &run(
@@ -117,7 +123,7 @@ fn shapes_and_errors() {
         vec![("kernel", "(2,2)"), ("stride", "(1,1,1)")],
         vec![("kernel", "(2,2)"), ("layout", "NHWC")],
     ] {
-        let e = try_run("Pooling", &attrs, &[x.clone()]).err();
+        let e = try_run("Pooling", &attrs, std::slice::from_ref(&x)).err();
         let e = e
             .unwrap_or_else(|| panic!("{attrs:?} accepted"))
             .to_string();
@@ -130,7 +136,8 @@ fn shapes_and_errors() {
 
 #[test]
 fn numeric_gradients() {
-    let cases: &[(&[usize], &[(&str, &str)])] = &[
+    type Attrs<'a> = &'a [(&'a str, &'a str)];
+    let cases: &[(&[usize], Attrs)] = &[
         (
             &[2, 2, 5, 5],
             &[
@@ -186,6 +193,12 @@ fn numeric_gradients() {
         vec![("kernel", "(2,2)"), ("stride", "(2,2)")],
         vec![("kernel", "(3,3)"), ("stride", "(2,2)"), ("pad", "(1,1)")],
     ] {
-        gradcheck(&build("Pooling", &attrs), &[x.clone()], &[0], 1e-6, 1e-6);
+        gradcheck(
+            &build("Pooling", &attrs),
+            std::slice::from_ref(&x),
+            &[0],
+            1e-6,
+            1e-6,
+        );
     }
 }
