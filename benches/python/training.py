@@ -15,8 +15,9 @@ STEPS = {"mlp_train_small": 400, "mlp_train_large": 40, "lenet_train": 30}
 
 
 def best_rate(step: Callable[[], None], sync: Callable[[], None], n: int, repeats: int = 3) -> float:
-    """Steps per second: the best of ``repeats`` runs of ``n`` steps after a warm-up."""
-    for _ in range(3):
+    """Steps per second: the best of ``repeats`` runs of ``n`` steps after a warm-up long
+    enough for memory pools to fill."""
+    for _ in range(max(5, n // 4)):
         step()
     sync()
     best = float("inf")
@@ -77,7 +78,9 @@ def mx_trainer(mx, name: str):
     import numpy as np
 
     sym, dshape, classes = mx_network(mx, name)
-    ex = sym.simple_bind(mx.cpu(), data=dshape)
+    # As Module binds: no gradients for the data and the labels.
+    reqs = {k: "write" for k in sym.list_arguments() if k not in ("data", "softmax_label")}
+    ex = sym.simple_bind(mx.cpu(), data=dshape, grad_req=reqs)
     rng = np.random.RandomState(0)
     for k, v in ex.arg_dict.items():
         if k == "data":

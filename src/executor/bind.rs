@@ -189,6 +189,28 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
         }
     }
 
+    // Outputs of backward nodes that nothing reads (the gradient of the data when only
+    // the weights want one) are not computed: their kernels get a `Null` request and a
+    // scratch array.
+    let refs = g.ref_counts();
+    let unused: Vec<usize> = (n_fwd_nodes..g.nodes.len())
+        .filter(|&i| !g.nodes[i].is_variable())
+        .flat_map(|i| g.node_entries(i))
+        .filter(|&e| refs[e] == 0 && arrays[e].is_none())
+        .collect();
+    let mut null_outputs = std::collections::HashSet::new();
+    if let Some(max) = unused.iter().map(|&e| bytes_of(&shapes, &types, e)).max() {
+        let scratch = NDArray::empty(&[max], DType::U8, b.ctx)?;
+        for &e in &unused {
+            arrays[e] = Some(NDArray::from_chunk(
+                scratch.chunk().clone(),
+                shapes[e].as_ref().unwrap(),
+                types[e].unwrap(),
+            )?);
+            null_outputs.insert(e);
+        }
+    }
+
     // Placement.
     let node_ctx: Vec<Context> = g
         .nodes
@@ -206,9 +228,7 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
     };
 
     // Memory, planned per context.
-    let bytes: Vec<usize> = (0..n)
-        .map(|e| shapes[e].as_ref().unwrap().iter().product::<usize>() * types[e].unwrap().size())
-        .collect();
+    let bytes: Vec<usize> = (0..n).map(|e| bytes_of(&shapes, &types, e)).collect();
     let mut contexts: Vec<Context> = node_ctx.clone();
     contexts.sort_by_key(|c| (c.dev_type as i32, c.dev_id));
     contexts.dedup();
@@ -280,6 +300,7 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
         let req: Vec<OpReq> = g
             .node_entries(i)
             .map(|e| match grad_req_of_entry.get(&e) {
+                _ if null_outputs.contains(&e) => OpReq::Null,
                 Some(r) => *r,
                 None if plan.inplace[e] => OpReq::WriteInplace,
                 None => OpReq::Write,
@@ -325,6 +346,10 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
         forward_done: AtomicBool::new(false),
         graph: g,
     })
+}
+
+fn bytes_of(shapes: &[Option<Shape>], types: &[Option<DType>], e: usize) -> usize {
+    shapes[e].as_ref().map_or(0, |s| s.iter().product::<usize>()) * types[e].map_or(0, |t| t.size())
 }
 
 fn output_context(g: &IndexedGraph, arrays: &[Option<NDArray>], b: &BindArgs, e: usize) -> Context {

@@ -58,7 +58,13 @@ impl OpStep {
     ) -> OpStep {
         let aux = op.aux_inputs();
         let mut const_vars = Vec::new();
-        let mut mutable_vars: Vec<Var> = outputs.iter().map(|a| a.var().clone()).collect();
+        // Outputs that are not written (scratch arrays) add no dependency.
+        let mut mutable_vars: Vec<Var> = outputs
+            .iter()
+            .zip(&req)
+            .filter(|(_, r)| **r != OpReq::Null)
+            .map(|(a, _)| a.var().clone())
+            .collect();
         for (i, a) in inputs.iter().enumerate() {
             if aux.contains(&i) {
                 mutable_vars.push(a.var().clone());
