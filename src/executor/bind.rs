@@ -349,7 +349,10 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
 }
 
 fn bytes_of(shapes: &[Option<Shape>], types: &[Option<DType>], e: usize) -> usize {
-    shapes[e].as_ref().map_or(0, |s| s.iter().product::<usize>()) * types[e].map_or(0, |t| t.size())
+    shapes[e]
+        .as_ref()
+        .map_or(0, |s| s.iter().product::<usize>())
+        * types[e].map_or(0, |t| t.size())
 }
 
 fn output_context(g: &IndexedGraph, arrays: &[Option<NDArray>], b: &BindArgs, e: usize) -> Context {

@@ -71,8 +71,8 @@ pub fn to_json(sym: &Symbol) -> String {
     let mut out = String::from("{\n  \"nodes\": [\n");
     for (i, n) in nodes.iter().enumerate() {
         out.push_str("    {\n");
-        let _ = write!(out, "      \"op\": {}, \n", quote(n.op_name()));
-        let _ = write!(out, "      \"name\": {}, \n", quote(&n.name));
+        let _ = writeln!(out, "      \"op\": {}, ", quote(n.op_name()));
+        let _ = writeln!(out, "      \"name\": {}, ", quote(&n.name));
         let attrs = n.attrs.read();
         if !attrs.is_empty() {
             out.push_str("      \"attrs\": ");

@@ -106,6 +106,9 @@ impl Node {
     }
 }
 
+/// A list of nodes.
+pub type Nodes = Vec<Arc<Node>>;
+
 /// A symbol: a list of node outputs, with the graph behind them.
 #[derive(Clone)]
 pub struct Symbol {
@@ -145,7 +148,7 @@ impl Symbol {
     }
 
     /// The variable nodes: all of them, the arguments, and the auxiliary states.
-    pub fn variables(&self) -> (Vec<Arc<Node>>, Vec<Arc<Node>>, Vec<Arc<Node>>) {
+    pub fn variables(&self) -> (Nodes, Nodes, Nodes) {
         let nodes = self.topo_nodes();
         let mut aux_set = HashSet::new();
         for n in &nodes {

@@ -119,7 +119,16 @@ pub fn invoke(
     let out_shapes = op.infer_shape(&in_shapes)?;
     let out_types = op.infer_type(&in_types)?;
     let outputs = match out {
-        Some(outs) => {
+        Some(mut outs) => {
+            // Hidden outputs are not the caller's to give.
+            if outs.len() == op.num_visible_outputs() && outs.len() < out_shapes.len() {
+                for (s, t) in out_shapes[outs.len()..]
+                    .iter()
+                    .zip(&out_types[outs.len()..])
+                {
+                    outs.push(NDArray::empty(s, *t, ctx)?);
+                }
+            }
             check_outputs(name, &outs, &out_shapes, &out_types, ctx)?;
             outs
         }

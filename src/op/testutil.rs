@@ -119,7 +119,7 @@ pub fn gradcheck(op: &crate::op::OpRef, inputs: &[NDArray], check: &[usize], eps
         let analytic = values::<f64>(&grads[pos]);
         let base = values::<f64>(&inputs[j]);
         for (k, &a) in analytic.iter().enumerate() {
-            let mut probe = |delta: f64| {
+            let probe = |delta: f64| {
                 let mut v = base.clone();
                 v[k] += delta;
                 let mut ins = inputs.to_vec();

@@ -36,7 +36,9 @@ fn invoke(
         }
         let outs = out.map(|o| o.iter().map(|a| a.inner.clone()).collect());
         let ctx = ctx.map(|(t, i)| context_of(t, i)).transpose()?;
-        let res = op::invoke::invoke(&opref, &ins, outs, ctx, is_train).py()?;
+        let mut res = op::invoke::invoke(&opref, &ins, outs, ctx, is_train).py()?;
+        // Hidden outputs (a dropout mask, a pooling index) stay inside.
+        res.truncate(opref.num_visible_outputs().max(1));
         res.into_iter()
             .map(|a| Py::new(py, PyNDArray::new(a)))
             .collect()

@@ -46,4 +46,57 @@ def minimum(left, right):
     return min(left, right)
 
 
-__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "pow", "maximum", "minimum"]
+def zeros(shape, dtype=None, **kwargs):
+    """A symbol of zeros."""
+    return op._zeros(shape=shape, dtype=dtype or "float32", **kwargs)
+
+
+def ones(shape, dtype=None, **kwargs):
+    """A symbol of ones."""
+    return op._ones(shape=shape, dtype=dtype or "float32", **kwargs)
+
+
+def full(shape, val, dtype=None, **kwargs):
+    """A symbol filled with ``val``."""
+    return op._full(shape=shape, value=val, dtype=dtype or "float32", **kwargs)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, dtype=None):
+    """A symbol of evenly spaced values."""
+    return op._arange(start=start, stop=stop, step=step, repeat=repeat, name=name,
+                      dtype=dtype or "float32")
+
+
+def _install_methods() -> None:
+    from ..ndarray.ndarray import _OP_METHODS
+
+    def make(name):
+        def method(self, *args, **kwargs):
+            return getattr(op, name)(self, *args, **kwargs)
+
+        method.__name__ = name
+        method.__doc__ = f"Same as ``mx.sym.{name}(self, ...)``."
+        return method
+
+    for name in [*_OP_METHODS, "reshape", "reshape_like", "broadcast_axis"]:
+        if name == "reshape":
+            target = "Reshape"
+        elif name == "broadcast_axes":
+            target = "broadcast_axis"
+        else:
+            target = name
+        if hasattr(op, target) and not hasattr(Symbol, name):
+            setattr(Symbol, name, make(target))
+
+    def astype(self, dtype):
+        return op.Cast(self, dtype=dtype)
+
+    Symbol.astype = astype
+
+
+_install_methods()
+
+__all__ = [
+    "Symbol", "Variable", "var", "Group", "load", "load_json", "pow", "maximum", "minimum",
+    "zeros", "ones", "full", "arange",
+]

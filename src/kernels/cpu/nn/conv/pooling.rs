@@ -248,6 +248,34 @@ fn pool_plane<T: Num + Float>(p: &Plan, op: &Pooling, x: &[T], y: &mut [T], add:
     }
 }
 
+/// Max-pools one plane, also writing where each maximum came from (the plane offset of
+/// the first element equal to it, as a value of `T`).
+fn argmax_plane<T: Num + Float>(p: &Plan, x: &[T], y: &mut [T], at: &mut [T], add: bool) {
+    p.for_each_window(true, |k, w| {
+        let mut m = T::min_value();
+        let mut idx = None;
+        for_each_in(&p.input, w, |i| {
+            if idx.is_none() || x[i] > m {
+                m = max2(m, x[i]);
+                idx = Some(i);
+            }
+        });
+        y[k] = if add { y[k] + m } else { m };
+        // A window wholly in the padding routes its gradient nowhere: -1.
+        at[k] = match idx {
+            Some(i) => T::from(i).unwrap_or_else(|| -T::one()),
+            None => -T::one(),
+        };
+    });
+}
+
+/// True when every offset of a plane of `len` elements is exact in `T` (integers are
+/// exact up to 2 / epsilon).
+fn offsets_exact<T: Float>(len: usize) -> bool {
+    let eps = T::epsilon().to_f64().unwrap_or(1.0);
+    (len as f64) <= 2.0 / eps
+}
+
 /// The larger of two values; a NaN candidate never replaces the running maximum, as in
 /// MXNet's `>` comparison.
 #[inline(always)]
@@ -303,6 +331,51 @@ fn unpool_plane<T: Num + Float>(p: &Plan, op: &Pooling, dy: &[T], x: &[T], y: &[
     }
 }
 
+fn argmax_kernel<T: Num + Float>(p: &Plan, x: &[T], y: &mut [T], at: &mut [T], add: bool) {
+    let (il, ol) = (p.in_len(), p.out_len());
+    if ol == 0 {
+        return;
+    }
+    let one = |(n, (y, at)): (usize, (&mut [T], &mut [T]))| {
+        argmax_plane(p, &x[n * il..(n + 1) * il], y, at, add)
+    };
+    if p.work() > PAR_WORK && p.planes > 1 {
+        y.par_chunks_mut(ol)
+            .zip(at.par_chunks_mut(ol))
+            .enumerate()
+            .for_each(one);
+    } else {
+        y.chunks_mut(ol)
+            .zip(at.chunks_mut(ol))
+            .enumerate()
+            .for_each(one);
+    }
+}
+
+/// Routes each output gradient to the input element its index output names.
+fn unpool_by_index<T: Num + Float>(p: &Plan, dy: &[T], at: &[T], dx: &mut [T], add: bool) {
+    let (il, ol) = (p.in_len(), p.out_len());
+    if il == 0 {
+        return;
+    }
+    let one = |(n, dx): (usize, &mut [T])| {
+        if !add {
+            dx.fill(T::zero());
+        }
+        let r = n * ol..(n + 1) * ol;
+        for (g, i) in dy[r.clone()].iter().zip(&at[r]) {
+            if let Some(i) = i.to_usize().filter(|&i| i < il) {
+                dx[i] = dx[i] + *g;
+            }
+        }
+    };
+    if p.work() > PAR_WORK && p.planes > 1 {
+        dx.par_chunks_mut(il).enumerate().for_each(one);
+    } else {
+        dx.chunks_mut(il).enumerate().for_each(one);
+    }
+}
+
 fn forward_kernel<T: Num + Float>(p: &Plan, op: &Pooling, x: &[T], y: &mut [T], add: bool) {
     let (il, ol) = (p.in_len(), p.out_len());
     if ol == 0 {
@@ -348,12 +421,34 @@ impl Operator for Pooling {
         "Pooling"
     }
 
+    /// Max pooling has a second, hidden output (as in MXNet's default build, where it is
+    /// the oneDNN workspace): where each maximum came from, which the backward uses.
+    fn num_outputs(&self) -> usize {
+        if self.pool == PoolType::Max {
+            2
+        } else {
+            1
+        }
+    }
+
+    fn num_visible_outputs(&self) -> usize {
+        1
+    }
+
+    fn output_names(&self) -> Vec<String> {
+        let mut names = vec!["output".to_string()];
+        if self.pool == PoolType::Max {
+            names.push("index".to_string());
+        }
+        names
+    }
+
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
         check_inputs("Pooling", inputs, 1)?;
         let p = self.plan(&inputs[0])?;
         let mut out = Shape::from_slice(&inputs[0][..2]);
         out.extend_from_slice(&p.output[5 - inputs[0].len()..]);
-        Ok(vec![out])
+        Ok(vec![out; self.num_outputs()])
     }
 
     fn forward(
@@ -367,6 +462,17 @@ impl Operator for Pooling {
             return Ok(());
         }
         let p = self.plan(&inputs[0].shape)?;
+        let with_index = outputs.len() > 1 && req.get(1).is_some_and(|r| *r != OpReq::Null);
+        if with_index {
+            dispatch_float!("Pooling", inputs[0].dtype, T => argmax_kernel::<T>(
+                &p,
+                inputs[0].slice(),
+                outputs[0].slice_mut(),
+                outputs[1].slice_mut(),
+                req[0] == OpReq::Add,
+            ));
+            return Ok(());
+        }
         dispatch_float!("Pooling", inputs[0].dtype, T => forward_kernel::<T>(
             &p,
             self,
@@ -379,11 +485,17 @@ impl Operator for Pooling {
 
     fn gradient(&self) -> Grad {
         let op: OpRef = Arc::new(PoolingBackward { fwd: self.clone() });
-        Gradient::simple(op, &[0], &[0], 1)
+        let outputs: &[usize] = if self.pool == PoolType::Max {
+            &[0, 1]
+        } else {
+            &[0]
+        };
+        Gradient::simple(op, &[0], outputs, 1)
     }
 }
 
-/// `_backward_Pooling`: inputs (output gradient, data, output); output the data gradient.
+/// `_backward_Pooling`: inputs (output gradient, data, output, and for max pooling the
+/// index output); output the data gradient.
 struct PoolingBackward {
     fwd: Pooling,
 }
@@ -394,7 +506,8 @@ impl Operator for PoolingBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("_backward_Pooling", inputs, 3)?;
+        let want = if self.fwd.pool == PoolType::Max { 4 } else { 3 };
+        check_inputs("_backward_Pooling", inputs, want)?;
         self.fwd.plan(&inputs[1])?;
         Ok(vec![inputs[1].clone()])
     }
@@ -410,6 +523,20 @@ impl Operator for PoolingBackward {
             return Ok(());
         }
         let p = self.fwd.plan(&inputs[1].shape)?;
+        if inputs.len() == 4 {
+            let exact = dispatch_float!("_backward_Pooling", inputs[1].dtype, T =>
+                offsets_exact::<T>(p.in_len()));
+            if exact {
+                dispatch_float!("_backward_Pooling", inputs[1].dtype, T => unpool_by_index::<T>(
+                    &p,
+                    inputs[0].slice(),
+                    inputs[3].slice(),
+                    outputs[0].slice_mut(),
+                    req[0] == OpReq::Add,
+                ));
+                return Ok(());
+            }
+        }
         dispatch_float!("_backward_Pooling", inputs[1].dtype, T => backward_kernel::<T>(
             &p,
             &self.fwd,
