@@ -1,0 +1,160 @@
+"""Numeric gradient checks through bound executors: every layer's backward, as the graph
+runs it (gradient pass, memory plan, in-place), against central differences in float64."""
+
+import numpy as np
+import pytest
+import rsmx as mx
+
+
+def numeric_check(sym, shapes, rtol=1e-4, atol=1e-6, eps=1e-4, seed=0, skip=(), ints=None):
+    """Compares the executor's gradients of ``sum(out * head)`` with central differences."""
+    rng = np.random.RandomState(seed)
+    ints = ints or {}
+    args = {}
+    for name in sym.list_arguments():
+        shape = shapes[name]
+        if name in ints:
+            args[name] = rng.randint(0, ints[name], shape).astype(np.float64)
+        else:
+            args[name] = rng.uniform(-1, 1, shape)
+    aux_names = sym.list_auxiliary_states()
+    _, _, aux_shapes = sym.infer_shape(**shapes)
+    aux = {n: np.abs(rng.uniform(0.5, 1.5, s)) for n, s in zip(aux_names, aux_shapes, strict=True)}
+    wrt = [n for n in args if n not in skip and n not in ints]
+    grad_req = {n: ("write" if n in wrt else "null") for n in args}
+    ex = sym.simple_bind(mx.cpu(), grad_req=grad_req,
+                         type_dict={n: np.float64 for n in args}, **shapes)
+    for n, v in args.items():
+        ex.arg_dict[n][:] = v
+    for n, v in aux.items():
+        ex.aux_dict[n][:] = v
+    out = ex.forward(is_train=True)[0]
+    head = rng.uniform(-1, 1, out.shape)
+    ex.backward(mx.nd.array(head, dtype=np.float64))
+    grads = {n: ex.grad_dict[n].asnumpy() for n in wrt}
+
+    def objective() -> float:
+        for n, v in aux.items():
+            ex.aux_dict[n][:] = v
+        return float((ex.forward(is_train=True)[0].asnumpy() * head).sum())
+
+    for n in wrt:
+        base = args[n]
+        numeric = np.zeros_like(base)
+        flat = base.reshape(-1)
+        for i in range(flat.size):
+            old = flat[i]
+            flat[i] = old + eps
+            ex.arg_dict[n][:] = base
+            plus = objective()
+            flat[i] = old - eps
+            ex.arg_dict[n][:] = base
+            minus = objective()
+            flat[i] = old
+            ex.arg_dict[n][:] = base
+            numeric.reshape(-1)[i] = (plus - minus) / (2 * eps)
+        np.testing.assert_allclose(grads[n], numeric, rtol=rtol, atol=atol, err_msg=n)
+
+
+d = mx.sym.Variable("data")
+
+CASES = {
+    "fc": (mx.sym.FullyConnected(d, num_hidden=3, name="fc"), {"data": (2, 4)}),
+    "fc_noflat": (mx.sym.FullyConnected(d, num_hidden=3, flatten=False, name="fc"),
+                  {"data": (2, 2, 4)}),
+    "fc_nobias": (mx.sym.FullyConnected(d, num_hidden=3, no_bias=True, name="fc"),
+                  {"data": (2, 2, 2)}),
+    "conv2d": (mx.sym.Convolution(d, kernel=(3, 3), num_filter=2, pad=(1, 1), stride=(2, 1),
+                                  name="c"), {"data": (2, 2, 5, 4)}),
+    "conv1d_group": (mx.sym.Convolution(d, kernel=(3,), num_filter=4, num_group=2, dilate=(2,),
+                                        name="c"), {"data": (1, 4, 8)}),
+    "deconv": (mx.sym.Deconvolution(d, kernel=(3, 3), num_filter=2, stride=(2, 2), name="dc"),
+               {"data": (1, 2, 3, 3)}),
+    "pool_max": (mx.sym.Pooling(d, kernel=(2, 2), stride=(2, 2), pool_type="max"),
+                 {"data": (1, 2, 4, 4)}),
+    "pool_avg_full": (mx.sym.Pooling(d, kernel=(3, 3), stride=(2, 2), pool_type="avg",
+                                     pooling_convention="full"), {"data": (1, 1, 5, 5)}),
+    "batchnorm": (mx.sym.BatchNorm(d, fix_gamma=False, name="bn"), {"data": (4, 3, 2)}),
+    "relu_tanh": (mx.sym.Activation(mx.sym.Activation(d, act_type="tanh"), act_type="softrelu"),
+                  {"data": (3, 4)}),
+    "leaky_prelu": (mx.sym.LeakyReLU(d, act_type="prelu", name="p"), {"data": (2, 3, 2)}),
+    "elu": (mx.sym.LeakyReLU(d, act_type="elu", slope=0.3), {"data": (3, 4)}),
+    "softmax": (mx.sym.softmax(d, axis=1), {"data": (2, 5)}),
+    "log_softmax": (mx.sym.log_softmax(d), {"data": (2, 5)}),
+    "embedding": (mx.sym.Embedding(d, input_dim=5, output_dim=3, dtype="float64", name="emb"),
+                  {"data": (2, 3)}),
+    "branches": (
+        mx.sym.broadcast_mul(mx.sym.sum(d * d, axis=1, keepdims=True), mx.sym.exp(d) + d / 3),
+        {"data": (2, 3)},
+    ),
+    "dot_transpose": (
+        mx.sym.dot(d, mx.sym.Variable("w"), transpose_b=True),
+        {"data": (2, 3), "w": (4, 3)},
+    ),
+    "concat_slice": (
+        mx.sym.concat(mx.sym.slice_axis(d, axis=1, begin=0, end=2), mx.sym.tanh(d), dim=1),
+        {"data": (2, 3)},
+    ),
+    "reshape_transpose": (mx.sym.transpose(mx.sym.Reshape(d, shape=(0, -1, 2))),
+                          {"data": (2, 4)}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_numeric_gradient(case):
+    sym, shapes = CASES[case]
+    shapes = dict(shapes)
+    arg_shapes, _, _ = sym.infer_shape(**shapes)
+    shapes.update(zip(sym.list_arguments(), arg_shapes, strict=True))
+    ints = {"data": 5} if case == "embedding" else None
+    numeric_check(sym, shapes, ints=ints)
+
+
+def test_loss_outputs_give_their_own_gradient():
+    label = mx.sym.Variable("label")
+    for make, grad in [
+        # As MXNet, scaled by one over the number of outputs per sample.
+        (mx.sym.LinearRegressionOutput, lambda p, y: (p - y) / 2),
+        (mx.sym.LogisticRegressionOutput, lambda p, y: (p - y) / 2),
+        (mx.sym.MAERegressionOutput, lambda p, y: np.sign(p - y) / 2),
+    ]:
+        net = make(d, label)
+        ex = net.simple_bind(mx.cpu(), data=(3, 2), label=(3, 2))
+        x = np.array([[0.5, -1.0], [2.0, 0.1], [-0.3, 0.7]], np.float32)
+        y = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 0.5]], np.float32)
+        p = ex.forward(is_train=True, data=x, label=y)[0].asnumpy()
+        ex.backward()
+        np.testing.assert_allclose(ex.grad_dict["data"].asnumpy(), grad(p, y), rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_dropout_is_identity_at_inference_and_masks_in_training():
+    net = mx.sym.Dropout(d, p=0.5)
+    ex = net.simple_bind(mx.cpu(), data=(200,))
+    ex.arg_dict["data"][:] = 1
+    np.testing.assert_array_equal(ex.forward(is_train=False)[0].asnumpy(), np.ones(200))
+    out = ex.forward(is_train=True)[0].asnumpy()
+    assert set(np.unique(out)) <= {0.0, 2.0} and 40 < (out == 0).sum() < 160
+    ex.backward(mx.nd.ones(200))
+    np.testing.assert_array_equal(ex.grad_dict["data"].asnumpy(), out)
+
+
+def test_blockgrad_stops_gradient():
+    w = mx.sym.Variable("w")
+    net = mx.sym.BlockGrad(d * 2) + d * w
+    ex = net.simple_bind(mx.cpu(), data=(3,), w=(3,))
+    ex.arg_dict["w"][:] = 5
+    ex.forward(is_train=True)
+    ex.backward(mx.nd.ones(3))
+    np.testing.assert_array_equal(ex.grad_dict["data"].asnumpy(), [5, 5, 5])
+
+
+def test_batchnorm_updates_moving_stats_in_training():
+    net = mx.sym.BatchNorm(d, momentum=0.5, name="bn")
+    ex = net.simple_bind(mx.cpu(), data=(4, 2))
+    ex.aux_dict["bn_moving_var"][:] = 1
+    ex.arg_dict["data"][:] = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], np.float32)
+    ex.forward(is_train=False)
+    np.testing.assert_array_equal(ex.aux_dict["bn_moving_mean"].asnumpy(), [0, 0])
+    ex.forward(is_train=True)
+    np.testing.assert_allclose(ex.aux_dict["bn_moving_mean"].asnumpy(), [2.0, 2.5])
