@@ -2,6 +2,7 @@
 
 pub mod add_n;
 pub mod binary;
+pub mod fastmath;
 pub mod grad;
 pub mod indexing;
 pub mod infer;

@@ -250,7 +250,36 @@ fn pool_plane<T: Num + Float>(p: &Plan, op: &Pooling, x: &[T], y: &mut [T], add:
 
 /// Max-pools one plane, also writing where each maximum came from (the plane offset of
 /// the first element equal to it, as a value of `T`).
-fn argmax_plane<T: Num + Float>(p: &Plan, x: &[T], y: &mut [T], at: &mut [T], add: bool) {
+fn argmax_plane<T: Num + Float>(
+    p: &Plan,
+    full: bool,
+    x: &[T],
+    y: &mut [T],
+    at: &mut [T],
+    add: bool,
+) {
+    let two = p.kernel == [1, 2, 2] && p.stride == [1, 2, 2] && p.pad == [0; 3];
+    if two && p.input[0] == 1 && !full {
+        // 2×2 windows with stride 2 and no padding, the common case, read directly.
+        let iw = p.input[2];
+        let ow = p.output[2];
+        for (r, (out, idx)) in y.chunks_mut(ow).zip(at.chunks_mut(ow)).enumerate() {
+            for (c, (o, a)) in out.iter_mut().zip(idx.iter_mut()).enumerate() {
+                let first = 2 * r * iw + 2 * c;
+                let mut m = max2(T::min_value(), x[first]);
+                let mut best = first;
+                for i in [first + 1, first + iw, first + iw + 1] {
+                    if x[i] > m {
+                        m = x[i];
+                        best = i;
+                    }
+                }
+                *o = if add { *o + m } else { m };
+                *a = T::from(best).unwrap_or_else(|| -T::one());
+            }
+        }
+        return;
+    }
     p.for_each_window(true, |k, w| {
         let mut m = T::min_value();
         let mut idx = None;
@@ -331,13 +360,20 @@ fn unpool_plane<T: Num + Float>(p: &Plan, op: &Pooling, dy: &[T], x: &[T], y: &[
     }
 }
 
-fn argmax_kernel<T: Num + Float>(p: &Plan, x: &[T], y: &mut [T], at: &mut [T], add: bool) {
+fn argmax_kernel<T: Num + Float>(
+    p: &Plan,
+    full: bool,
+    x: &[T],
+    y: &mut [T],
+    at: &mut [T],
+    add: bool,
+) {
     let (il, ol) = (p.in_len(), p.out_len());
     if ol == 0 {
         return;
     }
     let one = |(n, (y, at)): (usize, (&mut [T], &mut [T]))| {
-        argmax_plane(p, &x[n * il..(n + 1) * il], y, at, add)
+        argmax_plane(p, full, &x[n * il..(n + 1) * il], y, at, add)
     };
     if p.work() > PAR_WORK && p.planes > 1 {
         y.par_chunks_mut(ol)
@@ -466,6 +502,7 @@ impl Operator for Pooling {
         if with_index {
             dispatch_float!("Pooling", inputs[0].dtype, T => argmax_kernel::<T>(
                 &p,
+                self.full,
                 inputs[0].slice(),
                 outputs[0].slice_mut(),
                 outputs[1].slice_mut(),
