@@ -26,7 +26,7 @@ enum Act {
 
 impl Act {
     #[inline(always)]
-    fn apply<F: Float>(self, x: F) -> F {
+    fn apply<F: Float + 'static>(self, x: F) -> F {
         let one = F::one();
         match self {
             Act::Relu => x.max(F::zero()),
@@ -46,7 +46,7 @@ impl Act {
 
     /// The derivative, from the output for all but softsign, which takes the input.
     #[inline(always)]
-    fn derivative<F: Float>(self, v: F) -> F {
+    fn derivative<F: Float + 'static>(self, v: F) -> F {
         let one = F::one();
         match self {
             Act::Relu => {

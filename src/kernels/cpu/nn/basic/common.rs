@@ -64,14 +64,24 @@ pub fn check_float(op: &str, what: &str, t: DType) -> Result<()> {
 
 /// Converts a stored element to the compute type.
 #[inline(always)]
-pub fn ld<T: Element, F: Float>(v: T) -> F {
-    F::from(v.to_f64()).unwrap_or_else(F::nan)
+pub fn ld<T: Element, F: Float + 'static>(v: T) -> F {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<F>() {
+        // SAFETY: `T` and `F` are the same type, so this is a plain copy.
+        unsafe { std::mem::transmute_copy(&v) }
+    } else {
+        F::from(v.to_f64()).unwrap_or_else(F::nan)
+    }
 }
 
 /// Converts a computed value to the stored element type.
 #[inline(always)]
-pub fn st<F: Float, T: Element>(v: F) -> T {
-    T::from_f64(v.to_f64().unwrap_or(f64::NAN))
+pub fn st<F: Float + 'static, T: Element>(v: F) -> T {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<F>() {
+        // SAFETY: `T` and `F` are the same type, so this is a plain copy.
+        unsafe { std::mem::transmute_copy(&v) }
+    } else {
+        T::from_f64(v.to_f64().unwrap_or(f64::NAN))
+    }
 }
 
 /// Writes or accumulates one value.

@@ -261,7 +261,12 @@ fn product<T: Num>(d: &MatMul, a: &[T], b: &[T], out: &TBlob, req: OpReq) {
 }
 
 /// `out[j] (=|+=) Σ_r g[r, j]` over the rows of a row-major `g` with `cols` columns.
-fn column_sums<T: Num, F: Float + Send + Sync>(g: &[T], cols: usize, out: &mut [T], req: OpReq) {
+fn column_sums<T: Num, F: Float + 'static + Send + Sync>(
+    g: &[T],
+    cols: usize,
+    out: &mut [T],
+    req: OpReq,
+) {
     if req == OpReq::Null || cols == 0 {
         return;
     }

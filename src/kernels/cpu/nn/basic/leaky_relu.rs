@@ -34,7 +34,7 @@ enum Kind {
 impl Kind {
     /// The function of one element for the kinds without a slope array.
     #[inline(always)]
-    fn apply<F: Float>(self, x: F) -> F {
+    fn apply<F: Float + 'static>(self, x: F) -> F {
         let c = |v: f64| F::from(v).unwrap_or_else(F::nan);
         let pos = x > F::zero();
         match self {
@@ -63,7 +63,7 @@ impl Kind {
 
     /// The derivative at input `x` for the kinds without a slope array.
     #[inline(always)]
-    fn derivative<F: Float>(self, x: F) -> F {
+    fn derivative<F: Float + 'static>(self, x: F) -> F {
         let c = |v: f64| F::from(v).unwrap_or_else(F::nan);
         let pos = x > F::zero();
         match self {
@@ -364,7 +364,7 @@ impl Operator for LeakyReluBackward {
 
 /// prelu's gradients: the data's (slope where the input is not positive) and gamma's
 /// (the sum of `x · g` over the non-positive inputs of each channel).
-fn prelu_backward<T: Num, F: Float + Send + Sync>(
+fn prelu_backward<T: Num, F: Float + 'static + Send + Sync>(
     g: &[T],
     x: &[T],
     gamma: &[T],

@@ -23,7 +23,7 @@ enum Reg {
 impl Reg {
     /// The loss gradient at output `y` for label `l`, before scaling.
     #[inline(always)]
-    fn derivative<F: Float>(self, y: F, l: F) -> F {
+    fn derivative<F: Float + 'static>(self, y: F, l: F) -> F {
         let d = y - l;
         match self {
             // MXNet takes −1 also where the output equals the label.
@@ -43,7 +43,7 @@ impl Reg {
 }
 
 #[inline(always)]
-fn sigmoid<F: Float>(x: F) -> F {
+fn sigmoid<F: Float + 'static>(x: F) -> F {
     F::one() / (F::one() + (-x).exp())
 }
 

@@ -52,7 +52,7 @@ impl Spec<'_> {
 }
 
 /// `y (=|+=) softmax(x)` (or log-softmax) as `spec` says.
-pub fn forward<I: Element, O: Num, F: Float + Send + Sync>(
+pub fn forward<I: Element, O: Num, F: Float + 'static + Send + Sync>(
     x: &[I],
     y: &mut [O],
     spec: &Spec,
@@ -120,7 +120,7 @@ pub fn forward<I: Element, O: Num, F: Float + Send + Sync>(
 
 /// One contiguous row of the forward; `e` is scratch of at least the row's length.
 #[inline]
-fn row_forward<I: Element, O: Num, F: Float>(
+fn row_forward<I: Element, O: Num, F: Float + 'static>(
     x: &[I],
     y: &mut [O],
     e: &mut [F],
@@ -160,7 +160,7 @@ fn row_forward<I: Element, O: Num, F: Float>(
 
 /// `dx (=|+=)` the gradient of the softmax (or log-softmax) with output `y` and output
 /// gradient `g`: `y ⊙ (g − Σ g⊙y) / T`, or `(g − exp(y) Σ g) / T`.
-pub fn backward<O: Element, D: Num, F: Float + Send + Sync>(
+pub fn backward<O: Element, D: Num, F: Float + 'static + Send + Sync>(
     g: &[O],
     y: &[O],
     dx: &mut [D],

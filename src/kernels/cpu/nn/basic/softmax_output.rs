@@ -265,7 +265,7 @@ struct Plan<'a> {
 }
 
 impl Plan<'_> {
-    fn run<T: Num, F: Float + Send + Sync>(
+    fn run<T: Num, F: Float + 'static + Send + Sync>(
         &self,
         y: &[T],
         g: Option<&[T]>,
