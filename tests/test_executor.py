@@ -233,3 +233,32 @@ def test_errors_in_async_ops_surface_at_wait():
     ex.arg_dict["i"][:] = 1
     ex.forward()
     np.testing.assert_array_equal(ex.outputs[0].asnumpy(), [[1, 1]])
+
+
+def test_sum_gradients_pass_through():
+    a = mx.sym.Variable("a")
+    b = mx.sym.Variable("b")
+    # The backward of a sum is its output gradient: used directly, copied per argument.
+    y = a + b
+    ex = y.bind(mx.cpu(), {"a": mx.nd.ones(3), "b": mx.nd.ones(3)},
+                args_grad={"a": mx.nd.ones(3), "b": mx.nd.zeros(3)},
+                grad_req={"a": "add", "b": "write"})
+    ex.forward(is_train=True)
+    ex.backward(mx.nd.array([1, 2, 3]))
+    ex.backward(mx.nd.array([1, 2, 3]))
+    np.testing.assert_array_equal(ex.grad_dict["a"].asnumpy(), [3, 5, 7])
+    np.testing.assert_array_equal(ex.grad_dict["b"].asnumpy(), [1, 2, 3])
+    # A residual connection: the sum's gradient feeds a layer and the shortcut.
+    x = mx.sym.Variable("x")
+    w = mx.sym.Variable("w")
+    z = mx.sym.add_n(mx.sym.dot(x, w), x, x * 2)
+    xv = np.array([[1.0, 2.0]], np.float32)
+    wv = np.array([[1.0, 0.5], [-1.0, 2.0]], np.float32)
+    ex = z.bind(mx.cpu(), {"x": mx.nd.array(xv), "w": mx.nd.array(wv)},
+                args_grad={"x": mx.nd.zeros((1, 2)), "w": mx.nd.zeros((2, 2))})
+    ex.forward(is_train=True)
+    g = np.array([[1.0, -1.0]], np.float32)
+    ex.backward(mx.nd.array(g))
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), g @ wv.T + 3 * g)
+    np.testing.assert_allclose(ex.grad_dict["w"].asnumpy(), xv.T @ g)
+    assert "_backward_add_n" not in ex.debug_str()

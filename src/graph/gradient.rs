@@ -38,6 +38,19 @@ fn sum_entries(mut parts: Vec<Entry>, name: &str) -> Result<Entry> {
     Ok(sym.outputs[0].clone())
 }
 
+/// A node copying `src`.
+fn copy_entry(src: &Entry, name: &str) -> Result<Entry> {
+    let op = op::find("_copy")?.build(&Attrs::new())?;
+    let sym = node_symbol(
+        op,
+        name,
+        Attrs::new(),
+        vec![src.clone()],
+        vec!["data".into()],
+    );
+    Ok(sym.outputs[0].clone())
+}
+
 /// A node of zeros shaped like `like`, for an output gradient nothing produced.
 fn zeros_like(like: &Entry, name: &str) -> Result<Entry> {
     let op = op::find("zeros_like")?.build(&Attrs::new())?;
@@ -84,15 +97,13 @@ pub fn build(outputs: &[Entry], wrt: &[Arc<Node>]) -> Result<GradientGraph> {
 
     let mut pending: HashMap<Key, Vec<Entry>> = HashMap::new();
     let mut head_grads = Vec::with_capacity(outputs.len());
-    let mut head_keys = Vec::new();
     for (k, out) in outputs.iter().enumerate() {
         let var = Node::variable(&format!("_head_grad_{k}"), Attrs::new());
         let e = Entry {
             node: var.clone(),
             index: 0,
         };
-        pending.entry(key(out)).or_default().push(e.clone());
-        head_keys.push(key(&e));
+        pending.entry(key(out)).or_default().push(e);
         head_grads.push(var);
     }
 
@@ -153,26 +164,50 @@ pub fn build(outputs: &[Entry], wrt: &[Arc<Node>]) -> Result<GradientGraph> {
             if !depends.contains(&Arc::as_ptr(&src.node)) {
                 continue;
             }
-            pending.entry(key(src)).or_default().push(Entry {
-                node: bwd_node.clone(),
-                index: j,
-            });
+            // A gradient that is one of the backward op's inputs (the backward of a sum)
+            // is used directly: no node, no copy.
+            let grad = match g.op.output_is_input(j) {
+                Some(k) => bwd_node.inputs[k].clone(),
+                None => Entry {
+                    node: bwd_node.clone(),
+                    index: j,
+                },
+            };
+            pending.entry(key(src)).or_default().push(grad);
         }
     }
 
     let mut grads = Vec::with_capacity(wrt.len());
     for v in wrt {
-        let parts = pending
-            .remove(&(Arc::as_ptr(v), 0))
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|e| !head_keys.contains(&key(e)))
-            .collect::<Vec<_>>();
+        let parts = pending.remove(&(Arc::as_ptr(v), 0)).unwrap_or_default();
         grads.push(if parts.is_empty() {
             None
         } else {
             Some(sum_entries(parts, &format!("{}_grad_sum", v.name))?)
         });
+    }
+    // Each gradient is written into its own array, so an entry that is a variable (a head
+    // gradient passed straight through), another variable's gradient too, or read by
+    // another node gets a copy of its own.
+    let mut readers: HashMap<Key, usize> = HashMap::new();
+    let grad_nodes: Vec<Arc<Node>> = grads.iter().flatten().map(|e| e.node.clone()).collect();
+    for n in topo_order(grad_nodes.iter()) {
+        for e in &n.inputs {
+            *readers.entry(key(e)).or_default() += 1;
+        }
+    }
+    let mut uses: HashMap<Key, usize> = HashMap::new();
+    for e in grads.iter().flatten() {
+        *uses.entry(key(e)).or_default() += 1;
+    }
+    for (v, slot) in wrt.iter().zip(grads.iter_mut()) {
+        let Some(e) = slot.as_ref() else { continue };
+        let shared = e.node.is_variable()
+            || readers.get(&key(e)).copied().unwrap_or(0) > 0
+            || uses[&key(e)] > 1;
+        if shared {
+            *slot = Some(copy_entry(e, &format!("{}_grad_copy", v.name))?);
+        }
     }
     // A head gradient is used only if some node (or a requested gradient) reads it.
     let mut used: HashSet<*const Node> = HashSet::new();

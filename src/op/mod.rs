@@ -160,6 +160,12 @@ pub trait Operator: Send + Sync {
         Ok(())
     }
 
+    /// For an op whose output `output` always equals one of its inputs (the backward of a
+    /// sum, a copy), that input: the gradient pass then uses the input itself.
+    fn output_is_input(&self, _output: usize) -> Option<usize> {
+        None
+    }
+
     /// How the gradient of this op is computed.
     fn gradient(&self) -> Grad {
         Grad::Undefined

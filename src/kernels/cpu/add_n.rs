@@ -140,6 +140,10 @@ impl Operator for AddNBackward {
         "_backward_add_n"
     }
 
+    fn output_is_input(&self, _output: usize) -> Option<usize> {
+        Some(0)
+    }
+
     fn num_outputs(&self) -> usize {
         self.n
     }

@@ -221,6 +221,10 @@ impl Operator for Unary {
         self.name
     }
 
+    fn output_is_input(&self, _output: usize) -> Option<usize> {
+        (self.kind == UnaryKind::Copy).then_some(0)
+    }
+
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
         check_inputs(self.name, inputs, 1)?;
         Ok(vec![inputs[0].clone()])

@@ -73,6 +73,12 @@ pub struct BinaryBackward {
 }
 
 impl Operator for BinaryBackward {
+    /// Without broadcasting, a side whose gradient is the output gradient is that input.
+    fn output_is_input(&self, output: usize) -> Option<usize> {
+        let same_shape = !self.name.contains("broadcast");
+        (same_shape && is_identity(self.kind, output == 0)).then_some(0)
+    }
+
     fn name(&self) -> &'static str {
         self.name
     }
