@@ -213,6 +213,10 @@ impl Operator for FcBackward {
     ) -> Result<()> {
         let nh = self.0.num_hidden;
         let (rows, k) = self.0.matrix(&inputs[1].shape)?;
+        let both = req[0] != OpReq::Null
+            && req[1] != OpReq::Null
+            && rayon::current_num_threads() > 1
+            && rows * nh * k >= 1 << 20;
         dispatch_float!(self.name(), inputs[0].dtype, T, F => {
             let (g, x, w) = (
                 inputs[0].slice::<T>(),
@@ -220,23 +224,35 @@ impl Operator for FcBackward {
                 inputs[2].slice::<T>(),
             );
             // d data = g · W, (rows × nh) · (nh × k).
-            product(
+            let data_grad = || product(
                 &MatMul::new(rows, nh, false, nh, k, false).expect("inner dims agree"),
                 g,
                 w,
                 &outputs[0],
                 req[0],
+                !both,
             );
-            // d weight = gᵀ · X, (nh × rows) · (rows × k).
-            product(
-                &MatMul::new(rows, nh, true, rows, k, false).expect("inner dims agree"),
-                g,
-                x,
-                &outputs[1],
-                req[1],
-            );
-            if !self.0.no_bias {
-                column_sums::<T, F>(g, nh, outputs[2].slice_mut::<T>(), req[2]);
+            // d weight = gᵀ · X, (nh × rows) · (rows × k), and d bias.
+            let weight_grad = || {
+                product(
+                    &MatMul::new(rows, nh, true, rows, k, false).expect("inner dims agree"),
+                    g,
+                    x,
+                    &outputs[1],
+                    req[1],
+                    !both,
+                );
+                if !self.0.no_bias {
+                    column_sums::<T, F>(g, nh, outputs[2].slice_mut::<T>(), req[2]);
+                }
+            };
+            // Two products of the same size run side by side, one thread each, rather
+            // than one after the other on all threads: less splitting, same work.
+            if both {
+                rayon::join(data_grad, weight_grad);
+            } else {
+                data_grad();
+                weight_grad();
             }
         });
         Ok(())
@@ -245,7 +261,7 @@ impl Operator for FcBackward {
 
 /// `out (=|+=) op(a) · op(b)` honouring the request, with an empty inner dimension giving
 /// zeros.
-fn product<T: Num>(d: &MatMul, a: &[T], b: &[T], out: &TBlob, req: OpReq) {
+fn product<T: Num>(d: &MatMul, a: &[T], b: &[T], out: &TBlob, req: OpReq, threads: bool) {
     if req == OpReq::Null {
         return;
     }
@@ -257,7 +273,7 @@ fn product<T: Num>(d: &MatMul, a: &[T], b: &[T], out: &TBlob, req: OpReq) {
         }
         return;
     }
-    matmul(d, a, b, dst, add, true);
+    matmul(d, a, b, dst, add, threads);
 }
 
 /// `out[j] (=|+=) Σ_r g[r, j]` over the rows of a row-major `g` with `cols` columns.
