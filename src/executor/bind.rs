@@ -152,10 +152,26 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
         }
     }
 
+    // Placement.
+    let node_ctx: Vec<Context> = g
+        .nodes
+        .iter()
+        .map(|node| {
+            node.attr("__ctx_group__")
+                .and_then(|grp| b.group2ctx.get(&grp).copied())
+                .unwrap_or(b.ctx)
+        })
+        .collect();
+    let entry_ctx = |e: usize, arrays: &[Option<NDArray>]| -> Context {
+        arrays[e]
+            .as_ref()
+            .map_or(node_ctx[g.producer(e)], |a| a.context())
+    };
+
     // Head gradient and gradient arrays.
     let mut head_grads: Vec<Option<NDArray>> = vec![None; sym.outputs.len()];
     for &(k, e) in &head_entries {
-        let out_ctx = output_context(&g, &arrays, &b, g.outputs[k]);
+        let out_ctx = entry_ctx(g.outputs[k], &arrays);
         let a = NDArray::empty(shapes[e].as_ref().unwrap(), types[e].unwrap(), out_ctx)?;
         arrays[e] = Some(a.clone());
         head_grads[k] = Some(a);
@@ -210,22 +226,6 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
             null_outputs.insert(e);
         }
     }
-
-    // Placement.
-    let node_ctx: Vec<Context> = g
-        .nodes
-        .iter()
-        .map(|node| {
-            node.attr("__ctx_group__")
-                .and_then(|grp| b.group2ctx.get(&grp).copied())
-                .unwrap_or(b.ctx)
-        })
-        .collect();
-    let entry_ctx = |e: usize, arrays: &[Option<NDArray>]| -> Context {
-        arrays[e]
-            .as_ref()
-            .map_or(node_ctx[g.producer(e)], |a| a.context())
-    };
 
     // Memory, planned per context.
     let bytes: Vec<usize> = (0..n).map(|e| bytes_of(&shapes, &types, e)).collect();
@@ -353,14 +353,4 @@ fn bytes_of(shapes: &[Option<Shape>], types: &[Option<DType>], e: usize) -> usiz
         .as_ref()
         .map_or(0, |s| s.iter().product::<usize>())
         * types[e].map_or(0, |t| t.size())
-}
-
-fn output_context(g: &IndexedGraph, arrays: &[Option<NDArray>], b: &BindArgs, e: usize) -> Context {
-    if let Some(a) = &arrays[e] {
-        return a.context();
-    }
-    g.nodes[g.producer(e)]
-        .attr("__ctx_group__")
-        .and_then(|grp| b.group2ctx.get(&grp).copied())
-        .unwrap_or(b.ctx)
 }

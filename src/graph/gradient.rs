@@ -38,27 +38,14 @@ fn sum_entries(mut parts: Vec<Entry>, name: &str) -> Result<Entry> {
     Ok(sym.outputs[0].clone())
 }
 
-/// A node copying `src`.
-fn copy_entry(src: &Entry, name: &str) -> Result<Entry> {
-    let op = op::find("_copy")?.build(&Attrs::new())?;
+/// A node applying the one-input operator `op_name` (`_copy`, `zeros_like`) to `src`.
+fn unary_node(op_name: &str, src: &Entry, name: &str) -> Result<Entry> {
+    let op = op::find(op_name)?.build(&Attrs::new())?;
     let sym = node_symbol(
         op,
         name,
         Attrs::new(),
         vec![src.clone()],
-        vec!["data".into()],
-    );
-    Ok(sym.outputs[0].clone())
-}
-
-/// A node of zeros shaped like `like`, for an output gradient nothing produced.
-fn zeros_like(like: &Entry, name: &str) -> Result<Entry> {
-    let op = op::find("zeros_like")?.build(&Attrs::new())?;
-    let sym = node_symbol(
-        op,
-        name,
-        Attrs::new(),
-        vec![like.clone()],
         vec!["data".into()],
     );
     Ok(sym.outputs[0].clone())
@@ -135,7 +122,7 @@ pub fn build(outputs: &[Entry], wrt: &[Arc<Node>]) -> Result<GradientGraph> {
             };
             let parts = pending.remove(&key(&out)).unwrap_or_default();
             let e = if parts.is_empty() {
-                zeros_like(&out, &format!("{}_zero_grad{k}", n.name))?
+                unary_node("zeros_like", &out, &format!("{}_zero_grad{k}", n.name))?
             } else {
                 sum_entries(parts, &format!("{}_output{k}_grad_sum", n.name))?
             };
@@ -206,7 +193,7 @@ pub fn build(outputs: &[Entry], wrt: &[Arc<Node>]) -> Result<GradientGraph> {
             || readers.get(&key(e)).copied().unwrap_or(0) > 0
             || uses[&key(e)] > 1;
         if shared {
-            *slot = Some(copy_entry(e, &format!("{}_grad_copy", v.name))?);
+            *slot = Some(unary_node("_copy", e, &format!("{}_grad_copy", v.name))?);
         }
     }
     // A head gradient is used only if some node (or a requested gradient) reads it.

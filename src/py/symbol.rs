@@ -33,6 +33,24 @@ fn variable_entries(g: &IndexedGraph) -> HashMap<String, usize> {
 }
 
 impl PySymbol {
+    /// The entry of the variable `name`, or an error naming the symbol's inputs.
+    fn input_entry(
+        &self,
+        vars: &HashMap<String, usize>,
+        name: &str,
+        what: &str,
+    ) -> PyResult<usize> {
+        vars.get(name)
+            .copied()
+            .ok_or_else(|| {
+                Error::Value(format!(
+                    "{what}: '{name}' is not an input of the symbol; its inputs are {}",
+                    self.inner.list_inputs().join(", ")
+                ))
+            })
+            .py()
+    }
+
     fn lists(&self) -> (Vec<String>, Vec<String>) {
         (
             self.inner.list_arguments(),
@@ -184,16 +202,10 @@ impl PySymbol {
             let vars = variable_entries(&g);
             let mut shapes: Vec<Option<Shape>> = vec![None; g.num_entries()];
             for (name, s) in &known {
-                let e = vars.get(name).ok_or_else(|| {
-                    Error::Value(format!(
-                        "infer_shape: '{name}' is not an input of the symbol; its inputs are {}",
-                        self.inner.list_inputs().join(", ")
-                    ))
-                });
-                let e = e.py()?;
+                let e = self.input_entry(&vars, name, "infer_shape")?;
                 // Dimensions of 0 are unknown, as in MXNet.
                 if !s.contains(&0) {
-                    shapes[*e] = Some(Shape::from_slice(s));
+                    shapes[e] = Some(Shape::from_slice(s));
                 }
             }
             infer_shapes(&g, &mut shapes).py()?;
@@ -224,15 +236,8 @@ impl PySymbol {
             let vars = variable_entries(&g);
             let mut types: Vec<Option<DType>> = vec![None; g.num_entries()];
             for (name, flag) in &known {
-                let e = vars
-                    .get(name)
-                    .ok_or_else(|| {
-                        Error::Value(format!(
-                            "infer_type: '{name}' is not an input of the symbol"
-                        ))
-                    })
-                    .py()?;
-                types[*e] = Some(DType::from_flag(*flag).py()?);
+                let e = self.input_entry(&vars, name, "infer_type")?;
+                types[e] = Some(DType::from_flag(*flag).py()?);
             }
             infer_types(&g, &mut types).py()?;
             let (args, aux) = self.lists();
