@@ -7,6 +7,8 @@ pub mod indexed;
 pub mod infer;
 pub mod json;
 pub mod plan;
+#[cfg(test)]
+mod tests;
 
 use crate::error::{Error, Result};
 use crate::op::{Attrs, OpRef};
