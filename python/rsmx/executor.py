@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -116,6 +117,29 @@ def _view_of(buf: NDArray, shape: tuple) -> NDArray:
     return buf.reshape((-1,))[:n].reshape(shape)
 
 
+def _from_buffer(buffer: dict, name: str, shape: tuple, dtype: Any, ctx: Context) -> NDArray:
+    """A view of ``buffer[name]`` shaped ``shape`` when it is large enough; otherwise a new
+    zero array, which replaces the buffer's entry."""
+    buf = buffer.get(name)
+    if buf is not None and buf.size >= int(np.prod(shape, dtype=np.int64)):
+        if buf.dtype != np.dtype(dtype):
+            raise MXNetTypeError(
+                f"simple_bind: shared buffer '{name}' has dtype {np.dtype(buf.dtype).name}, "
+                f"needed {np.dtype(dtype).name}"
+            )
+        return _view_of(buf, shape)
+    if buf is not None:
+        logging.warning(
+            "Bucketing: data %s has a shape %s, which is larger than already allocated "
+            "shape %s. Need to re-allocate. Consider putting default bucket key to be the "
+            "bucket taking the largest input for better memory sharing.",
+            name, shape, buf.shape,
+        )
+    arr = nd.zeros(shape, ctx, dtype=dtype)
+    buffer[name] = arr
+    return arr
+
+
 def simple_bind(sym, ctx, grad_req="write", type_dict=None, group2ctx=None,
                 shared_arg_names=None, shared_exec=None, shared_buffer=None,
                 shapes=None) -> Executor:
@@ -160,16 +184,14 @@ def simple_bind(sym, ctx, grad_req="write", type_dict=None, group2ctx=None,
             g = shared_grads.get(n)
             grads.append(g if g is not None or r == "null" else nd.zeros(s, c, dtype=t))
             continue
-        if shared_buffer is not None and n in shared_names:
-            buf = shared_buffer.get(n)
-            if buf is not None and buf.size >= int(np.prod(s)) and buf.dtype == np.dtype(t):
-                a = _view_of(buf, s)
-            else:
-                a = nd.zeros(s, c, dtype=t)
-                shared_buffer[n] = a
-        else:
-            a = nd.zeros(s, c, dtype=t)
-        args.append(a)
+        if shared_buffer is not None and n not in shared_names:
+            # Inputs that are not shared parameters (data, labels, states) and their
+            # gradients reuse the memory of the buffer, as different buckets do.
+            args.append(_from_buffer(shared_buffer, n, s, t, c))
+            grads.append(_from_buffer(shared_buffer, "grad of " + n, s, t, c)
+                         if r != "null" else None)
+            continue
+        args.append(nd.zeros(s, c, dtype=t))
         grads.append(nd.zeros(s, c, dtype=t) if r != "null" else None)
     aux = [nd.zeros(s, place(n), dtype=t)
            for n, s, t in zip(aux_names, aux_shapes, aux_types, strict=True)]
