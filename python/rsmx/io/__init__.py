@@ -1,0 +1,22 @@
+"""``mx.io``: data descriptions, batches and data iterators over in-memory arrays."""
+
+from __future__ import annotations
+
+from . import io, utils
+from .io import DataBatch, DataDesc, DataIter, PrefetchingIter, ResizeIter
+from .ndarray_iter import NDArrayIter
+from .utils import _getdata_by_idx, _has_instance, _init_data
+
+__all__ = [
+    "io",
+    "utils",
+    "DataDesc",
+    "DataBatch",
+    "DataIter",
+    "NDArrayIter",
+    "ResizeIter",
+    "PrefetchingIter",
+    "_init_data",
+    "_has_instance",
+    "_getdata_by_idx",
+]

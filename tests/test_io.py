@@ -1,0 +1,303 @@
+"""mx.io: DataDesc, DataBatch, NDArrayIter (against MXNet 1.9.1's batches), ResizeIter and
+PrefetchingIter."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rsmx as mx
+from rsmx.base import MXNetError, MXNetTypeError, MXNetValueError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "training"
+IO_CASES = json.loads((FIXTURES / "io.json").read_text())
+
+
+def _epochs(it, n_epochs: int, manual: bool = False) -> list:
+    out = []
+    for _ in range(n_epochs):
+        batches = []
+        if manual:
+            while it.iter_next():
+                batches.append({
+                    "data": [d.asnumpy().tolist() for d in it.getdata()],
+                    "label": [lab.asnumpy().tolist() for lab in it.getlabel()],
+                    "pad": it.getpad(),
+                })
+        else:
+            for b in it:
+                assert isinstance(b, mx.io.DataBatch)
+                for arr in b.data + b.label:
+                    assert isinstance(arr, mx.nd.NDArray)
+                    assert arr.context == mx.cpu()
+                batches.append({
+                    "data": [d.asnumpy().tolist() for d in b.data],
+                    "label": [lab.asnumpy().tolist() for lab in b.label],
+                    "pad": b.pad,
+                })
+        out.append(batches)
+        it.reset()
+    return out
+
+
+@pytest.mark.parametrize(
+    "case",
+    IO_CASES["cases"],
+    ids=lambda c: f"n{c['n']}-bs{c['batch_size']}-{c['handle']}-{'shuf' if c['shuffle'] else 'seq'}",
+)
+def test_ndarrayiter_batches_match_mxnet(case: dict) -> None:
+    np.random.seed(case["seed"])
+    n = case["n"]
+    it = mx.io.NDArrayIter(
+        np.arange(2 * n).reshape(n, 2),
+        np.arange(n),
+        batch_size=case["batch_size"],
+        shuffle=case["shuffle"],
+        last_batch_handle=case["handle"],
+    )
+    if case.get("error"):
+        with pytest.raises(MXNetError):
+            _epochs(it, 3)
+    else:
+        assert _epochs(it, 3) == case["epochs"]
+
+
+@pytest.mark.parametrize("case", IO_CASES["multi"], ids=lambda c: c["handle"])
+def test_ndarrayiter_several_sources(case: dict) -> None:
+    def make():
+        data = {"b": np.arange(7) + 100, "a": np.arange(14).reshape(7, 2)}
+        label = [np.arange(7), -np.arange(7)]
+        return mx.io.NDArrayIter(data, label, batch_size=3, last_batch_handle=case["handle"])
+
+    it = make()
+    assert [[d.name, list(d.shape)] for d in it.provide_data] == case["provide_data"]
+    assert [[d.name, list(d.shape)] for d in it.provide_label] == case["provide_label"]
+    assert _epochs(it, 3) == case["epochs"]
+    assert _epochs(make(), 2, manual=True) == case["manual"]
+
+
+def test_ndarrayiter_names_dtypes_and_descs() -> None:
+    data = mx.nd.array(np.arange(12).reshape(6, 2), dtype="int32")
+    it = mx.io.NDArrayIter(data, np.ones(6), batch_size=4, data_name="x", label_name="y")
+    (dd,) = it.provide_data
+    (ld,) = it.provide_label
+    assert (dd.name, dd.shape, dd.dtype, dd.layout) == ("x", (4, 2), np.int32, "NCHW")
+    assert (ld.name, ld.shape, ld.dtype) == ("y", (4,), np.float32)
+    batch = it.next()
+    assert batch.data[0].dtype == np.int32
+    assert batch.index is None and batch.pad == 0
+    assert str(batch) == "DataBatch: data shapes: [(4, 2)] label shapes: [(4,)]"
+    # As in MXNet 1.x, shuffling copies the arrays into float32.
+    np.random.seed(1)
+    shuffled = mx.io.NDArrayIter(data, batch_size=2, shuffle=True)
+    assert shuffled.provide_data[0].dtype == np.float32
+    rows = np.concatenate([b.data[0].asnumpy() for b in shuffled])
+    assert sorted(map(tuple, rows.tolist())) == [(2 * i, 2 * i + 1) for i in range(6)]
+    assert rows.tolist() != np.arange(12).reshape(6, 2).tolist()
+
+
+def test_ndarrayiter_without_label() -> None:
+    it = mx.io.NDArrayIter(mx.nd.ones((5, 3)), batch_size=2)
+    assert it.provide_label == []
+    batches = list(it)
+    assert len(batches) == 3 and batches[-1].pad == 1
+    assert batches[0].label == []
+    assert str(batches[0]) == "DataBatch: data shapes: [(2, 3)] label shapes: None"
+
+
+def test_ndarrayiter_hard_reset_drops_rolled_over_examples() -> None:
+    it = mx.io.NDArrayIter(np.arange(5), batch_size=2, last_batch_handle="roll_over")
+    assert [b.data[0].asnumpy().tolist() for b in it] == [[0, 1], [2, 3]]
+    it.hard_reset()
+    first = it.next()
+    assert first.data[0].asnumpy().tolist() == [0, 1] and first.pad == 0
+
+
+def test_ndarrayiter_bad_input() -> None:
+    with pytest.raises(MXNetValueError, match="'softmax_label' has 8 examples but 'data' has 10"):
+        mx.io.NDArrayIter(np.arange(10), np.arange(8), batch_size=3)
+    with pytest.raises(MXNetValueError, match="has 4 examples"):
+        mx.io.NDArrayIter({"a": np.ones(5), "b": np.ones(4)}, batch_size=2)
+    with pytest.raises(ValueError, match="last_batch_handle"):
+        mx.io.NDArrayIter(np.arange(10), batch_size=3, last_batch_handle="keep")
+    with pytest.raises(MXNetValueError, match="batch_size"):
+        mx.io.NDArrayIter(np.arange(10), batch_size=0)
+    with pytest.raises(MXNetTypeError, match="input must be"):
+        mx.io.NDArrayIter("abc", batch_size=1)
+    with pytest.raises(MXNetTypeError, match="'data'"):
+        mx.io.NDArrayIter({"data": object()}, batch_size=1)
+    with pytest.raises(MXNetValueError):
+        mx.io.NDArrayIter(None, batch_size=1)
+
+
+def test_ndarrayiter_needs_reset_after_epoch() -> None:
+    it = mx.io.NDArrayIter(np.arange(4), batch_size=2)
+    assert len(list(it)) == 2
+    with pytest.raises(StopIteration):
+        it.next()
+    with pytest.raises(MXNetValueError, match="reset"):
+        it.getdata()
+    it.reset()
+    assert len(list(it)) == 2
+
+
+def test_datadesc() -> None:
+    d = mx.io.DataDesc("data", (2, 3))
+    assert d == ("data", (2, 3))
+    name, shape = d
+    assert (name, shape, d.dtype, d.layout) == ("data", (2, 3), np.float32, "NCHW")
+    assert repr(d) == "DataDesc[data,(2, 3),<class 'numpy.float32'>,NCHW]"
+    assert str(d) == repr(d)
+    e = mx.io.DataDesc("x", (4, 5, 6), np.int32, layout="TNC")
+    assert mx.io.DataDesc.get_batch_axis(e.layout) == 1
+    assert mx.io.DataDesc.get_batch_axis(None) == 0
+    assert mx.io.DataDesc.get_batch_axis("TC") == -1
+    back = pickle.loads(pickle.dumps(e))
+    assert back == e and back.dtype == np.int32 and back.layout == "TNC"
+    lst = mx.io.DataDesc.get_list([("a", (1,)), ("b", (2,))], [("b", np.int8), ("a", np.float16)])
+    assert [(x.name, x.shape, x.dtype) for x in lst] == [("a", (1,), np.float16), ("b", (2,), np.int8)]
+    assert [x.dtype for x in mx.io.DataDesc.get_list([("a", (1,))], None)] == [np.float32]
+    with pytest.raises(MXNetValueError, match="'b'"):
+        mx.io.DataDesc.get_list([("a", (1,)), ("b", (2,))], [("a", np.int8)])
+
+
+def test_databatch() -> None:
+    b = mx.io.DataBatch([mx.nd.ones((2, 3))], [mx.nd.ones((2,))], pad=1, index=np.arange(2), bucket_key=5)
+    assert (b.pad, b.bucket_key, b.provide_data, b.provide_label) == (1, 5, None, None)
+    assert str(b) == "DataBatch: data shapes: [(2, 3)] label shapes: [(2,)]"
+    with pytest.raises(MXNetTypeError, match="data must be a list"):
+        mx.io.DataBatch(mx.nd.ones((2,)))
+    with pytest.raises(MXNetTypeError, match="label must be a list"):
+        mx.io.DataBatch([mx.nd.ones((2,))], label=mx.nd.ones((2,)))
+
+
+class _CountIter(mx.io.DataIter):
+    """A DataIter that gives ``n`` batches through the iter_next/get* protocol."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(batch_size=2)
+        self.n, self.i = n, 0
+        self.provide_data = [mx.io.DataDesc("data", (2,))]
+        self.provide_label = [mx.io.DataDesc("softmax_label", (2,))]
+
+    def reset(self) -> None:
+        self.i = 0
+
+    def iter_next(self) -> bool:
+        self.i += 1
+        return self.i <= self.n
+
+    def getdata(self) -> list:
+        return [mx.nd.full((2,), self.i)]
+
+    def getlabel(self) -> list:
+        return [mx.nd.zeros((2,))]
+
+    def getpad(self) -> int:
+        return 0
+
+
+def test_dataiter_protocol() -> None:
+    it = _CountIter(3)
+    assert iter(it) is it
+    assert [b.data[0].asnumpy()[0] for b in it] == [1, 2, 3]
+    with pytest.raises(StopIteration):
+        next(it)
+    base = mx.io.DataIter(batch_size=7)
+    assert base.batch_size == 7 and base.getindex() is None
+    with pytest.raises(StopIteration):
+        base.next()
+
+
+def test_resizeiter() -> None:
+    inner = mx.io.NDArrayIter(np.arange(6), batch_size=2)
+    longer = mx.io.ResizeIter(inner, 5)
+    assert longer.provide_data == inner.provide_data and longer.batch_size == 2
+    got = [b.data[0].asnumpy().tolist() for b in longer]
+    assert got == [[0, 1], [2, 3], [4, 5], [0, 1], [2, 3]]
+    longer.reset()
+    assert [b.data[0].asnumpy().tolist() for b in longer][0] == [0, 1]
+    shorter = mx.io.ResizeIter(mx.io.NDArrayIter(np.arange(6), batch_size=2), 2, reset_internal=False)
+    assert [b.data[0].asnumpy().tolist() for b in shorter] == [[0, 1], [2, 3]]
+    shorter.reset()
+    assert [b.data[0].asnumpy().tolist() for b in shorter] == [[4, 5], [0, 1]]
+    assert shorter.getpad() == 0 and shorter.getindex() is None
+
+
+def test_prefetchingiter_single_and_reset() -> None:
+    inner = mx.io.NDArrayIter(np.arange(10), np.arange(10) * 2, batch_size=4)
+    it = mx.io.PrefetchingIter(inner)
+    assert it.batch_size == 4 and it.provide_data == inner.provide_data
+    assert all(t.daemon and t.is_alive() for t in it.prefetch_threads)
+    got = [(b.data[0].asnumpy().tolist(), b.label[0].asnumpy().tolist(), b.pad) for b in it]
+    assert got == [
+        ([0, 1, 2, 3], [0, 2, 4, 6], 0),
+        ([4, 5, 6, 7], [8, 10, 12, 14], 0),
+        ([8, 9, 0, 1], [16, 18, 0, 2], 2),
+    ]
+    it.reset()
+    assert it.next().data[0].asnumpy().tolist() == [0, 1, 2, 3]
+    it.reset()  # in the middle of an epoch
+    assert len(list(it)) == 3
+    threads = it.prefetch_threads
+    it.close()
+    assert not any(t.is_alive() for t in threads)
+
+
+def test_prefetchingiter_several_renamed() -> None:
+    a = mx.io.NDArrayIter({"data": np.arange(8)}, {"lab": np.zeros(8)}, batch_size=4)
+    b = mx.io.NDArrayIter({"data": np.arange(8) + 10}, {"lab": np.ones(8)}, batch_size=4)
+    it = mx.io.PrefetchingIter(
+        [a, b], rename_data=[{"data": "d1"}, {"data": "d2"}], rename_label=[{"lab": "l1"}, {"lab": "l2"}]
+    )
+    assert [d.name for d in it.provide_data] == ["d1", "d2"]
+    assert [d.name for d in it.provide_label] == ["l1", "l2"]
+    assert repr(it.provide_data[0]) == "DataDesc[d1,(4,),<class 'numpy.float32'>,NCHW]"
+    batch = it.next()
+    assert [d.asnumpy().tolist() for d in batch.data] == [[0, 1, 2, 3], [10, 11, 12, 13]]
+    assert [d.asnumpy().tolist() for d in batch.label] == [[0] * 4, [1] * 4]
+    assert batch.provide_data == it.provide_data
+    assert it.getdata() is batch.data and it.getpad() == 0
+    assert len(list(it)) == 1
+    with pytest.raises(MXNetValueError, match="'data'"):
+        mx.io.PrefetchingIter([a], rename_data=[{"x": "y"}])
+    with pytest.raises(MXNetValueError, match="2 maps for 1"):
+        mx.io.PrefetchingIter([a], rename_data=[{}, {}])
+
+
+def test_prefetchingiter_mismatched_lengths() -> None:
+    a = mx.io.NDArrayIter(np.arange(8), batch_size=4)
+    b = mx.io.NDArrayIter(np.arange(4), batch_size=4)
+    it = mx.io.PrefetchingIter([a, b])
+    it.next()
+    with pytest.raises(MXNetValueError, match="different numbers of batches"):
+        it.next()
+
+
+def test_prefetchingiter_passes_on_errors() -> None:
+    class Broken(_CountIter):
+        def getdata(self) -> list:
+            if self.i == 2:
+                raise MXNetValueError("bad record")
+            return super().getdata()
+
+    it = mx.io.PrefetchingIter(Broken(3))
+    assert it.next().data[0].asnumpy()[0] == 1
+    with pytest.raises(MXNetValueError, match="bad record"):
+        it.next()
+    assert it.next().data[0].asnumpy()[0] == 3
+
+
+def test_prefetchingiter_threads_end_when_collected() -> None:
+    it = mx.io.PrefetchingIter(mx.io.NDArrayIter(np.arange(4), batch_size=2))
+    threads = it.prefetch_threads
+    before = threading.active_count()
+    del it
+    for t in threads:
+        t.join(timeout=5)
+    assert not any(t.is_alive() for t in threads)
+    assert threading.active_count() <= before - len(threads)
