@@ -13,9 +13,11 @@ from . import (
     context,
     engine,
     executor,
+    executor_manager,
     io,
     metric,
     model,
+    module,
     monitor,
     name,
     ndarray,
@@ -24,6 +26,7 @@ from . import (
     symbol,
     visualization,
 )
+from . import module as mod
 from . import monitor as mon
 from . import ndarray as nd
 from . import symbol as sym
@@ -53,6 +56,9 @@ __all__ = [
     "io",
     "metric",
     "model",
+    "module",
+    "mod",
+    "executor_manager",
     "monitor",
     "mon",
     "visualization",

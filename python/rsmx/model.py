@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import logging
+import os
+from collections import namedtuple
+
+import numpy as np
 
 from . import ndarray as nd
 from . import symbol as sym
 from .context import cpu
 
-__all__ = ["save_checkpoint", "load_checkpoint", "load_params"]
+__all__ = ["save_checkpoint", "load_checkpoint", "load_params", "BatchEndParam"]
+
+try:
+    from .callback import BatchEndParam
+except ImportError:  # until rsmx.callback is in the tree
+    BatchEndParam = namedtuple("BatchEndParams", ["epoch", "nbatch", "eval_metric", "locals"])
 
 
 def save_checkpoint(prefix: str, epoch: int, symbol, arg_params: dict, aux_params: dict,
@@ -45,3 +54,116 @@ def load_checkpoint(prefix: str, epoch: int):
     symbol = sym.load(f"{prefix}-symbol.json")
     arg_params, aux_params = load_params(prefix, epoch)
     return symbol, arg_params, aux_params
+
+
+# ---------------------------------------------------------------------- training helpers
+def _kvstore_module():
+    from . import kvstore
+
+    return kvstore
+
+
+def _can_hold_optimizer(kv) -> bool:
+    """Whether the kvstore ``kv`` can run the optimizer itself."""
+    is_capable = getattr(kv, "is_capable", None)
+    if is_capable is None:
+        return True
+    kvs = _kvstore_module()
+    base = getattr(kvs, "KVStoreBase", None)
+    capability = getattr(base, "OPTIMIZER", "optimizer")
+    return bool(is_capable(capability))
+
+
+def _create_kvstore(kvstore, num_device: int, arg_params: dict) -> tuple:
+    """The kvstore to train with and whether it runs the updates.
+
+    Parameters
+    ----------
+    kvstore : KVStore, str or None
+        A kvstore, or the type of one to create. A non-distributed type with a single
+        device gives no kvstore at all.
+    num_device : int
+        How many devices train.
+    arg_params : dict of str to NDArray
+        The parameters; with a ``'local'`` kvstore, one above 16M elements keeps the
+        updates off the kvstore.
+
+    Returns
+    -------
+    (KVStore or None, bool)
+        The kvstore and ``update_on_kvstore`` (which ``MXNET_UPDATE_ON_KVSTORE=0`` turns
+        off, and which is off without a kvstore).
+    """
+    update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
+    if kvstore is None:
+        kv = None
+    elif isinstance(kvstore, str):
+        if num_device == 1 and "dist" not in kvstore:
+            kv = None
+        else:
+            kv = _kvstore_module().create(kvstore)
+            if kvstore == "local" and arg_params:
+                max_size = max(int(np.prod(p.shape)) for p in arg_params.values())
+                if max_size > 1024 * 1024 * 16:
+                    update_on_kvstore = False
+    elif hasattr(kvstore, "push") and hasattr(kvstore, "pull"):
+        kv = kvstore
+    else:
+        raise TypeError("kvstore must be KVStore, str or None")
+    if kv is None:
+        update_on_kvstore = False
+    else:
+        update_on_kvstore = update_on_kvstore and _can_hold_optimizer(kv)
+    return kv, update_on_kvstore
+
+
+def _initialize_kvstore(kvstore, param_arrays: list, arg_params: dict, param_names: list,
+                        update_on_kvstore: bool) -> None:
+    """Puts the initial parameters into ``kvstore``; when it runs the updates the devices'
+    copies are set from it too."""
+    for idx, param_on_devs in enumerate(param_arrays):
+        name = param_names[idx]
+        if not update_on_kvstore:
+            kvstore.init(name, arg_params[name])
+        elif hasattr(kvstore, "broadcast"):
+            kvstore.broadcast(name, arg_params[name], out=param_on_devs)
+        else:
+            kvstore.init(name, arg_params[name])
+            kvstore.pull(name, out=param_on_devs, priority=-idx)
+
+
+def _pushpull(kvstore, name: str, values: list, out: list, priority: int) -> None:
+    if hasattr(kvstore, "pushpull"):
+        kvstore.pushpull(name, values, out=out, priority=priority)
+    else:
+        kvstore.push(name, values, priority=priority)
+        kvstore.pull(name, out=out, priority=priority)
+
+
+def _update_params_on_kvstore(param_arrays: list, grad_arrays: list, kvstore,
+                              param_names: list) -> None:
+    """Pushes each parameter's gradients (one per device) to ``kvstore``, which sums them
+    and updates, and pulls the new weights back to every device."""
+    for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays, strict=True)):
+        if grad_list[0] is None:
+            continue
+        _pushpull(kvstore, param_names[index], grad_list, arg_list, -index)
+
+
+def _update_params(param_arrays: list, grad_arrays: list, updater, num_device: int,
+                   kvstore=None, param_names: list | None = None) -> None:
+    """Updates each device's parameters with ``updater``; with a kvstore the gradients
+    are summed over devices first. Device ``k``'s copy of parameter ``i`` is index
+    ``i * num_device + k`` for the updater, so each copy has its own optimizer state."""
+    updates: list[list] = [[] for _ in range(num_device)]
+    for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays, strict=True)):
+        if grad_list[0] is None:
+            continue
+        if kvstore:
+            _pushpull(kvstore, param_names[index], grad_list, grad_list, -index)
+        for k, (w, g) in enumerate(zip(arg_list, grad_list, strict=True)):
+            updates[k].append((index * num_device + k, g, w))
+    for dev_updates in updates:
+        if dev_updates:
+            indices, grads, weights = zip(*dev_updates, strict=True)
+            updater(list(indices), list(grads), list(weights))

@@ -1,0 +1,11 @@
+"""Modules: a symbol with its executors, parameters and optimizer behind one training
+and prediction API (``mx.mod.Module``, ``mx.mod.BucketingModule``)."""
+
+from __future__ import annotations
+
+from .base_module import BaseModule
+from .bucketing_module import BucketingModule
+from .executor_group import DataParallelExecutorGroup
+from .module import Module
+
+__all__ = ["BaseModule", "Module", "BucketingModule", "DataParallelExecutorGroup"]
