@@ -12,6 +12,7 @@ pub mod error;
 pub mod executor;
 pub mod graph;
 pub mod kernels;
+pub mod kvstore;
 pub mod ndarray;
 pub mod op;
 pub mod shape;

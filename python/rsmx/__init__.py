@@ -13,6 +13,7 @@ from . import (
     context,
     engine,
     executor,
+    kvstore,
     executor_manager,
     io,
     metric,
@@ -27,6 +28,7 @@ from . import (
     visualization,
 )
 from . import module as mod
+from . import kvstore as kv
 from . import monitor as mon
 from . import ndarray as nd
 from . import symbol as sym
@@ -53,6 +55,8 @@ __all__ = [
     "symbol",
     "sym",
     "executor",
+    "kvstore",
+    "kv",
     "io",
     "metric",
     "model",

@@ -1,0 +1,173 @@
+//! Unit tests of the store: assignment, sums over devices, updaters, placement, errors.
+
+use super::*;
+use crate::context::Context;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::ndarray::NDArray;
+use std::sync::Arc;
+
+fn full(shape: &[usize], v: f32, ctx: Context) -> NDArray {
+    let a = NDArray::empty(shape, DType::F32, ctx).unwrap();
+    let n: usize = shape.iter().product();
+    let bytes: Vec<u8> = std::iter::repeat_n(v, n)
+        .flat_map(f32::to_le_bytes)
+        .collect();
+    a.write_bytes(bytes).unwrap();
+    a
+}
+
+fn values(a: &NDArray) -> Vec<f32> {
+    a.to_bytes()
+        .unwrap()
+        .chunks(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn cpus(n: i32) -> Vec<Context> {
+    (0..n).map(Context::cpu).collect()
+}
+
+#[test]
+fn push_assigns_and_sums_over_devices() {
+    let kv = KVStore::new("local").unwrap();
+    let k = Key::Int(3);
+    kv.init(
+        std::slice::from_ref(&k),
+        &[full(&[2, 3], 2.0, Context::cpu(0))],
+    )
+    .unwrap();
+    let out = full(&[2, 3], 0.0, Context::cpu(1));
+    kv.pull(std::slice::from_ref(&k), &[vec![out.clone()]], 0)
+        .unwrap();
+    assert_eq!(values(&out), vec![2.0; 6]);
+    let pushed: Vec<NDArray> = cpus(4).into_iter().map(|c| full(&[2, 3], 1.5, c)).collect();
+    kv.push(std::slice::from_ref(&k), &[pushed], 0).unwrap();
+    let outs: Vec<NDArray> = cpus(3).into_iter().map(|c| full(&[2, 3], 0.0, c)).collect();
+    kv.pull(std::slice::from_ref(&k), std::slice::from_ref(&outs), 0)
+        .unwrap();
+    for o in &outs {
+        assert_eq!(values(o), vec![6.0; 6]);
+    }
+}
+
+#[test]
+fn more_devices_than_the_first_push() {
+    let kv = KVStore::new("device").unwrap();
+    let k = Key::Str("w".into());
+    kv.init(
+        std::slice::from_ref(&k),
+        &[full(&[4], 0.0, Context::cpu(0))],
+    )
+    .unwrap();
+    for n in [1, 2, 4, 3] {
+        let pushed: Vec<NDArray> = cpus(n).into_iter().map(|c| full(&[4], 1.0, c)).collect();
+        kv.push(std::slice::from_ref(&k), &[pushed], 0).unwrap();
+        let out = full(&[4], -1.0, Context::cpu(0));
+        kv.pull(std::slice::from_ref(&k), &[vec![out.clone()]], 0)
+            .unwrap();
+        assert_eq!(values(&out), vec![n as f32; 4]);
+    }
+}
+
+#[test]
+fn device_store_spreads_keys_over_devices() {
+    let kv = KVStore::new("device").unwrap();
+    let keys: Vec<Key> = (0..4).map(Key::Int).collect();
+    let inits: Vec<NDArray> = (0..4).map(|_| full(&[8], 0.0, Context::cpu(0))).collect();
+    kv.init(&keys, &inits).unwrap();
+    let pushes: Vec<Vec<NDArray>> = (0..4)
+        .map(|_| cpus(2).into_iter().map(|c| full(&[8], 1.0, c)).collect())
+        .collect();
+    kv.push(&keys, &pushes, 0).unwrap();
+    let placed: Vec<i32> = keys
+        .iter()
+        .map(|k| kv.stored(k).unwrap().context().dev_id)
+        .collect();
+    assert_eq!(placed.iter().filter(|d| **d == 0).count(), 2, "{placed:?}");
+    assert_eq!(placed.iter().filter(|d| **d == 1).count(), 2, "{placed:?}");
+}
+
+struct AddTwice;
+
+impl StoreUpdater for AddTwice {
+    fn create_state(&self, _: &Key, w: &NDArray) -> Result<Vec<NDArray>> {
+        Ok(vec![full(w.shape(), 0.0, w.context())])
+    }
+    fn update(&self, _: &Key, w: &NDArray, g: &NDArray, s: &[NDArray], p: i32) -> Result<()> {
+        // stored += 2 * grad, by summing the gradient in twice.
+        comm::reduce_into(&[w.clone(), g.clone(), g.clone()], &s[0], p)?;
+        crate::ndarray::copy_into(&s[0], w)
+    }
+}
+
+#[test]
+fn built_in_updater_gets_the_sum_and_keeps_state() {
+    let kv = KVStore::new("local").unwrap();
+    let keys = [Key::Int(9), Key::Int(5)];
+    let inits = [
+        full(&[3], 1.0, Context::cpu(0)),
+        full(&[3], 1.0, Context::cpu(0)),
+    ];
+    kv.init(&keys, &inits).unwrap();
+    kv.set_updater(Some(Arc::new(AddTwice)));
+    let pushes: Vec<Vec<NDArray>> = (0..2)
+        .map(|_| cpus(2).into_iter().map(|c| full(&[3], 1.0, c)).collect())
+        .collect();
+    kv.push(&keys, &pushes, 0).unwrap();
+    let out = full(&[3], 0.0, Context::cpu(0));
+    kv.pull(&keys[..1], &[vec![out.clone()]], 0).unwrap();
+    assert_eq!(values(&out), vec![5.0; 3]);
+    let states = kv.states();
+    assert_eq!(states.len(), 2);
+    assert_eq!(states[0].0, Key::Int(9), "states follow init order");
+}
+
+#[test]
+fn bad_calls_change_nothing() {
+    let kv = KVStore::new("local").unwrap();
+    let k = Key::Int(1);
+    kv.init(
+        std::slice::from_ref(&k),
+        &[full(&[2], 7.0, Context::cpu(0))],
+    )
+    .unwrap();
+    let err = kv
+        .push(
+            &[k.clone(), Key::Int(2)],
+            &[
+                vec![full(&[2], 1.0, Context::cpu(0))],
+                vec![full(&[2], 1.0, Context::cpu(0))],
+            ],
+            0,
+        )
+        .unwrap_err();
+    assert!(
+        err.message().contains("key 2 has not been initialized"),
+        "{err}"
+    );
+    let err = kv
+        .push(
+            std::slice::from_ref(&k),
+            &[vec![full(&[3], 1.0, Context::cpu(0))]],
+            0,
+        )
+        .unwrap_err();
+    assert!(
+        err.message().contains("(3,)") && err.message().contains("(2,)"),
+        "{err}"
+    );
+    let err = kv
+        .init(
+            std::slice::from_ref(&k),
+            &[full(&[2], 0.0, Context::cpu(0))],
+        )
+        .unwrap_err();
+    assert!(err.message().contains("duplicate init"), "{err}");
+    let out = full(&[2], 0.0, Context::cpu(0));
+    kv.pull(std::slice::from_ref(&k), &[vec![out.clone()]], 0)
+        .unwrap();
+    assert_eq!(values(&out), vec![7.0; 2]);
+    assert!(KVStore::new("nonsense").is_err());
+}

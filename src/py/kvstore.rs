@@ -1,0 +1,168 @@
+//! `_core.KVStoreHandle`: the store behind `rsmx.kvstore.KVStore`.
+
+use super::errors::{guard, IntoPy};
+use super::ndarray::PyNDArray;
+use crate::kvstore::{KVStore, Key};
+use crate::ndarray::NDArray;
+use pyo3::prelude::*;
+
+/// A key as Python gives it.
+#[derive(FromPyObject, IntoPyObject)]
+pub enum PyKey {
+    Int(i64),
+    Str(String),
+}
+
+impl From<PyKey> for Key {
+    fn from(k: PyKey) -> Key {
+        match k {
+            PyKey::Int(i) => Key::Int(i),
+            PyKey::Str(s) => Key::Str(s),
+        }
+    }
+}
+
+impl From<Key> for PyKey {
+    fn from(k: Key) -> PyKey {
+        match k {
+            Key::Int(i) => PyKey::Int(i),
+            Key::Str(s) => PyKey::Str(s),
+        }
+    }
+}
+
+fn keys_of(keys: Vec<PyKey>) -> Vec<Key> {
+    keys.into_iter().map(Key::from).collect()
+}
+
+fn arrays_of(v: &[PyRef<'_, PyNDArray>]) -> Vec<NDArray> {
+    v.iter().map(|a| a.inner.clone()).collect()
+}
+
+fn writable_of(v: &[PyRef<'_, PyNDArray>]) -> PyResult<Vec<NDArray>> {
+    v.iter().map(|a| a.writable_inner()).collect()
+}
+
+fn wrap(py: Python<'_>, a: NDArray) -> PyResult<Py<PyNDArray>> {
+    Py::new(py, PyNDArray::new(a))
+}
+
+/// `(key, pushed sum, stored value)` for a Python updater.
+type UpdaterInput = (PyKey, Py<PyNDArray>, Py<PyNDArray>);
+
+/// A key-value store on one machine.
+#[pyclass(name = "KVStoreHandle", module = "rsmx._core", frozen)]
+pub struct PyKVStore {
+    inner: KVStore,
+}
+
+#[pymethods]
+impl PyKVStore {
+    #[new]
+    fn new(name: &str) -> PyResult<PyKVStore> {
+        Ok(PyKVStore {
+            inner: KVStore::new(name).py()?,
+        })
+    }
+
+    /// MXNet's name of the store type.
+    #[getter]
+    fn type_name(&self) -> String {
+        self.inner.type_name().to_string()
+    }
+
+    /// Stores a copy of each value under its key.
+    fn init(&self, keys: Vec<PyKey>, values: Vec<PyRef<'_, PyNDArray>>) -> PyResult<()> {
+        guard("KVStore.init", || {
+            self.inner.init(&keys_of(keys), &arrays_of(&values)).py()
+        })
+    }
+
+    /// Sums the values of each key and applies them (assignment or the built-in updater).
+    fn push(
+        &self,
+        py: Python<'_>,
+        keys: Vec<PyKey>,
+        values: Vec<Vec<PyRef<'_, PyNDArray>>>,
+        priority: i32,
+    ) -> PyResult<()> {
+        let keys = keys_of(keys);
+        let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
+        guard("KVStore.push", || {
+            py.detach(|| self.inner.push(&keys, &values, priority)).py()
+        })
+    }
+
+    /// Sums the values of each key for an updater written in Python: returns
+    /// `(key, sum, stored value)` per key in update order.
+    fn reduce_for_updater(
+        &self,
+        py: Python<'_>,
+        keys: Vec<PyKey>,
+        values: Vec<Vec<PyRef<'_, PyNDArray>>>,
+        priority: i32,
+    ) -> PyResult<Vec<UpdaterInput>> {
+        let keys = keys_of(keys);
+        let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
+        guard("KVStore.push", || {
+            let groups = py
+                .detach(|| self.inner.reduce_for_updater(&keys, &values, priority))
+                .py()?;
+            groups
+                .into_iter()
+                .map(|(k, m, s)| Ok((PyKey::from(k), wrap(py, m)?, wrap(py, s)?)))
+                .collect()
+        })
+    }
+
+    /// Copies each key's stored value into every array given for it.
+    fn pull(
+        &self,
+        py: Python<'_>,
+        keys: Vec<PyKey>,
+        outs: Vec<Vec<PyRef<'_, PyNDArray>>>,
+        priority: i32,
+    ) -> PyResult<()> {
+        let keys = keys_of(keys);
+        let outs = outs
+            .iter()
+            .map(|v| writable_of(v))
+            .collect::<PyResult<Vec<_>>>()?;
+        guard("KVStore.pull", || {
+            py.detach(|| self.inner.pull(&keys, &outs, priority)).py()
+        })
+    }
+
+    /// The array stored under `key` (shared with the store).
+    fn stored(&self, py: Python<'_>, key: PyKey) -> PyResult<Py<PyNDArray>> {
+        let a = self.inner.stored(&key.into()).py()?;
+        wrap(py, a)
+    }
+
+    /// Goes back to the default update, which assigns pushed sums.
+    fn reset_updater(&self) {
+        self.inner.set_updater(None);
+    }
+
+    /// The built-in updater's state of every key that has one.
+    fn states(&self, py: Python<'_>) -> PyResult<Vec<(PyKey, Vec<Py<PyNDArray>>)>> {
+        self.inner
+            .states()
+            .into_iter()
+            .map(|(k, s)| {
+                let arrays = s
+                    .into_iter()
+                    .map(|a| wrap(py, a))
+                    .collect::<PyResult<_>>()?;
+                Ok((PyKey::from(k), arrays))
+            })
+            .collect()
+    }
+
+    /// Copies `state` into the built-in updater's state of `key`.
+    fn set_state(&self, key: PyKey, state: Vec<PyRef<'_, PyNDArray>>) -> PyResult<()> {
+        guard("KVStore.set_state", || {
+            self.inner.set_state(&key.into(), &arrays_of(&state)).py()
+        })
+    }
+}
