@@ -13,9 +13,10 @@ from . import (
     context,
     engine,
     executor,
-    kvstore,
     executor_manager,
+    initializer,
     io,
+    kvstore,
     metric,
     model,
     module,
@@ -27,8 +28,9 @@ from . import (
     symbol,
     visualization,
 )
-from . import module as mod
+from . import initializer as init
 from . import kvstore as kv
+from . import module as mod
 from . import monitor as mon
 from . import ndarray as nd
 from . import symbol as sym
@@ -57,6 +59,8 @@ __all__ = [
     "executor",
     "kvstore",
     "kv",
+    "initializer",
+    "init",
     "io",
     "metric",
     "model",
