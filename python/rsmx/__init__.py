@@ -10,6 +10,7 @@ __version__ = "0.1.0"
 from . import (
     attribute,
     base,
+    callback,
     context,
     engine,
     executor,
@@ -48,6 +49,7 @@ __all__ = [
     "current_context",
     "num_gpus",
     "base",
+    "callback",
     "context",
     "engine",
     "storage",
