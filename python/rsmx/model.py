@@ -1,23 +1,21 @@
-"""Checkpoints in MXNet's layout: ``prefix-symbol.json`` and ``prefix-EPOCH.params``."""
+"""Checkpoints in MXNet's layout (``prefix-symbol.json`` and ``prefix-EPOCH.params``)
+and the training helpers modules use: choosing and filling the kvstore, and updating
+parameters on it or through an updater."""
 
 from __future__ import annotations
 
 import logging
 import os
-from collections import namedtuple
 
 import numpy as np
 
+from . import kvstore as kvs
 from . import ndarray as nd
 from . import symbol as sym
+from .callback import BatchEndParam
 from .context import cpu
 
 __all__ = ["save_checkpoint", "load_checkpoint", "load_params", "BatchEndParam"]
-
-try:
-    from .callback import BatchEndParam
-except ImportError:  # until rsmx.callback is in the tree
-    BatchEndParam = namedtuple("BatchEndParams", ["epoch", "nbatch", "eval_metric", "locals"])
 
 
 def save_checkpoint(prefix: str, epoch: int, symbol, arg_params: dict, aux_params: dict,
@@ -57,23 +55,6 @@ def load_checkpoint(prefix: str, epoch: int):
 
 
 # ---------------------------------------------------------------------- training helpers
-def _kvstore_module():
-    from . import kvstore
-
-    return kvstore
-
-
-def _can_hold_optimizer(kv) -> bool:
-    """Whether the kvstore ``kv`` can run the optimizer itself."""
-    is_capable = getattr(kv, "is_capable", None)
-    if is_capable is None:
-        return True
-    kvs = _kvstore_module()
-    base = getattr(kvs, "KVStoreBase", None)
-    capability = getattr(base, "OPTIMIZER", "optimizer")
-    return bool(is_capable(capability))
-
-
 def _create_kvstore(kvstore, num_device: int, arg_params: dict) -> tuple:
     """The kvstore to train with and whether it runs the updates.
 
@@ -92,52 +73,42 @@ def _create_kvstore(kvstore, num_device: int, arg_params: dict) -> tuple:
     -------
     (KVStore or None, bool)
         The kvstore and ``update_on_kvstore`` (which ``MXNET_UPDATE_ON_KVSTORE=0`` turns
-        off, and which is off without a kvstore).
+        off, and which is off without a kvstore or when the kvstore cannot run optimizers).
     """
     update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
     if kvstore is None:
         kv = None
+    elif isinstance(kvstore, kvs.KVStoreBase):
+        kv = kvstore
     elif isinstance(kvstore, str):
         if num_device == 1 and "dist" not in kvstore:
             kv = None
         else:
-            kv = _kvstore_module().create(kvstore)
+            kv = kvs.create(kvstore)
             if kvstore == "local" and arg_params:
                 max_size = max(int(np.prod(p.shape)) for p in arg_params.values())
                 if max_size > 1024 * 1024 * 16:
                     update_on_kvstore = False
-    elif hasattr(kvstore, "push") and hasattr(kvstore, "pull"):
-        kv = kvstore
     else:
         raise TypeError("kvstore must be KVStore, str or None")
     if kv is None:
         update_on_kvstore = False
     else:
-        update_on_kvstore = update_on_kvstore and _can_hold_optimizer(kv)
+        update_on_kvstore = update_on_kvstore and bool(
+            kv.is_capable(kvs.KVStoreBase.OPTIMIZER))
     return kv, update_on_kvstore
 
 
 def _initialize_kvstore(kvstore, param_arrays: list, arg_params: dict, param_names: list,
                         update_on_kvstore: bool) -> None:
-    """Puts the initial parameters into ``kvstore``; when it runs the updates the devices'
+    """Puts the initial parameters into ``kvstore``; when it runs the updates, the devices'
     copies are set from it too."""
     for idx, param_on_devs in enumerate(param_arrays):
         name = param_names[idx]
-        if not update_on_kvstore:
-            kvstore.init(name, arg_params[name])
-        elif hasattr(kvstore, "broadcast"):
+        if update_on_kvstore:
             kvstore.broadcast(name, arg_params[name], out=param_on_devs)
         else:
             kvstore.init(name, arg_params[name])
-            kvstore.pull(name, out=param_on_devs, priority=-idx)
-
-
-def _pushpull(kvstore, name: str, values: list, out: list, priority: int) -> None:
-    if hasattr(kvstore, "pushpull"):
-        kvstore.pushpull(name, values, out=out, priority=priority)
-    else:
-        kvstore.push(name, values, priority=priority)
-        kvstore.pull(name, out=out, priority=priority)
 
 
 def _update_params_on_kvstore(param_arrays: list, grad_arrays: list, kvstore,
@@ -147,7 +118,7 @@ def _update_params_on_kvstore(param_arrays: list, grad_arrays: list, kvstore,
     for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays, strict=True)):
         if grad_list[0] is None:
             continue
-        _pushpull(kvstore, param_names[index], grad_list, arg_list, -index)
+        kvstore.pushpull(param_names[index], grad_list, out=arg_list, priority=-index)
 
 
 def _update_params(param_arrays: list, grad_arrays: list, updater, num_device: int,
@@ -160,7 +131,7 @@ def _update_params(param_arrays: list, grad_arrays: list, updater, num_device: i
         if grad_list[0] is None:
             continue
         if kvstore:
-            _pushpull(kvstore, param_names[index], grad_list, grad_list, -index)
+            kvstore.pushpull(param_names[index], grad_list, priority=-index)
         for k, (w, g) in enumerate(zip(arg_list, grad_list, strict=True)):
             updates[k].append((index * num_device + k, g, w))
     for dev_updates in updates:

@@ -10,10 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import ndarray
+from .. import metric, ndarray
 from ..base import MXNetValueError
 from ..context import cpu
+from ..initializer import Uniform
 from ..io import DataBatch, DataDesc, DataIter
+from ..model import BatchEndParam
 from ._progress import Progress
 
 __all__ = ["BaseModule"]
@@ -23,34 +25,8 @@ def _as_list(obj: Any) -> list:
     return obj if isinstance(obj, list) else [obj]
 
 
-def _metric_module():
-    from .. import metric
-
-    return metric
-
-
-def _batch_end_param(**kwargs: Any):
-    from ..model import BatchEndParam
-
-    return BatchEndParam(**kwargs)
-
-
-class _DefaultInitializer:
-    """Stands for ``Uniform(0.01)``, made when first used."""
-
-    def _get(self):
-        from ..initializer import Uniform
-
-        return Uniform(0.01)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._get()(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return "Uniform(0.01)"
-
-
-DEFAULT_INITIALIZER = _DefaultInitializer()
+#: The initializer ``fit`` and ``init_params`` use by default, as in MXNet.
+DEFAULT_INITIALIZER = Uniform(0.01)
 
 
 def _check_input_names(symbol, names: list, typename: str, throw: bool) -> None:
@@ -155,7 +131,6 @@ class BaseModule:
             The metric's name-value pairs.
         """
         assert self.binded and self.params_initialized
-        metric = _metric_module()
         if reset:
             eval_data.reset()
         if not isinstance(eval_metric, metric.EvalMetric):
@@ -172,14 +147,14 @@ class BaseModule:
             else:
                 self.update_metric(eval_metric, eval_batch.label)
             if batch_end_callback is not None:
-                params = _batch_end_param(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric,
-                                          locals=locals())
+                params = BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric,
+                                       locals=locals())
                 for callback in _as_list(batch_end_callback):
                     callback(params)
             actual_num_batch += 1
         if score_end_callback:
-            params = _batch_end_param(epoch=epoch, nbatch=actual_num_batch,
-                                      eval_metric=eval_metric, locals=locals())
+            params = BatchEndParam(epoch=epoch, nbatch=actual_num_batch,
+                                   eval_metric=eval_metric, locals=locals())
             for callback in _as_list(score_end_callback):
                 callback(params)
         return eval_metric.get_name_value()
@@ -319,7 +294,6 @@ class BaseModule:
         """
         if num_epoch is None:
             raise MXNetValueError("please specify number of epochs")
-        metric = _metric_module()
         self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label,
                   for_training=True, force_rebind=force_rebind)
         if monitor is not None:
@@ -364,8 +338,8 @@ class BaseModule:
                 if end_of_batch:
                     eval_name_vals = eval_metric.get_global_name_value()
                 if batch_end_callback is not None:
-                    params = _batch_end_param(epoch=epoch, nbatch=nbatch,
-                                              eval_metric=eval_metric, locals=locals())
+                    params = BatchEndParam(epoch=epoch, nbatch=nbatch,
+                                           eval_metric=eval_metric, locals=locals())
                     for callback in _as_list(batch_end_callback):
                         callback(params)
                 progress.update(data_batch, eval_metric)

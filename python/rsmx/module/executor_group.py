@@ -455,11 +455,11 @@ class DataParallelExecutorGroup:
                 )
             for dev, batch in enumerate(data_batch):
                 self._check_inputs("data", self.data_shapes, batch.data, dev)
-                if self.label_shapes is not None and batch.label:
+                if self.label_shapes is not None and getattr(batch, "label", None):
                     self._check_inputs("label", self.label_shapes, batch.label, dev)
             return
         self._check_inputs("data", self.data_shapes, data_batch.data, None)
-        if self.label_shapes is not None and data_batch.label:
+        if self.label_shapes is not None and getattr(data_batch, "label", None):
             self._check_inputs("label", self.label_shapes, data_batch.label, None)
 
     def forward(self, data_batch: Any, is_train: bool | None = None) -> None:
@@ -477,11 +477,8 @@ class DataParallelExecutorGroup:
         _load_data(data_batch, self.data_arrays, self.data_layouts)
         if is_train is None:
             is_train = self.for_training
-        if isinstance(data_batch, list):
-            has_label = bool(data_batch) and bool(data_batch[0].label)
-        else:
-            has_label = bool(data_batch.label)
-        if self.label_arrays is not None and has_label:
+        first = data_batch[0] if isinstance(data_batch, list) else data_batch
+        if self.label_arrays is not None and getattr(first, "label", None):
             _load_label(data_batch, self.label_arrays, self.label_layouts)
         for exec_ in self.execs:
             exec_.forward(is_train=is_train)

@@ -9,6 +9,7 @@ from typing import Any
 from .. import context as ctx
 from .. import ndarray as nd
 from ..base import MXNetValueError
+from ..initializer import InitDesc
 from ..io import DataDesc
 from ..model import (
     _create_kvstore,
@@ -32,14 +33,6 @@ def _optimizer_module():
     from .. import optimizer
 
     return optimizer
-
-
-def _init_desc(name: str, attrs: dict | None) -> Any:
-    try:
-        from ..initializer import InitDesc
-    except ImportError:
-        return name
-    return InitDesc(name, attrs)
 
 
 class Module(BaseModule):
@@ -224,14 +217,14 @@ class Module(BaseModule):
 
         def fill(name: str, arr, cache: dict | None) -> None:
             if cache is None:
-                initializer(_init_desc(name, attrs.get(name)), arr)
+                initializer(InitDesc(name, attrs.get(name)), arr)
             elif name in cache:
                 if cache[name] is not arr:
                     cache[name].copyto(arr)
             elif not allow_missing:
                 raise RuntimeError(f"{name} is not presented")
             elif initializer is not None:
-                initializer(_init_desc(name, attrs.get(name)), arr)
+                initializer(InitDesc(name, attrs.get(name)), arr)
 
         attrs = self._symbol.attr_dict()
         for name, arr in sorted(self._arg_params.items()):
