@@ -65,7 +65,7 @@ def test_forward_reshapes_for_a_new_batch_shape():
     mod.forward(Batch([mx.nd.ones((3, 5))]))
     np.testing.assert_array_equal(mod.get_outputs()[0].asnumpy(), np.full((3, 5), 2.0))
     assert mod.data_shapes[0].shape == (3, 5)
-    assert mod.output_shapes == [("_mulscalar0_output", (3, 5))]
+    assert mod.output_shapes == [(mod.output_names[0], (3, 5))]
     assert mod.label_shapes is None
 
 
