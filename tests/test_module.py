@@ -270,6 +270,18 @@ def test_states_and_monitor():
     assert len(mod.get_states(merge_multi_context=False)[0]) == 2
 
 
+def test_progress_knows_the_number_of_batches():
+    from rsmx.module._progress import _num_batches
+
+    x = np.zeros((10, 2), np.float32)
+    counts = {h: _num_batches(mx.io.NDArrayIter(x, batch_size=4, last_batch_handle=h))
+              for h in ("pad", "discard", "roll_over")}
+    assert counts == {"pad": 3, "discard": 2, "roll_over": None}
+    for handle in ("pad", "discard"):
+        it = mx.io.NDArrayIter(x, batch_size=4, last_batch_handle=handle)
+        assert sum(1 for _ in it) == counts[handle]
+
+
 # ---------------------------------------------------------------------- kvstore choice
 def test_create_kvstore_as_mxnet(monkeypatch):
     params = {"w": mx.nd.zeros((2, 2))}
@@ -501,3 +513,20 @@ def test_fit_progress_bar_and_log_lines(monkeypatch, caplog):
     lines = [r.getMessage() for r in caplog.records if "Speed" in r.getMessage()]
     assert len(lines) == 3 and lines[0].startswith("Epoch[0] Batch [1]\tSpeed: ")
     assert "accuracy=" in lines[0]
+
+
+@needs_optimizer
+def test_fit_with_speedometer_and_monitor(monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    x, y = cases.train_set(12)
+    train = mx.io.NDArrayIter(x, y, batch_size=2)
+    mon = mx.mon.Monitor(2, pattern="fc2_output")
+    with caplog.at_level(logging.INFO):
+        mx.mod.Module(cases.mlp(mx), context=TWO).fit(
+            train, num_epoch=1, arg_params=cases.nd_dict(mx, cases.mlp_params()),
+            batch_end_callback=mx.callback.Speedometer(2, frequent=2), monitor=mon)
+    messages = [r.getMessage() for r in caplog.records]
+    speed = [m for m in messages if "samples/sec" in m and "Batch [" in m]
+    assert len(speed) == 2 and speed[1].startswith("Epoch[0] Batch [2-4]\tSpeed: ")
+    stats = [m for m in messages if m.startswith("Batch:") and "fc2_output" in m]
+    assert len(stats) == 6  # every second batch, one line per device

@@ -30,9 +30,11 @@ def _num_batches(data: Any) -> int | None:
     num_data = getattr(data, "num_data", None)
     batch_size = getattr(data, "batch_size", None)
     if isinstance(num_data, int) and isinstance(batch_size, int) and batch_size > 0:
-        if getattr(data, "last_batch_handle", "pad") == "discard":
+        handle = getattr(data, "last_batch_handle", "pad")
+        if handle == "discard":
             return num_data // batch_size
-        return math.ceil(num_data / batch_size)
+        if handle == "pad":
+            return math.ceil(num_data / batch_size)
     return None
 
 
