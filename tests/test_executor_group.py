@@ -402,3 +402,39 @@ def test_prepare_group2ctxs():
         _prepare_group2ctxs({"a": [mx.cpu(1)] * 3}, 2)
     with pytest.raises(MXNetError):
         _prepare_group2ctxs([{}], 2)
+
+
+REFERENCE_METHODS = ["backward", "bind_exec", "decide_slices", "forward", "get_input_grads",
+                     "get_outputs", "get_params", "get_states", "install_monitor", "reshape",
+                     "set_params", "set_states", "update_metric", "_bind_ith_exec",
+                     "_collect_arrays", "_sliced_shape"]
+REFERENCE_ATTRIBUTES = ["arg_names", "aux_arrays", "aux_names", "batch_size", "contexts",
+                        "data_arrays", "data_layouts", "data_shapes", "execs",
+                        "fixed_param_names", "for_training", "grad_arrays", "grad_req",
+                        "input_grad_arrays", "inputs_need_grad", "label_arrays",
+                        "label_layouts", "label_shapes", "logger", "output_layouts",
+                        "param_arrays", "param_names", "shared_data_arrays", "slices",
+                        "state_arrays", "state_names", "symbol", "workload", "_default_execs"]
+
+
+def test_every_member_of_the_reference():
+    group = make_group(batch=6, inputs_need_grad=True)
+    for name in REFERENCE_METHODS:
+        assert callable(getattr(group, name)), name
+    for name in REFERENCE_ATTRIBUTES:
+        assert hasattr(group, name), name
+    assert group.arg_names == ["data", "fc_weight", "fc_bias", "softmax_label"]
+    assert group.contexts == TWO and group.workload == [1, 1] and group.logger is logging
+    assert group.data_shapes == [("data", (6, 4))]
+    assert isinstance(group.data_shapes[0], mx.io.DataDesc)
+    assert group.label_shapes == [("softmax_label", (6,))]
+    # per input, one (slice of the batch, device array) pair per device
+    (pairs,) = group.data_arrays
+    assert [(s.start, s.stop, a.shape, a.context) for s, a in pairs] == [
+        (0, 3, (3, 4), mx.cpu(0)), (3, 6, (3, 4), mx.cpu(1))]
+    assert [a.shape for _, a in group.label_arrays[0]] == [(3,), (3,)]
+    assert [len(b) for b in group.param_arrays] == [2, 2]
+    assert [a.shape for a in group.input_grad_arrays[0]] == [(3, 4), (3, 4)]
+    assert group.aux_arrays == [] and group.state_arrays == [] and group.state_names == []
+    assert group._default_execs is None
+    assert group._sliced_shape(group.data_shapes, 1, [0])[0].shape == (3, 4)
