@@ -383,8 +383,7 @@ def test_bucketing_checkpoint_monitor_and_rebind(tmp_path):
 @needs_optimizer
 @pytest.mark.parametrize("case", list(cases.FIT_CASES))
 def test_fit_matches_mxnet(ref, case):
-    n_ctx, kvstore, optimizer = cases.FIT_CASES[case]
-    got = cases.fit_mlp(mx, n_ctx, kvstore, optimizer)
+    got = cases.fit_mlp(mx, *cases.FIT_CASES[case])
     for key, value in got.items():
         np.testing.assert_allclose(value, ref[f"{case}/{key}"], rtol=1e-4, atol=1e-5,
                                    err_msg=key)
