@@ -89,6 +89,14 @@ def test_batchnorm_aux_states():
     assert arg == [(2, 3, 4, 4), (3,), (3,)] and aux == [(3,), (3,)] and out == [(2, 3, 4, 4)]
 
 
+def test_batchnorm_moving_statistics_carry_their_initializers():
+    bn = mx.sym.BatchNorm(mx.sym.Variable("a"), name="bn", eps=0.01)
+    attrs = bn.attr_dict()
+    assert attrs["bn_moving_mean"] == {"__init__": '["zero", {}]', "eps": "0.01"}
+    assert attrs["bn_moving_var"] == {"__init__": '["one", {}]', "eps": "0.01"}
+    assert attrs["bn_gamma"] == {"eps": "0.01"}
+
+
 def test_variable_attributes():
     a = mx.sym.Variable("a", shape=(2, 3), dtype="float16", lr_mult=2.0, wd_mult=0.5,
                         attr={"foo": "bar"})

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kvstore_bench  # noqa: E402
 import training  # noqa: E402
 
 # Each workload returns (value, unit, higher_is_better).
@@ -137,6 +138,15 @@ class MXBackend:
     def lenet_rss(self) -> Result:
         return training.mx_memory(self.mx, "lenet_train", "rss")
 
+    def kv_local(self) -> Result:
+        return kvstore_bench.mx_kv_local(self.mx)
+
+    def kv_local_pushpull(self) -> Result:
+        return kvstore_bench.mx_kv_local(self.mx, pull=True)
+
+    def kv_small(self) -> Result:
+        return kvstore_bench.mx_kv_small(self.mx)
+
 
 class TorchBackend:
     """PyTorch on the CPU."""
@@ -248,6 +258,9 @@ class NumpyBackend:
         run()
         return 2 * 1024**3 / best_of(10, run) / 1e9, "GFLOP/s", True
 
+    def kv_local(self) -> Result:
+        return kvstore_bench.numpy_kv_local(self.np)
+
 
 WORKLOADS = [
     "tiny_op",
@@ -261,6 +274,9 @@ WORKLOADS = [
     "lenet_exec_mem",
     "mlp_large_rss",
     "lenet_rss",
+    "kv_local",
+    "kv_local_pushpull",
+    "kv_small",
 ]
 # Peak-memory workloads run each in a process of its own.
 ISOLATED = {"mlp_large_rss", "lenet_rss"}
@@ -342,7 +358,7 @@ def main() -> None:
     for w in args.only:
         if w in ISOLATED:
             results["rsmx"].update(run_process(sys.executable, "rsmx", [w], keep_env=True))
-    numpy_workloads = [w for w in ("elemwise", "dot") if w in args.only]
+    numpy_workloads = [w for w in ("elemwise", "dot", "kv_local") if w in args.only]
     if numpy_workloads:
         results["numpy"] = run_backend("numpy", numpy_workloads)
     for ref in args.ref:

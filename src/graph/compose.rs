@@ -82,10 +82,17 @@ pub fn create(
     let inputs = slots
         .into_iter()
         .zip(&names)
-        .map(|(slot, input)| {
-            slot.unwrap_or_else(|| Entry {
-                node: Node::variable(&format!("{name}_{input}"), attrs.clone()),
-                index: 0,
+        .enumerate()
+        .map(|(i, (slot, input))| {
+            slot.unwrap_or_else(|| {
+                let mut var_attrs = attrs.clone();
+                for (k, v) in op.input_var_attrs(i) {
+                    var_attrs.insert(k.to_string(), v.to_string());
+                }
+                Entry {
+                    node: Node::variable(&format!("{name}_{input}"), var_attrs),
+                    index: 0,
+                }
             })
         })
         .collect();

@@ -166,6 +166,12 @@ pub trait Operator: Send + Sync {
         None
     }
 
+    /// Attributes a variable made for input `input` gets when the input is not given
+    /// (BatchNorm's moving statistics carry their `__init__`, as MXNet's do).
+    fn input_var_attrs(&self, _input: usize) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
     /// How the gradient of this op is computed.
     fn gradient(&self) -> Grad {
         Grad::Undefined

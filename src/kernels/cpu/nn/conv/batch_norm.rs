@@ -201,6 +201,14 @@ impl Operator for BatchNorm {
         "BatchNorm"
     }
 
+    fn input_var_attrs(&self, input: usize) -> &'static [(&'static str, &'static str)] {
+        match input {
+            3 => &[("__init__", "[\"zero\", {}]")],
+            4 => &[("__init__", "[\"one\", {}]")],
+            _ => &[],
+        }
+    }
+
     fn num_outputs(&self) -> usize {
         3
     }
