@@ -398,3 +398,14 @@ def test_no_fused_config_for_what_the_core_cannot_reproduce():
     assert mx.optimizer.create("sgd", lr_scheduler=MySched())._fused_config() is None
     for name in ["adamax", "nadam", "dcasgd", "sgld", "test", "groupadagrad"]:
         assert mx.optimizer.create(name)._fused_config() is None
+
+
+def test_sgld_takes_half_a_step_plus_noise_of_variance_lr():
+    opt = mx.optimizer.create("sgld", learning_rate=0.04, wd=0.5, rescale_grad=2.0)
+    w = mx.nd.ones((200000,))
+    opt.update(0, w, mx.nd.full((200000,), 3.0), opt.create_state(0, w))
+    change = w.asnumpy().astype(np.float64) - 1.0
+    # -lr / 2 * (rescale_grad * grad + wd * weight) = -0.02 * 6.5; noise std sqrt(0.04).
+    assert change.mean() == pytest.approx(-0.13, abs=0.003)
+    assert change.std() == pytest.approx(0.2, rel=0.02)
+    assert opt.num_update == 1
