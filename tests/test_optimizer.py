@@ -205,6 +205,15 @@ def test_create_is_case_insensitive_and_passes_arguments():
         assert name in mx.optimizer.Optimizer.opt_registry
 
 
+def test_module_paths_as_mxnet():
+    assert mx.optimizer.optimizer.SGD is mx.optimizer.SGD
+    assert mx.optimizer.optimizer.get_updater is mx.optimizer.get_updater
+    assert mx.optimizer.contrib.GroupAdaGrad is mx.optimizer.Optimizer.opt_registry["groupadagrad"]
+    assert mx.optimizer.NDabs is mx.nd.abs
+    with pytest.raises(AttributeError):
+        mx.optimizer.optimizer.NoSuchThing  # noqa: B018
+
+
 def test_create_unknown_name_raises_value_error():
     with pytest.raises(MXNetValueError, match="Cannot find optimizer nonexistent"):
         mx.optimizer.create("nonexistent")
@@ -315,6 +324,10 @@ def test_states_and_multi_precision_layout():
         mx.optimizer.create("sgd", momentum=0.9).create_state_multi_precision(0, w16)
     with pytest.warns(UserWarning, match="multi_precision=True option of the optimizer"):
         mx.optimizer.create("adam").create_state_multi_precision(0, w16)
+    with pytest.warns(UserWarning, match="multi_precision=True option of the NAG optimizer"):
+        mx.optimizer.create("nag").create_state_multi_precision(0, w16)
+    with pytest.warns(UserWarning, match="multi_precision=True option of the SGD optimizer"):
+        mx.optimizer.create("ccsgd").create_state_multi_precision(0, w16)
     assert len(mx.optimizer.create("rmsprop").create_state(0, w32)) == 1
     assert len(mx.optimizer.create("rmsprop", centered=True).create_state(0, w32)) == 3
     assert mx.optimizer.create("signum", momentum=0.0).create_state(0, w32) is None

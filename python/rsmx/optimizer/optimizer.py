@@ -446,3 +446,12 @@ def _pairs_json(table: dict[Any, Any]) -> str:
 
 register = Optimizer.register
 create = Optimizer.create_optimizer
+
+
+def __getattr__(name: str) -> Any:
+    # ``mx.optimizer.optimizer.SGD`` and friends, as MXNet's module of that name has them.
+    from .. import optimizer as package
+
+    if name in package.__all__:
+        return getattr(package, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,6 +28,7 @@ class _MomentumMixin:
 
     momentum: float
     multi_precision: bool
+    _MP_NAME = "SGD"  # the name the float16 warning gives
 
     def _momentum_state(self, weight: NDArray) -> NDArray | None:
         if self.momentum == 0.0:
@@ -40,7 +41,7 @@ class _MomentumMixin:
         if self.multi_precision and weight.dtype == np.float16:
             master = weight.astype(np.float32)
             return (self.create_state(index, master), master)
-        self._warn_fp16(weight, type(self).__name__ if type(self) is not ccSGD else "SGD")
+        self._warn_fp16(weight, self._MP_NAME)
         return self.create_state(index, weight)
 
 
@@ -152,6 +153,7 @@ class NAG(_MomentumMixin, Optimizer):
     """
 
     _FUSED_NAME = "nag"
+    _MP_NAME = "NAG"
 
     def __init__(self, momentum: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
