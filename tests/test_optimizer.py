@@ -437,3 +437,32 @@ def test_sgld_takes_half_a_step_plus_noise_of_variance_lr():
     assert change.mean() == pytest.approx(-0.13, abs=0.003)
     assert change.std() == pytest.approx(0.2, rel=0.02)
     assert opt.num_update == 1
+
+
+# ------------------------------------------- the core's FusedOptimizer, from the description
+
+_FUSED_CASES = [p for p in _CASE_PARAMS if CASES[p.id]["opt"].lower() in OPS]
+
+
+@pytest.mark.parametrize("case", _FUSED_CASES)
+def test_fused_optimizer_from_description_matches_mxnet(case):
+    """The description, given to the core's FusedOptimizer, reproduces MXNet's updates."""
+    fused_cls = getattr(mx._core, "FusedOptimizer", None)
+    if fused_cls is None:
+        pytest.skip("this build of the core has no FusedOptimizer yet")
+    _require_ops(case["opt"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        name, params = cases.build(mx, case)._fused_config()
+    fused = fused_cls(name, params)
+    dtype = case.get("dtype", "float32")
+    w0, grads = cases.inputs(case)
+    weights = [mx.nd.array(w, dtype=dtype) for w in w0]
+    states = [fused.create_state(i, w) for i, w in enumerate(weights)]
+    want = _expected(case["id"])
+    for step, gs in enumerate(grads):
+        for i, g in enumerate(gs):
+            fused.update(i, weights[i], mx.nd.array(g, dtype=dtype), states[i])
+        for i, w in enumerate(weights):
+            _close(w.asnumpy(), want[f"w{i}_step{step}"], f"w{i}_step{step}")
+    assert fused.num_update == int(want["num_update"])
