@@ -410,7 +410,7 @@ class Optimizer:
             cfg[k] = _fmt(v)
         return (name, cfg)
 
-    def _fused_clip(self) -> float | None:
+    def _fused_clip(self) -> float:
         """Gradient clipping as the fused operators take it: off (-1) unless set to a
         non-zero value, as the operator-based updates test it."""
         return self.clip_gradient if self.clip_gradient else -1.0
