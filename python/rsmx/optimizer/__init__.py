@@ -36,9 +36,4 @@ __all__ = [
     "get_updater",
     "register",
     "contrib",
-    "adaptive",
-    "optimizer",
-    "other",
-    "sgd",
-    "updater",
 ]
