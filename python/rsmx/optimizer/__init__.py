@@ -7,7 +7,7 @@ case-insensitive name; ``Optimizer.register`` adds a class to the registry.
 from __future__ import annotations
 
 from ..ndarray import abs as NDabs  # noqa: N812  (MXNet exports it here)
-from . import adaptive, contrib, optimizer, other, sgd, updater
+from . import contrib
 from .adaptive import AdaDelta, AdaGrad, Adam, Ftrl, RMSProp
 from .optimizer import Optimizer, create, register
 from .other import DCASGD, SGLD, Adamax, Nadam, Test
