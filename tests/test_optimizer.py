@@ -72,30 +72,7 @@ def _assert_same(got, want):
             _close(got[key], want[key], key)
 
 
-def _core_nag_uses_old_weight() -> bool:
-    """Whether the core's in-place nag_mom_update computes the new momentum from the old
-    weight. MXNet 1.9.1's, called in place (out=weight, as the optimizer does), reads the
-    already updated weight there, which matters when wd != 0."""
-    if not hasattr(mx.nd.op, "nag_mom_update"):
-        return False
-    w0, g, m0, lr, mom, wd = 1.0, 0.5, 0.25, 0.5, 0.5, 0.5
-    w, m = mx.nd.array([w0]), mx.nd.array([m0])
-    mx.nd.nag_mom_update(w, mx.nd.array([g]), m, out=w, lr=lr, momentum=mom, wd=wd)
-    old_weight_mom = mom * m0 - lr * wd * w0 - lr * g
-    return float(m.asnumpy()[0]) == old_weight_mom
-
-
-_NAG_IN_PLACE_WD = pytest.mark.xfail(
-    _core_nag_uses_old_weight(),
-    strict=True,
-    reason="the core's in-place nag_mom_update momentum with wd differs from MXNet's",
-)
-_CASE_PARAMS = [
-    pytest.param(c, id=c["id"], marks=_NAG_IN_PLACE_WD)
-    if c["id"] in ("nag_mom", "nag_fp16_mp_mom")
-    else pytest.param(c, id=c["id"])
-    for c in cases.OPT_CASES
-]
+_CASE_PARAMS = [pytest.param(c, id=c["id"]) for c in cases.OPT_CASES]
 
 
 @pytest.mark.parametrize("case", _CASE_PARAMS)
