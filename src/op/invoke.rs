@@ -200,8 +200,21 @@ pub fn push_kernel(
             }
         })
         .collect();
-    let const_vars: SmallVec<[Var; 4]> = inputs.iter().map(|a| a.var().clone()).collect();
-    let mut mutable_vars: SmallVec<[Var; 2]> = outputs.iter().map(|a| a.var().clone()).collect();
+    // Auxiliary inputs (an optimizer's momentum, BatchNorm's moving statistics) are
+    // written by the kernel, so later readers must wait for it: they are mutable
+    // variables, not read ones (the engine drops the read entry of a written var).
+    let aux = op.aux_inputs();
+    let const_vars: SmallVec<[Var; 4]> = inputs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !aux.contains(i))
+        .map(|(_, a)| a.var().clone())
+        .collect();
+    let mut mutable_vars: SmallVec<[Var; 2]> = outputs
+        .iter()
+        .chain(aux.iter().filter_map(|&i| inputs.get(i)))
+        .map(|a| a.var().clone())
+        .collect();
     let rng = if op.needs_rng() {
         let r = rng_resource(ctx);
         mutable_vars.push(r.var.clone());

@@ -11,6 +11,7 @@ pub mod linalg;
 pub mod map;
 pub mod nn;
 pub mod num;
+pub mod optim;
 pub mod random;
 pub mod reduce;
 pub mod sorting;
@@ -32,4 +33,5 @@ pub fn register_all(r: &mut Registry) {
     sorting::register(r);
     random::register(r);
     nn::register(r);
+    optim::register(r);
 }

@@ -1,0 +1,383 @@
+//! The update operator: shape and type checks, and the element loop over weight,
+//! gradient and states, split across the rayon pool for large arrays.
+
+use super::elem::{self, Real, H};
+use super::spec::{Hyper, Kind};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::cpu::map::PAR_MIN;
+use crate::ndarray::TBlob;
+use crate::op::{OpContext, OpReq, Operator};
+use crate::shape::{fmt_shape, Shape};
+use half::f16;
+use rayon::prelude::*;
+
+/// One fused optimizer update with its hyperparameters.
+pub struct UpdateOp {
+    pub kind: Kind,
+    pub h: Hyper,
+}
+
+/// A raw element pointer into one blob of the running op. Arrays may alias only whole
+/// (the weight given as the output): each element is read before it is written and every
+/// index belongs to one thread, so reads and writes through aliases stay ordered.
+#[derive(Clone, Copy)]
+struct Ptr<T>(*mut T);
+
+// SAFETY: the pointer is used only inside the op's kernel, which the engine runs with
+// access to every blob; threads touch disjoint index ranges.
+unsafe impl<T> Send for Ptr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Ptr<T> {}
+
+impl<T: Copy> Ptr<T> {
+    fn of(b: &TBlob) -> Ptr<T> {
+        Ptr(b.ptr() as *mut T)
+    }
+
+    #[inline(always)]
+    fn get(self, i: usize) -> T {
+        // SAFETY: `i` is below the element count, which every blob of the op has (checked
+        // by `check_blobs` before the loop).
+        unsafe { self.0.add(i).read() }
+    }
+
+    #[inline(always)]
+    fn set(self, i: usize, v: T) {
+        // SAFETY: as for `get`; the engine gives the op write access to the blob.
+        unsafe { self.0.add(i).write(v) }
+    }
+}
+
+/// The output and how it is written.
+#[derive(Clone, Copy)]
+struct Out<T> {
+    p: Ptr<T>,
+    req: OpReq,
+}
+
+impl<T: Real> Out<T> {
+    #[inline(always)]
+    fn put(self, i: usize, v: T) {
+        match self.req {
+            OpReq::Null => {}
+            OpReq::Add => self.p.set(i, self.p.get(i) + v),
+            _ => self.p.set(i, v),
+        }
+    }
+}
+
+/// Runs `f` on every index below `n`, in parallel chunks for large `n`.
+fn for_each_index(n: usize, f: impl Fn(usize) + Sync + Send) {
+    if n < PAR_MIN {
+        (0..n).for_each(f);
+        return;
+    }
+    let threads = rayon::current_num_threads().max(1);
+    let chunk = n.div_ceil(threads * 4).max(PAR_MIN / 4);
+    (0..n.div_ceil(chunk)).into_par_iter().for_each(|c| {
+        (c * chunk..((c + 1) * chunk).min(n)).for_each(&f);
+    });
+}
+
+/// Checks sizes and that blobs either are the same memory or do not overlap.
+fn check_blobs(op: &str, blobs: &[&TBlob], n: usize) -> Result<()> {
+    for (i, a) in blobs.iter().enumerate() {
+        if a.size() != n {
+            return Err(Error::Value(format!(
+                "{op}: array {i} has {} elements, expected {n}",
+                a.size()
+            )));
+        }
+        let span = |b: &TBlob| {
+            let start = b.ptr() as usize;
+            (start, start + b.size() * b.dtype.size())
+        };
+        let (a0, a1) = span(a);
+        for b in &blobs[..i] {
+            let (b0, b1) = span(b);
+            let same = a0 == b0 && a1 == b1;
+            if !same && a0 < b1 && b0 < a1 {
+                return Err(Error::Value(format!(
+                    "{op}: arrays overlap in memory without being the same array"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl UpdateOp {
+    fn run<T: Real>(&self, ins: &[TBlob], out: Out<T>) {
+        let h = H::<T>::new(&self.h);
+        let h = &h;
+        let p = |i: usize| Ptr::<T>::of(&ins[i]);
+        let n = ins[0].size();
+        let (w, g) = (p(0), p(1));
+        match self.kind {
+            Kind::Sgd => for_each_index(n, |i| out.put(i, elem::sgd(h, w.get(i), g.get(i)))),
+            Kind::SignSgd => {
+                for_each_index(n, |i| out.put(i, elem::signsgd(h, w.get(i), g.get(i))))
+            }
+            Kind::SgdMom => {
+                let m = p(2);
+                for_each_index(n, |i| {
+                    let wi = w.get(i);
+                    let mi = elem::sgd_mom(h, wi, g.get(i), m.get(i));
+                    m.set(i, mi);
+                    out.put(i, wi + mi);
+                })
+            }
+            Kind::NagMom => {
+                let m = p(2);
+                for_each_index(n, |i| {
+                    let (wi, gi) = (w.get(i), g.get(i));
+                    let mi = h.mom * m.get(i);
+                    out.put(i, elem::nag_weight(h, wi, gi, mi));
+                    // Read the weight again: MXNet's kernel does, after writing the output.
+                    m.set(i, mi - elem::nag_step(h, w.get(i), gi));
+                })
+            }
+            Kind::Signum => {
+                let m = p(2);
+                for_each_index(n, |i| {
+                    let (mi, wi) = elem::signum(h, w.get(i), g.get(i), m.get(i));
+                    m.set(i, mi);
+                    out.put(i, wi);
+                })
+            }
+            Kind::RmsProp | Kind::AdaGrad => {
+                let s = p(2);
+                let f = if self.kind == Kind::RmsProp {
+                    elem::rmsprop::<T>
+                } else {
+                    elem::adagrad::<T>
+                };
+                for_each_index(n, |i| {
+                    let (si, wi) = f(h, w.get(i), g.get(i), s.get(i));
+                    s.set(i, si);
+                    out.put(i, wi);
+                })
+            }
+            Kind::Adam | Kind::Ftrl | Kind::AdaDelta => {
+                let (a, b) = (p(2), p(3));
+                let f = match self.kind {
+                    Kind::Adam => elem::adam::<T>,
+                    Kind::Ftrl => elem::ftrl::<T>,
+                    _ => elem::adadelta::<T>,
+                };
+                for_each_index(n, |i| {
+                    let (ai, bi, wi) = f(h, w.get(i), g.get(i), a.get(i), b.get(i));
+                    a.set(i, ai);
+                    b.set(i, bi);
+                    out.put(i, wi);
+                })
+            }
+            Kind::RmsPropAlex => {
+                let (sn, sg, sd) = (p(2), p(3), p(4));
+                for_each_index(n, |i| {
+                    let (ni, gi, di, wi) =
+                        elem::rmspropalex(h, w.get(i), g.get(i), sn.get(i), sg.get(i), sd.get(i));
+                    sn.set(i, ni);
+                    sg.set(i, gi);
+                    sd.set(i, di);
+                    out.put(i, wi);
+                })
+            }
+            Kind::MpSgd | Kind::MpSgdMom | Kind::MpNagMom => self.run_mp(ins, out),
+        }
+    }
+
+    /// The multi-precision updates: the float32 master copy is updated in float32 and the
+    /// result is rounded into the weight's type.
+    fn run_mp<T: Real>(&self, ins: &[TBlob], out: Out<T>) {
+        let h = H::<f32>::new(&self.h);
+        let h = &h;
+        let n = ins[0].size();
+        let g = Ptr::<T>::of(&ins[1]);
+        match self.kind {
+            Kind::MpSgd => {
+                let w32 = Ptr::<f32>::of(&ins[2]);
+                for_each_index(n, |i| {
+                    let wi = elem::sgd(h, w32.get(i), g.get(i).as_f32());
+                    w32.set(i, wi);
+                    out.put(i, T::from_f32(wi));
+                })
+            }
+            Kind::MpSgdMom => {
+                let (m, w32) = (Ptr::<f32>::of(&ins[2]), Ptr::<f32>::of(&ins[3]));
+                for_each_index(n, |i| {
+                    let wi = w32.get(i);
+                    let mi = elem::sgd_mom(h, wi, g.get(i).as_f32(), m.get(i));
+                    m.set(i, mi);
+                    let wi = wi + mi;
+                    w32.set(i, wi);
+                    out.put(i, T::from_f32(wi));
+                })
+            }
+            _ => {
+                let (m, w32) = (Ptr::<f32>::of(&ins[2]), Ptr::<f32>::of(&ins[3]));
+                for_each_index(n, |i| {
+                    let gi = g.get(i).as_f32();
+                    let mi = h.mom * m.get(i);
+                    let wi = elem::nag_weight(h, w32.get(i), gi, mi);
+                    // MXNet's kernel computes the momentum from the updated master weight.
+                    m.set(i, mi - elem::nag_step(h, wi, gi));
+                    w32.set(i, wi);
+                    out.put(i, T::from_f32(wi));
+                })
+            }
+        }
+    }
+}
+
+fn is_float(t: DType) -> bool {
+    matches!(t, DType::F16 | DType::F32 | DType::F64)
+}
+
+impl Operator for UpdateOp {
+    fn name(&self) -> &'static str {
+        self.kind.spec().name
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        let spec = self.kind.spec();
+        if inputs.len() != spec.inputs.len() {
+            return Err(Error::Value(format!(
+                "{}: expected {} inputs ({}), got {}",
+                spec.name,
+                spec.inputs.len(),
+                spec.inputs.join(", "),
+                inputs.len()
+            )));
+        }
+        for (name, s) in spec.inputs.iter().zip(inputs).skip(1) {
+            if s != &inputs[0] {
+                return Err(Error::Value(format!(
+                    "{}: {name} has shape {} but weight has shape {}",
+                    spec.name,
+                    fmt_shape(s),
+                    fmt_shape(&inputs[0])
+                )));
+            }
+        }
+        Ok(vec![inputs[0].clone()])
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        crate::kernels::cpu::infer::same_shape(self.name(), inputs, outputs)
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        let spec = self.kind.spec();
+        let w = inputs[0];
+        let mp = spec.mp_from.unwrap_or(spec.inputs.len());
+        if !is_float(w) {
+            return Err(Error::Type(format!(
+                "{}: weight must be float16, float32 or float64, got {w}",
+                spec.name
+            )));
+        }
+        for (i, (name, t)) in spec.inputs.iter().zip(inputs).enumerate() {
+            let want = if i < mp { w } else { DType::F32 };
+            if *t != want {
+                return Err(Error::Type(format!(
+                    "{}: {name} has dtype {t} but must be {want} (weight has dtype {w})",
+                    spec.name
+                )));
+            }
+        }
+        Ok(vec![w])
+    }
+
+    fn infer_type_partial(
+        &self,
+        inputs: &mut [Option<DType>],
+        outputs: &mut [Option<DType>],
+    ) -> Result<()> {
+        let spec = self.kind.spec();
+        let mp = spec.mp_from.unwrap_or(spec.inputs.len());
+        for slot in inputs.iter_mut().skip(mp) {
+            slot.get_or_insert(DType::F32);
+        }
+        let known = inputs[..mp]
+            .iter()
+            .chain(outputs.iter())
+            .flatten()
+            .next()
+            .copied();
+        if let Some(t) = known {
+            for slot in inputs[..mp].iter_mut().chain(outputs.iter_mut()) {
+                slot.get_or_insert(t);
+            }
+            let ins: Vec<DType> = inputs.iter().flatten().copied().collect();
+            let out = self.infer_type(&ins)?;
+            if outputs[0] != Some(out[0]) {
+                return Err(Error::Type(format!(
+                    "{}: output must have dtype {}, got {:?}",
+                    spec.name, out[0], outputs[0]
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let name = self.name();
+        let out = &outputs[0];
+        let n = inputs[0].size();
+        let all: Vec<&TBlob> = inputs.iter().chain(std::iter::once(out)).collect();
+        check_blobs(name, &all, n)?;
+        let types: Vec<DType> = inputs.iter().map(|b| b.dtype).collect();
+        if self.infer_type(&types)?[0] != out.dtype {
+            return Err(Error::Type(format!(
+                "{name}: output has dtype {} but weight has dtype {}",
+                out.dtype, types[0]
+            )));
+        }
+        let r = req[0];
+        match out.dtype {
+            DType::F32 => self.run::<f32>(
+                inputs,
+                Out {
+                    p: Ptr::of(out),
+                    req: r,
+                },
+            ),
+            DType::F64 => self.run::<f64>(
+                inputs,
+                Out {
+                    p: Ptr::of(out),
+                    req: r,
+                },
+            ),
+            DType::F16 => self.run::<f16>(
+                inputs,
+                Out {
+                    p: Ptr::of(out),
+                    req: r,
+                },
+            ),
+            t => return Err(Error::Type(format!("{name}: dtype {t} is not supported"))),
+        }
+        Ok(())
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn aux_inputs(&self) -> Vec<usize> {
+        self.kind.spec().aux.to_vec()
+    }
+}
