@@ -10,7 +10,7 @@ ENGINES := ThreadedEnginePerDevice ThreadedEngine NaiveEngine
 $(VENV)/.ready: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.5,<2" "numpy>=1.23" pytest pytest-timeout ruff
+	$(PY) -m pip install -q "maturin>=1.5,<2" "numpy>=1.23" pytest pytest-timeout ruff scikit-learn
 	touch $@
 
 venv: $(VENV)/.ready

@@ -172,3 +172,13 @@ def test_multinomial():
     assert set(np.unique(v).tolist()) <= {0, 1}
     assert abs((v[0] == 1).mean() - 0.9) < 0.03
     np.testing.assert_allclose(lp.asnumpy()[1], np.log(0.5), rtol=1e-6)
+
+
+def test_samples_into_out_take_its_dtype():
+    for dtype in ("float64", "float16"):
+        out = mx.nd.zeros((50,), dtype=dtype)
+        mx.nd.random.uniform(2, 3, shape=(50,), out=out)
+        v = out.asnumpy()
+        assert v.dtype == np.dtype(dtype) and (v >= 2).all() and (v <= 3).all()
+        mx.nd.random.normal(0, 1, out=out)
+        assert out.asnumpy().std() > 0.3

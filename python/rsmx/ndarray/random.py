@@ -40,6 +40,9 @@ def _sample(
         shape = (shape,)
     if out is not None and shape is _Null:
         shape = out.shape
+    if out is not None and dtype is _Null:
+        # As MXNet infers it: the sample takes the type of the array it is written into.
+        dtype = out.dtype
     return _op(scalar_op)(
         **params, shape=shape, dtype=dtype, ctx=ctx or current_context(), out=out, **kwargs
     )
