@@ -14,6 +14,7 @@ pub mod graph;
 pub mod kernels;
 pub mod ndarray;
 pub mod op;
+pub mod optim;
 pub mod shape;
 pub mod storage;
 
