@@ -15,6 +15,7 @@ pub mod kernels;
 pub mod kvstore;
 pub mod ndarray;
 pub mod op;
+pub mod optim;
 pub mod shape;
 pub mod storage;
 

@@ -121,3 +121,50 @@ def test_symbol_lists_states_as_auxiliary():
                              mx.sym.var("v"), lr=0.1)
     assert sym.list_arguments() == ["w", "g"]
     assert sym.list_auxiliary_states() == ["m", "v"]
+
+
+def test_fused_optimizer_matches_the_ops():
+    from rsmx import _core
+
+    opt = _core.FusedOptimizer("SGD", {"learning_rate": "0.1", "momentum": "0.9",
+                                       "wd": "0.01", "lr_mult": '[["b", 2.0]]'})
+    rng = np.random.RandomState(0)
+    w0 = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    g = mx.nd.array(rng.uniform(-1, 1, (3, 4)).astype(np.float32))
+    for key, lr in [(3, 0.1), ("b", 0.2)]:
+        w = mx.nd.array(w0)
+        states = opt.create_state(key, w)
+        assert len(states) == 1
+        rw, rm = mx.nd.array(w0), mx.nd.zeros((3, 4))
+        for _ in range(3):
+            opt.update(key, w, g, states, priority=-1)
+            mx.nd.sgd_mom_update(rw, g, rm, out=rw, lr=lr, wd=0.01, momentum=0.9)
+        np.testing.assert_array_equal(w.asnumpy(), rw.asnumpy())
+        np.testing.assert_array_equal(states[0].asnumpy(), rm.asnumpy())
+    assert opt.num_update == 3
+    counts = opt.get_counts()
+    assert counts == {0: {3: 3, "b": 3}}
+    other = _core.FusedOptimizer("sgd", {"momentum": "0.9"})
+    other.set_counts(counts)
+    assert other.num_update == 3 and other.get_counts() == counts
+    other.set_learning_rate(0.5)
+    assert other.learning_rate == 0.5
+
+
+def test_fused_optimizer_errors():
+    from rsmx import _core
+
+    with pytest.raises(MXNetError, match="lbsgd"):
+        _core.FusedOptimizer("lbsgd", {})
+    sched = '{"type": "FactorScheduler", "step": 2, "factor": 0.5, "base_lr": 0.1}'
+    opt = _core.FusedOptimizer("adam", {"lr_scheduler": sched})
+    with pytest.raises(MXNetError, match="LRScheduler"):
+        opt.set_learning_rate(0.1)
+    w = mx.nd.zeros((2,))
+    with pytest.raises(MXNetError, match="state"):
+        opt.update(0, w, w, [])
+    with pytest.raises(MXNetError, match="key"):
+        opt.create_state(1.5, w)
+    states = opt.create_state(0, w)
+    with pytest.raises(MXNetError, match="adam_update.*grad.*\\(3,\\)"):
+        opt.update(0, w, mx.nd.zeros((3,)), states)

@@ -109,6 +109,18 @@ pub fn invoke(
     ctx: Option<Context>,
     is_train: bool,
 ) -> Result<Vec<NDArray>> {
+    invoke_at(op, inputs, out, ctx, is_train, 0)
+}
+
+/// As [`invoke`], pushing the kernel with an engine `priority` (KVStore updates).
+pub fn invoke_at(
+    op: &OpRef,
+    inputs: &[NDArray],
+    out: Option<Vec<NDArray>>,
+    ctx: Option<Context>,
+    is_train: bool,
+    priority: i32,
+) -> Result<Vec<NDArray>> {
     let name = op.name();
     let ctx = common_context(name, inputs, ctx)?;
     let in_shapes: SmallVec<[Shape; 4]> = inputs
@@ -138,7 +150,7 @@ pub fn invoke(
             .map(|(s, t)| NDArray::empty(s, *t, ctx))
             .collect::<Result<Vec<_>>>()?,
     };
-    push_kernel(op.clone(), inputs, &outputs, ctx, is_train);
+    push_kernel_at(op.clone(), inputs, &outputs, ctx, is_train, priority);
     Ok(outputs)
 }
 
@@ -187,6 +199,18 @@ pub fn push_kernel(
     outputs: &[NDArray],
     ctx: Context,
     is_train: bool,
+) {
+    push_kernel_at(op, inputs, outputs, ctx, is_train, 0)
+}
+
+/// As [`push_kernel`], with an engine `priority`.
+pub fn push_kernel_at(
+    op: OpRef,
+    inputs: &[NDArray],
+    outputs: &[NDArray],
+    ctx: Context,
+    is_train: bool,
+    priority: i32,
 ) {
     let in_blobs: SmallVec<[TBlob; 4]> = inputs.iter().map(|a| a.blob()).collect();
     let out_blobs: SmallVec<[TBlob; 2]> = outputs.iter().map(|a| a.blob()).collect();
@@ -243,7 +267,7 @@ pub fn push_kernel(
         &const_vars,
         &mutable_vars,
         FnProperty::Normal,
-        0,
+        priority,
         name,
     );
 }

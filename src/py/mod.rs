@@ -4,6 +4,7 @@ mod errors;
 mod executor;
 mod kvstore;
 mod ndarray;
+mod optim;
 mod symbol;
 
 use crate::engine;
@@ -112,6 +113,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<symbol::PySymbol>()?;
     m.add_class::<executor::PyExecutor>()?;
     m.add_class::<kvstore::PyKVStore>()?;
+    m.add_class::<optim::PyFusedOptimizer>()?;
     m.add_function(wrap_pyfunction!(executor::bind, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::_set_numpy_types, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::empty, m)?)?;

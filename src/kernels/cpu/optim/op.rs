@@ -184,7 +184,11 @@ impl UpdateOp {
                     out.put(i, wi);
                 })
             }
-            Kind::MpSgd | Kind::MpSgdMom | Kind::MpNagMom => self.run_mp(ins, out),
+            Kind::AggSgd => for_each_index(n, |i| {
+                let wi = w.get(i);
+                out.put(i, wi + elem::sgd_mom(h, wi, g.get(i), T::zero()));
+            }),
+            Kind::MpSgd | Kind::MpSgdMom | Kind::MpNagMom | Kind::AggMpSgd => self.run_mp(ins, out),
         }
     }
 
@@ -200,6 +204,15 @@ impl UpdateOp {
                 let w32 = Ptr::<f32>::of(&ins[2]);
                 for_each_index(n, |i| {
                     let wi = elem::sgd(h, w32.get(i), g.get(i).as_f32());
+                    w32.set(i, wi);
+                    out.put(i, T::from_f32(wi));
+                })
+            }
+            Kind::AggMpSgd => {
+                let w32 = Ptr::<f32>::of(&ins[2]);
+                for_each_index(n, |i| {
+                    let wi = w32.get(i);
+                    let wi = wi + elem::sgd_mom(h, wi, g.get(i).as_f32(), 0.0);
                     w32.set(i, wi);
                     out.put(i, T::from_f32(wi));
                 })

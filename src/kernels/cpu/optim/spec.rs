@@ -21,6 +21,8 @@ pub enum Kind {
     Signum,
     AdaGrad,
     AdaDelta,
+    AggSgd,
+    AggMpSgd,
 }
 
 /// The static description of one update operator.
@@ -55,7 +57,7 @@ const NAG: &[&str] = &["lr", "momentum", "wd", "rescale_grad", "clip_gradient"];
 
 impl Kind {
     /// Every kind, in registration order.
-    pub const ALL: [Kind; 14] = [
+    pub const ALL: [Kind; 16] = [
         Kind::Sgd,
         Kind::SgdMom,
         Kind::MpSgd,
@@ -70,6 +72,8 @@ impl Kind {
         Kind::Signum,
         Kind::AdaGrad,
         Kind::AdaDelta,
+        Kind::AggSgd,
+        Kind::AggMpSgd,
     ];
 
     /// The kind's description.
@@ -241,6 +245,24 @@ impl Kind {
                 f32_params: false,
                 doc: "Dense AdaDelta update, as MXNet's AdaDelta.update computes it.",
             },
+            Kind::AggSgd => &Spec {
+                name: "_rsmx_agg_sgd_update",
+                inputs: &["weight", "grad"],
+                params: &["lr", "wd", "rescale_grad", "clip_gradient"],
+                aux: &[],
+                mp_from: None,
+                f32_params: true,
+                doc: "SGD without momentum as MXNet's aggregated multi_sgd_update computes it.",
+            },
+            Kind::AggMpSgd => &Spec {
+                name: "_rsmx_agg_mp_sgd_update",
+                inputs: &["weight", "grad", "weight32"],
+                params: &["lr", "wd", "rescale_grad", "clip_gradient"],
+                aux: &[2],
+                mp_from: Some(2),
+                f32_params: true,
+                doc: "Multi-precision SGD as MXNet's aggregated multi_mp_sgd_update computes it.",
+            },
         }
     }
 
@@ -297,6 +319,37 @@ impl Hyper {
             wd_lh: 0.0,
             rho: 0.9,
         }
+    }
+
+    /// The values `kind` computes with: rounded to float32 where MXNet's op declares its
+    /// arguments as `float`.
+    pub fn rounded(mut self, kind: Kind) -> Hyper {
+        if kind.spec().f32_params {
+            for v in self.fields_mut() {
+                *v = *v as f32 as f64;
+            }
+        }
+        self
+    }
+
+    fn fields_mut(&mut self) -> [&mut f64; 15] {
+        [
+            &mut self.lr,
+            &mut self.wd,
+            &mut self.rescale_grad,
+            &mut self.clip_gradient,
+            &mut self.momentum,
+            &mut self.beta1,
+            &mut self.beta2,
+            &mut self.epsilon,
+            &mut self.gamma1,
+            &mut self.gamma2,
+            &mut self.clip_weights,
+            &mut self.lamda1,
+            &mut self.beta,
+            &mut self.wd_lh,
+            &mut self.rho,
+        ]
     }
 
     /// Parses the arguments of `kind` as MXNet does; `lr` is required where taken.

@@ -1,0 +1,210 @@
+//! The fused optimizer against the same updates run op by op, and the schedulers against
+//! MXNet 1.9.1's rates (`tests/fixtures/optim/schedulers.json`, made by the script beside it).
+
+use super::{FusedOptimizer, LrScheduler, ParamKey};
+use crate::ndarray::NDArray;
+use crate::op::invoke::invoke;
+use crate::op::testutil::{array, f32a, f32s, values};
+use crate::op::{self, Attrs};
+use half::f16;
+use std::collections::HashMap;
+
+fn params(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn copy(a: &NDArray) -> NDArray {
+    let c = NDArray::empty(a.shape(), a.dtype(), a.context()).unwrap();
+    c.write_bytes(a.to_bytes().unwrap()).unwrap();
+    c
+}
+
+/// Runs op `name` in place on `ins` (weight first) with `attrs`.
+fn run_in_place(name: &str, attrs: &[(&str, String)], ins: &[NDArray]) {
+    let a: Attrs = attrs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    let op = op::find(name).unwrap().build(&a).unwrap();
+    invoke(&op, ins, Some(vec![ins[0].clone()]), None, false).unwrap();
+}
+
+#[test]
+fn schedulers_match_mxnet() {
+    let text = include_str!("../../tests/fixtures/optim/schedulers.json");
+    let cases: serde_json::Value = serde_json::from_str(text).unwrap();
+    for case in cases.as_array().unwrap() {
+        let desc = case["scheduler"].to_string();
+        let mut s = LrScheduler::from_json(&desc).unwrap();
+        let steps = case["steps"].as_array().unwrap();
+        let rates = case["rates"].as_array().unwrap();
+        for (n, want) in steps.iter().zip(rates) {
+            let (n, want) = (n.as_i64().unwrap(), want.as_f64().unwrap());
+            let got = s.lr(n);
+            assert!(
+                (got - want).abs() <= 1e-12 * want.abs().max(1e-300),
+                "{desc} at {n}: got {got}, want {want}"
+            );
+            // The state written out and read back goes on the same way.
+            let again = LrScheduler::from_json(&s.to_json()).unwrap();
+            assert_eq!(again, s, "{desc}");
+        }
+    }
+    assert!(LrScheduler::from_json(r#"{"type": "FactorScheduler", "step": 0}"#).is_err());
+    assert!(LrScheduler::from_json(r#"{"type": "Nope"}"#).is_err());
+    assert!(LrScheduler::from_json(r#"{"type": "MultiFactorScheduler", "step": [3, 2]}"#).is_err());
+}
+
+#[test]
+fn sgd_momentum_with_multipliers_equals_op_by_op() {
+    let opt = FusedOptimizer::new(
+        "SGD",
+        &params(&[
+            ("learning_rate", "0.1"),
+            ("momentum", "0.9"),
+            ("wd", "0.01"),
+            ("rescale_grad", "0.5"),
+            ("clip_gradient", "2.0"),
+            ("idx2name", r#"[[0, "fc_weight"], [1, "fc_bias"]]"#),
+            ("lr_mult", r#"[["fc_bias", 2.0], [0, 0.5]]"#),
+        ]),
+    )
+    .unwrap();
+    let w0 = f32a(&[4], &[1., -2., 3., 0.5]);
+    let g = f32a(&[4], &[0.5, 4., -1., 0.25]);
+    for (idx, lr, wd) in [(0, 0.05, 0.01), (1, 0.2, 0.0)] {
+        let key = ParamKey::Int(idx);
+        let w = copy(&w0);
+        let st = opt.create_state(&key, &w).unwrap();
+        assert_eq!(st.len(), 1);
+        let (rw, rm) = (copy(&w0), f32a(&[4], &[0.; 4]));
+        for _ in 0..3 {
+            opt.update(&key, &w, &g, &st, 0).unwrap();
+            let attrs = [
+                ("lr", lr.to_string()),
+                ("wd", wd.to_string()),
+                ("momentum", "0.9".into()),
+                ("rescale_grad", "0.5".into()),
+                ("clip_gradient", "2".into()),
+            ];
+            run_in_place(
+                "sgd_mom_update",
+                &attrs,
+                &[rw.clone(), g.clone(), rm.clone()],
+            );
+        }
+        assert_eq!(f32s(&w), f32s(&rw), "weight of key {idx}");
+        assert_eq!(f32s(&st[0]), f32s(&rm), "momentum of key {idx}");
+    }
+    assert_eq!(opt.num_update(), 3);
+}
+
+#[test]
+fn adam_counts_each_key_and_follows_the_scheduler() {
+    let sched = r#"{"type": "FactorScheduler", "step": 2, "factor": 0.5, "base_lr": 0.1}"#;
+    let opt = FusedOptimizer::new(
+        "adam",
+        &params(&[("lr_scheduler", sched), ("learning_rate", "None")]),
+    )
+    .unwrap();
+    assert!(opt.set_learning_rate(0.3).is_err());
+    let g = array::<f64>(&[3], &[0.1, -0.2, 0.3]);
+    let mut s = LrScheduler::from_json(sched).unwrap();
+    let keys = [ParamKey::Name("a".into()), ParamKey::Name("b".into())];
+    let w: Vec<NDArray> = keys
+        .iter()
+        .map(|_| array::<f64>(&[3], &[1., 2., 3.]))
+        .collect();
+    let st: Vec<Vec<NDArray>> = keys
+        .iter()
+        .zip(&w)
+        .map(|(k, w)| opt.create_state(k, w).unwrap())
+        .collect();
+    let refs: Vec<Vec<NDArray>> = w
+        .iter()
+        .map(|w| {
+            let z = || array::<f64>(&[3], &[0.; 3]);
+            vec![copy(w), g.clone(), z(), z()]
+        })
+        .collect();
+    let mut counts = [0i64, 0];
+    let mut num_update = 0;
+    for k in [0, 0, 1, 0, 1, 0] {
+        opt.update(&keys[k], &w[k], &g, &st[k], 3).unwrap();
+        counts[k] += 1;
+        num_update = num_update.max(counts[k]);
+        let t = counts[k] as f64;
+        let lr = s.lr(num_update) * ((1.0 - 0.999f64.powf(t)).sqrt() / (1.0 - 0.9f64.powf(t)));
+        run_in_place("adam_update", &[("lr", format!("{lr:?}"))], &refs[k]);
+    }
+    for k in 0..2 {
+        assert_eq!(values::<f64>(&w[k]), values::<f64>(&refs[k][0]));
+        assert_eq!(values::<f64>(&st[k][1]), values::<f64>(&refs[k][3]));
+    }
+    let counts = opt.counts();
+    assert_eq!(counts[&0][&keys[0]], 4);
+    assert_eq!(counts[&0][&keys[1]], 2);
+    assert_eq!(opt.num_update(), 4);
+    assert!(opt.lr_scheduler_json().unwrap().contains("\"count\":2"));
+}
+
+#[test]
+fn counts_start_at_begin_num_update_and_restore() {
+    let opt = FusedOptimizer::new(
+        "nag",
+        &params(&[("begin_num_update", "10"), ("momentum", "0.5")]),
+    )
+    .unwrap();
+    let w = f32a(&[2], &[1., 2.]);
+    let g = f32a(&[2], &[1., 1.]);
+    let st = opt.create_state(&ParamKey::Int(7), &w).unwrap();
+    opt.update(&ParamKey::Int(7), &w, &g, &st, 0).unwrap();
+    assert_eq!(opt.num_update(), 11);
+    let saved = opt.counts();
+    let other = FusedOptimizer::new("nag", &params(&[("momentum", "0.5")])).unwrap();
+    other.set_counts(saved.clone(), None);
+    assert_eq!(other.num_update(), 11);
+    assert_eq!(other.counts(), saved);
+    // Wrong number of states, unknown optimizer: errors, not panics.
+    assert!(opt.update(&ParamKey::Int(7), &w, &g, &[], 0).is_err());
+    assert!(FusedOptimizer::new("lbsgd", &HashMap::new()).is_err());
+    assert!(FusedOptimizer::new("sgd", &params(&[("wd_mult", "{bad")])).is_err());
+}
+
+#[test]
+fn multi_precision_keeps_float32_copies() {
+    let w16 = || {
+        array::<f16>(
+            &[3],
+            &[f16::from_f32(1.0), f16::from_f32(-0.5), f16::from_f32(0.25)],
+        )
+    };
+    let g16 = array::<f16>(&[3], &[f16::from_f32(0.5); 3]);
+    for (name, n_states, w32_at) in [("sgd", 2, 1), ("adam", 3, 0)] {
+        let p = params(&[
+            ("multi_precision", "True"),
+            ("momentum", "0.9"),
+            ("learning_rate", "0.1"),
+        ]);
+        let opt = FusedOptimizer::new(name, &p).unwrap();
+        let key = ParamKey::Int(0);
+        let w = w16();
+        let st = opt.create_state(&key, &w).unwrap();
+        assert_eq!(st.len(), n_states, "{name}");
+        assert!(
+            st.iter().all(|s| s.dtype() == crate::dtype::DType::F32),
+            "{name}"
+        );
+        for _ in 0..2 {
+            opt.update(&key, &w, &g16, &st, 0).unwrap();
+        }
+        let master = f32s(&st[w32_at]);
+        let got: Vec<f32> = values::<f16>(&w).iter().map(|v| v.to_f32()).collect();
+        let want: Vec<f32> = master.iter().map(|v| f16::from_f32(*v).to_f32()).collect();
+        assert_eq!(got, want, "{name}");
+        assert!(master[0] < 1.0 && master[0] > 0.5, "{name}: {master:?}");
+    }
+}

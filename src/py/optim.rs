@@ -1,0 +1,148 @@
+//! `_core.FusedOptimizer`: the Rust built-in optimizer for the KVStore, with keys given as
+//! Python ints or strings.
+
+use super::errors::{guard, IntoPy};
+use super::ndarray::PyNDArray;
+use crate::error::Error;
+use crate::optim::{FusedOptimizer, ParamKey};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyInt, PyString};
+use std::collections::HashMap;
+
+/// A KVStore key or optimizer index from Python.
+fn key_of(obj: &Bound<'_, PyAny>) -> PyResult<ParamKey> {
+    if obj.is_instance_of::<PyInt>() {
+        return Ok(ParamKey::Int(obj.extract()?));
+    }
+    if obj.is_instance_of::<PyString>() {
+        return Ok(ParamKey::Name(obj.extract()?));
+    }
+    Err(Error::Type(format!(
+        "FusedOptimizer: a key must be an int or a str, got {}",
+        obj.get_type().name()?
+    )))
+    .py()
+}
+
+fn key_to_py<'py>(py: Python<'py>, k: &ParamKey) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match k {
+        ParamKey::Int(i) => i.into_pyobject(py)?.into_any(),
+        ParamKey::Name(s) => s.into_pyobject(py)?.into_any(),
+    })
+}
+
+/// MXNet's built-in optimizer `name` run as fused update operators.
+#[pyclass(name = "FusedOptimizer", module = "rsmx._core", frozen)]
+pub struct PyFusedOptimizer {
+    inner: FusedOptimizer,
+}
+
+#[pymethods]
+impl PyFusedOptimizer {
+    #[new]
+    fn new(name: &str, params: HashMap<String, String>) -> PyResult<Self> {
+        guard("FusedOptimizer", || {
+            Ok(PyFusedOptimizer {
+                inner: FusedOptimizer::new(name, &params).py()?,
+            })
+        })
+    }
+
+    /// Zero states for `weight` (see the interface notes for their order).
+    fn create_state(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        weight: PyRef<'_, PyNDArray>,
+    ) -> PyResult<Vec<Py<PyNDArray>>> {
+        let key = key_of(key)?;
+        let w = weight.inner.clone();
+        let states = guard("FusedOptimizer.create_state", || {
+            py.detach(|| self.inner.create_state(&key, &w)).py()
+        })?;
+        states
+            .into_iter()
+            .map(|a| Py::new(py, PyNDArray::new(a)))
+            .collect()
+    }
+
+    /// Pushes the update of `weight` with `grad` and `states`; returns at once.
+    #[pyo3(signature = (key, weight, grad, states, priority=0))]
+    fn update(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        weight: PyRef<'_, PyNDArray>,
+        grad: PyRef<'_, PyNDArray>,
+        states: Vec<PyRef<'_, PyNDArray>>,
+        priority: i32,
+    ) -> PyResult<()> {
+        let key = key_of(key)?;
+        let w = weight.writable_inner()?;
+        let g = grad.inner.clone();
+        let st = states
+            .iter()
+            .map(|s| s.writable_inner())
+            .collect::<PyResult<Vec<_>>>()?;
+        guard("FusedOptimizer.update", || {
+            py.detach(|| self.inner.update(&key, &w, &g, &st, priority))
+                .py()
+        })
+    }
+
+    /// The number of updates of the most-updated key.
+    #[getter]
+    fn num_update(&self) -> i64 {
+        self.inner.num_update()
+    }
+
+    /// The current learning rate.
+    #[getter]
+    fn learning_rate(&self) -> f64 {
+        self.inner.learning_rate()
+    }
+
+    /// Sets the learning rate (an error when a scheduler is set).
+    fn set_learning_rate(&self, lr: f64) -> PyResult<()> {
+        self.inner.set_learning_rate(lr).py()
+    }
+
+    /// Sets the gradient scale.
+    fn set_rescale_grad(&self, rescale_grad: f64) {
+        self.inner.set_rescale_grad(rescale_grad)
+    }
+
+    /// The scheduler's current state as JSON, or None.
+    fn lr_scheduler_state(&self) -> Option<String> {
+        self.inner.lr_scheduler_json()
+    }
+
+    /// Update counts: `{device_id: {key: count}}`.
+    fn get_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        for (dev, table) in self.inner.counts() {
+            let d = PyDict::new(py);
+            for (k, n) in table {
+                d.set_item(key_to_py(py, &k)?, n)?;
+            }
+            out.set_item(dev, d)?;
+        }
+        Ok(out)
+    }
+
+    /// Restores update counts (and `num_update` if given).
+    #[pyo3(signature = (counts, num_update=None))]
+    fn set_counts(&self, counts: &Bound<'_, PyDict>, num_update: Option<i64>) -> PyResult<()> {
+        let mut all = HashMap::new();
+        for (dev, table) in counts.iter() {
+            let table = table.cast_into::<PyDict>()?;
+            let mut t = HashMap::new();
+            for (k, n) in table.iter() {
+                t.insert(key_of(&k)?, n.extract::<i64>()?);
+            }
+            all.insert(dev.extract::<i32>()?, t);
+        }
+        self.inner.set_counts(all, num_update);
+        Ok(())
+    }
+}
