@@ -128,6 +128,16 @@ class LRScheduler:
         return None if cfg is None else json.dumps(cfg, sort_keys=True)
 
 
+    def _load_fused_state(self, text: str) -> None:
+        """Takes over the state of the core's copy of this schedule (its JSON from
+        ``FusedOptimizer.lr_scheduler_state``), so a saved optimizer resumes where the
+        core's schedule was."""
+        cfg = json.loads(text)
+        for key in ("base_lr", "count", "cur_step_ind"):
+            if key in cfg and hasattr(self, key):
+                setattr(self, key, type(getattr(self, key))(cfg[key]))
+
+
 class FactorScheduler(LRScheduler):
     """Multiplies the learning rate by ``factor`` every ``step`` updates.
 

@@ -8,22 +8,26 @@ mod tests;
 
 pub use store::{KVStore, StoreKind, StoreUpdater};
 
-use std::fmt;
+pub use crate::optim::ParamKey as Key;
 
-/// A key of the store: MXNet accepts integers or strings (never both in one store call).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Key {
-    /// An integer key (a parameter index).
-    Int(i64),
-    /// A string key (a parameter name).
-    Str(String),
-}
+use crate::error::Result;
+use crate::ndarray::NDArray;
+use crate::optim::FusedOptimizer;
 
-impl fmt::Display for Key {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Key::Int(i) => write!(f, "{i}"),
-            Key::Str(s) => write!(f, "{s}"),
-        }
+/// MXNet's built-in optimizers, run by the store as fused update operators.
+impl StoreUpdater for FusedOptimizer {
+    fn create_state(&self, key: &Key, weight: &NDArray) -> Result<Vec<NDArray>> {
+        FusedOptimizer::create_state(self, key, weight)
+    }
+
+    fn update(
+        &self,
+        key: &Key,
+        weight: &NDArray,
+        grad: &NDArray,
+        state: &[NDArray],
+        priority: i32,
+    ) -> Result<()> {
+        FusedOptimizer::update(self, key, weight, grad, state, priority)
     }
 }

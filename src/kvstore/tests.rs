@@ -55,7 +55,7 @@ fn push_assigns_and_sums_over_devices() {
 #[test]
 fn more_devices_than_the_first_push() {
     let kv = KVStore::new("device").unwrap();
-    let k = Key::Str("w".into());
+    let k = Key::Name("w".into());
     kv.init(
         std::slice::from_ref(&k),
         &[full(&[4], 0.0, Context::cpu(0))],

@@ -2,37 +2,13 @@
 
 use super::errors::{guard, IntoPy};
 use super::ndarray::PyNDArray;
+use super::optim::{key_of, key_to_py, PyFusedOptimizer};
 use crate::kvstore::{KVStore, Key};
 use crate::ndarray::NDArray;
 use pyo3::prelude::*;
 
-/// A key as Python gives it.
-#[derive(FromPyObject, IntoPyObject)]
-pub enum PyKey {
-    Int(i64),
-    Str(String),
-}
-
-impl From<PyKey> for Key {
-    fn from(k: PyKey) -> Key {
-        match k {
-            PyKey::Int(i) => Key::Int(i),
-            PyKey::Str(s) => Key::Str(s),
-        }
-    }
-}
-
-impl From<Key> for PyKey {
-    fn from(k: Key) -> PyKey {
-        match k {
-            Key::Int(i) => PyKey::Int(i),
-            Key::Str(s) => PyKey::Str(s),
-        }
-    }
-}
-
-fn keys_of(keys: Vec<PyKey>) -> Vec<Key> {
-    keys.into_iter().map(Key::from).collect()
+fn keys_of(keys: &[Bound<'_, PyAny>]) -> PyResult<Vec<Key>> {
+    keys.iter().map(key_of).collect()
 }
 
 fn arrays_of(v: &[PyRef<'_, PyNDArray>]) -> Vec<NDArray> {
@@ -48,7 +24,10 @@ fn wrap(py: Python<'_>, a: NDArray) -> PyResult<Py<PyNDArray>> {
 }
 
 /// `(key, pushed sum, stored value)` for a Python updater.
-type UpdaterInput = (PyKey, Py<PyNDArray>, Py<PyNDArray>);
+type UpdaterInput = (Py<PyAny>, Py<PyNDArray>, Py<PyNDArray>);
+
+/// A key and its optimizer state.
+type KeyState = (Py<PyAny>, Vec<Py<PyNDArray>>);
 
 /// A key-value store on one machine.
 #[pyclass(name = "KVStoreHandle", module = "rsmx._core", frozen)]
@@ -72,9 +51,9 @@ impl PyKVStore {
     }
 
     /// Stores a copy of each value under its key.
-    fn init(&self, keys: Vec<PyKey>, values: Vec<PyRef<'_, PyNDArray>>) -> PyResult<()> {
+    fn init(&self, keys: Vec<Bound<'_, PyAny>>, values: Vec<PyRef<'_, PyNDArray>>) -> PyResult<()> {
         guard("KVStore.init", || {
-            self.inner.init(&keys_of(keys), &arrays_of(&values)).py()
+            self.inner.init(&keys_of(&keys)?, &arrays_of(&values)).py()
         })
     }
 
@@ -82,11 +61,11 @@ impl PyKVStore {
     fn push(
         &self,
         py: Python<'_>,
-        keys: Vec<PyKey>,
+        keys: Vec<Bound<'_, PyAny>>,
         values: Vec<Vec<PyRef<'_, PyNDArray>>>,
         priority: i32,
     ) -> PyResult<()> {
-        let keys = keys_of(keys);
+        let keys = keys_of(&keys)?;
         let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
         guard("KVStore.push", || {
             py.detach(|| self.inner.push(&keys, &values, priority)).py()
@@ -98,11 +77,11 @@ impl PyKVStore {
     fn reduce_for_updater(
         &self,
         py: Python<'_>,
-        keys: Vec<PyKey>,
+        keys: Vec<Bound<'_, PyAny>>,
         values: Vec<Vec<PyRef<'_, PyNDArray>>>,
         priority: i32,
     ) -> PyResult<Vec<UpdaterInput>> {
-        let keys = keys_of(keys);
+        let keys = keys_of(&keys)?;
         let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
         guard("KVStore.push", || {
             let groups = py
@@ -110,7 +89,7 @@ impl PyKVStore {
                 .py()?;
             groups
                 .into_iter()
-                .map(|(k, m, s)| Ok((PyKey::from(k), wrap(py, m)?, wrap(py, s)?)))
+                .map(|(k, m, s)| Ok((key_to_py(py, &k)?.unbind(), wrap(py, m)?, wrap(py, s)?)))
                 .collect()
         })
     }
@@ -119,11 +98,11 @@ impl PyKVStore {
     fn pull(
         &self,
         py: Python<'_>,
-        keys: Vec<PyKey>,
+        keys: Vec<Bound<'_, PyAny>>,
         outs: Vec<Vec<PyRef<'_, PyNDArray>>>,
         priority: i32,
     ) -> PyResult<()> {
-        let keys = keys_of(keys);
+        let keys = keys_of(&keys)?;
         let outs = outs
             .iter()
             .map(|v| writable_of(v))
@@ -134,8 +113,8 @@ impl PyKVStore {
     }
 
     /// The array stored under `key` (shared with the store).
-    fn stored(&self, py: Python<'_>, key: PyKey) -> PyResult<Py<PyNDArray>> {
-        let a = self.inner.stored(&key.into()).py()?;
+    fn stored(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyNDArray>> {
+        let a = self.inner.stored(&key_of(key)?).py()?;
         wrap(py, a)
     }
 
@@ -144,8 +123,13 @@ impl PyKVStore {
         self.inner.set_updater(None);
     }
 
+    /// Makes a built-in optimizer update the stored values on each push.
+    fn set_optimizer(&self, optimizer: PyRef<'_, PyFusedOptimizer>) {
+        self.inner.set_updater(Some(optimizer.shared()));
+    }
+
     /// The built-in updater's state of every key that has one.
-    fn states(&self, py: Python<'_>) -> PyResult<Vec<(PyKey, Vec<Py<PyNDArray>>)>> {
+    fn states(&self, py: Python<'_>) -> PyResult<Vec<KeyState>> {
         self.inner
             .states()
             .into_iter()
@@ -154,15 +138,16 @@ impl PyKVStore {
                     .into_iter()
                     .map(|a| wrap(py, a))
                     .collect::<PyResult<_>>()?;
-                Ok((PyKey::from(k), arrays))
+                Ok((key_to_py(py, &k)?.unbind(), arrays))
             })
             .collect()
     }
 
     /// Copies `state` into the built-in updater's state of `key`.
-    fn set_state(&self, key: PyKey, state: Vec<PyRef<'_, PyNDArray>>) -> PyResult<()> {
+    fn set_state(&self, key: &Bound<'_, PyAny>, state: Vec<PyRef<'_, PyNDArray>>) -> PyResult<()> {
+        let key = key_of(key)?;
         guard("KVStore.set_state", || {
-            self.inner.set_state(&key.into(), &arrays_of(&state)).py()
+            self.inner.set_state(&key, &arrays_of(&state)).py()
         })
     }
 }

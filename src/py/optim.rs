@@ -8,9 +8,10 @@ use crate::optim::{FusedOptimizer, ParamKey};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyString};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A KVStore key or optimizer index from Python.
-fn key_of(obj: &Bound<'_, PyAny>) -> PyResult<ParamKey> {
+pub(super) fn key_of(obj: &Bound<'_, PyAny>) -> PyResult<ParamKey> {
     if obj.is_instance_of::<PyInt>() {
         return Ok(ParamKey::Int(obj.extract()?));
     }
@@ -18,13 +19,13 @@ fn key_of(obj: &Bound<'_, PyAny>) -> PyResult<ParamKey> {
         return Ok(ParamKey::Name(obj.extract()?));
     }
     Err(Error::Type(format!(
-        "FusedOptimizer: a key must be an int or a str, got {}",
+        "a key must be an int or a str, got {}",
         obj.get_type().name()?
     )))
     .py()
 }
 
-fn key_to_py<'py>(py: Python<'py>, k: &ParamKey) -> PyResult<Bound<'py, PyAny>> {
+pub(super) fn key_to_py<'py>(py: Python<'py>, k: &ParamKey) -> PyResult<Bound<'py, PyAny>> {
     Ok(match k {
         ParamKey::Int(i) => i.into_pyobject(py)?.into_any(),
         ParamKey::Name(s) => s.into_pyobject(py)?.into_any(),
@@ -34,7 +35,14 @@ fn key_to_py<'py>(py: Python<'py>, k: &ParamKey) -> PyResult<Bound<'py, PyAny>> 
 /// MXNet's built-in optimizer `name` run as fused update operators.
 #[pyclass(name = "FusedOptimizer", module = "rsmx._core", frozen)]
 pub struct PyFusedOptimizer {
-    inner: FusedOptimizer,
+    inner: Arc<FusedOptimizer>,
+}
+
+impl PyFusedOptimizer {
+    /// The optimizer, for a KVStore to run.
+    pub(super) fn shared(&self) -> Arc<FusedOptimizer> {
+        self.inner.clone()
+    }
 }
 
 #[pymethods]
@@ -43,7 +51,7 @@ impl PyFusedOptimizer {
     fn new(name: &str, params: HashMap<String, String>) -> PyResult<Self> {
         guard("FusedOptimizer", || {
             Ok(PyFusedOptimizer {
-                inner: FusedOptimizer::new(name, &params).py()?,
+                inner: Arc::new(FusedOptimizer::new(name, &params).py()?),
             })
         })
     }

@@ -10,6 +10,7 @@ from .. import _core
 from ..base import MXNetError, MXNetTypeError, MXNetValueError
 from ..ndarray import NDArray
 from .base import KVStoreBase
+from .fused import FusedUpdater, fused_optimizer
 
 __all__ = ["KVStore"]
 
@@ -94,6 +95,8 @@ class KVStore(KVStoreBase):
     def __init__(self, name: str = "local") -> None:
         self._handle = _core.KVStoreHandle(name)
         self._updater: Callable[[Any, NDArray, NDArray], None] | None = None
+        # What saves and loads optimizer states: the Python updater, or the built-in one.
+        self._state_keeper: Any = None
 
     # -- values -----------------------------------------------------------------------
 
@@ -176,6 +179,7 @@ class KVStore(KVStoreBase):
             raise MXNetTypeError("KVStore._set_updater: the updater must be callable")
         self._handle.reset_updater()
         self._updater = updater
+        self._state_keeper = updater if hasattr(updater, "get_states") else None
 
     set_updater = _set_updater
 
@@ -189,7 +193,12 @@ class KVStore(KVStoreBase):
         """
         from .. import optimizer as opt
 
-        self._set_updater(opt.get_updater(optimizer))
+        fused = fused_optimizer(optimizer)
+        if fused is None:
+            self._set_updater(opt.get_updater(optimizer))
+            return
+        self._updater = None
+        self._state_keeper = FusedUpdater(self._handle, optimizer, fused)
 
     @staticmethod
     def is_capable(capability: str) -> bool:
@@ -209,14 +218,14 @@ class KVStore(KVStoreBase):
             self._set_updater_states(f.read())
 
     def _updater_states(self, dump_optimizer: bool) -> bytes:
-        if self._updater is None or not hasattr(self._updater, "get_states"):
+        if self._state_keeper is None:
             raise MXNetError("KVStore: no optimizer is set, so there are no states to save")
-        return self._updater.get_states(dump_optimizer)
+        return self._state_keeper.get_states(dump_optimizer)
 
     def _set_updater_states(self, data: bytes) -> None:
-        if self._updater is None or not hasattr(self._updater, "set_states"):
+        if self._state_keeper is None:
             raise MXNetError("KVStore: no optimizer is set, so states cannot be loaded")
-        self._updater.set_states(data)
+        self._state_keeper.set_states(data)
 
     # -- cluster ------------------------------------------------------------------------
 

@@ -1,0 +1,88 @@
+"""Built-in optimizers run by the store's core: the updater's Python face (states to
+save and load in :class:`rsmx.optimizer.Updater`'s format) over the core's fused updates."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from .. import _core
+from ..ndarray import NDArray
+
+
+def _leaves(state: Any) -> list[NDArray]:
+    """The arrays of an optimizer state (an array, None, or nested tuples), in order."""
+    if state is None:
+        return []
+    if isinstance(state, NDArray):
+        return [state]
+    return [a for s in state for a in _leaves(s)]
+
+
+def _refill(template: Any, arrays: list[NDArray]) -> Any:
+    """``template``'s structure with its arrays taken from ``arrays`` in order."""
+    if template is None:
+        return None
+    if isinstance(template, NDArray):
+        return arrays.pop(0)
+    filled = [_refill(t, arrays) for t in template]
+    return tuple(filled) if isinstance(template, tuple) else filled
+
+
+def fused_optimizer(optimizer: Any) -> Any:
+    """The core's fused version of ``optimizer``, or None when it has none (a subclass,
+    a custom schedule), carrying over its update counts."""
+    config = getattr(optimizer, "_fused_config", lambda: None)()
+    if config is None:
+        return None
+    name, params = config
+    fused = _core.FusedOptimizer(name, params)
+    fused.set_counts(optimizer._all_index_update_counts, optimizer.num_update)
+    return fused
+
+
+class FusedUpdater:
+    """A store's built-in optimizer: updates run in the core; this object keeps the
+    Python optimizer in step for saving and restoring states."""
+
+    def __init__(self, handle: Any, optimizer: Any, fused: Any) -> None:
+        self._handle = handle
+        self.optimizer = optimizer
+        self.fused = fused
+        handle.set_optimizer(fused)
+
+    def _synced_optimizer(self) -> Any:
+        """The Python optimizer with the core's counts and schedule copied in."""
+        opt = self.optimizer
+        counts = self.fused.get_counts()
+        opt._all_index_update_counts = counts
+        opt._index_update_count = counts.setdefault(0, {})
+        opt.num_update = self.fused.num_update
+        sched = self.fused.lr_scheduler_state()
+        if sched is not None and opt.lr_scheduler is not None:
+            opt.lr_scheduler._load_fused_state(sched)
+        return opt
+
+    def get_states(self, dump_optimizer: bool = False) -> bytes:
+        """The states in :meth:`rsmx.optimizer.Updater.get_states`'s format."""
+        opt = self._synced_optimizer()
+        states = {}
+        for key, arrays in self._handle.states():
+            weight = self._handle.stored(key)
+            template = opt.create_state_multi_precision(key, weight)
+            states[key] = _refill(template, list(arrays))
+        return pickle.dumps((states, opt) if dump_optimizer else states)
+
+    def set_states(self, data: bytes) -> None:
+        """Restores what :meth:`get_states` (or an ``Updater``) saved."""
+        loaded = pickle.loads(data)
+        if isinstance(loaded, tuple) and len(loaded) == 2:
+            states, optimizer = loaded
+            fused = fused_optimizer(optimizer)
+            if fused is not None:
+                self.optimizer, self.fused = optimizer, fused
+                self._handle.set_optimizer(fused)
+        else:
+            states = loaded
+        for key, state in states.items():
+            self._handle.set_state(key, _leaves(state))
