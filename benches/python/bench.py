@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fit_bench  # noqa: E402
 import kvstore_bench  # noqa: E402
 import training  # noqa: E402
 
@@ -146,6 +147,9 @@ class MXBackend:
 
     def kv_small(self) -> Result:
         return kvstore_bench.mx_kv_small(self.mx)
+
+    def module_fit_lenet(self) -> Result:
+        return fit_bench.mx_fit_lenet(self.mx)
 
 
 class TorchBackend:
@@ -277,6 +281,7 @@ WORKLOADS = [
     "kv_local",
     "kv_local_pushpull",
     "kv_small",
+    "module_fit_lenet",
 ]
 # Peak-memory workloads run each in a process of its own.
 ISOLATED = {"mlp_large_rss", "lenet_rss"}
