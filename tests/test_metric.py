@@ -93,6 +93,25 @@ def test_per_batch_versus_per_example_averaging() -> None:
     assert acc.get() == ("accuracy", 0.25)  # per example
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("axis", [1, -1, 0])
+def test_accuracy_argmax_is_the_operators(dtype: str, axis: int) -> None:
+    # ties, NaNs and a row of equal scores: the first maximum (or the first NaN) counts,
+    # whether the argmax is taken on the host (float32/float64) or by the operator
+    scores = np.array([[0.1, 0.7, 0.7, 0.2], [np.nan, 0.3, np.nan, 0.9],
+                       [0.5, 0.5, 0.5, 0.5], [0.2, 0.9, 0.1, np.nan],
+                       [0.4, 0.1, 0.8, 0.8]], dtype=dtype)
+    if axis == 0:
+        scores = scores.T.copy()
+    pred = mx.nd.array(scores, dtype=dtype)
+    want = mx.nd.argmax(pred, axis=axis).asnumpy().astype("int32")
+    assert list(want) == [1, 0, 0, 3, 2]
+    for labels, hits in (([1, 0, 0, 3, 2], 5), ([1, 2, 0, 0, 2], 3), ([0, 1, 1, 0, 0], 0)):
+        acc = mx.metric.Accuracy(axis=axis)
+        acc.update([mx.nd.array(labels)], [pred])
+        assert (acc.sum_metric, acc.num_inst) == (hits, 5)
+
+
 def test_local_and_global() -> None:
     acc = mx.metric.create("acc")
     acc.update([mx.nd.array([0, 1])], [mx.nd.array([0, 1])])

@@ -420,6 +420,44 @@ def test_init_optimizer_choices(monkeypatch):
     assert opt.idx2name == {0: "fc_weight", 2: "fc_bias", 1: "fc_weight", 3: "fc_bias"}
 
 
+class _PerKeyStore(mx.kvstore.KVStore):
+    """A store of another type, which Module updates one parameter at a time."""
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_update_on_kvstore_in_one_call_matches_one_per_key(monkeypatch, optimizer):
+    # rsmx's own store gets every parameter in one pushpull: the same weights as a store
+    # updated key by key, with weight decay and a learning-rate schedule
+    rng = np.random.RandomState(3)
+    batches = [mx.io.DataBatch([mx.nd.array(rng.randn(4, 4))],
+                               [mx.nd.array(rng.randint(0, 3, 4))]) for _ in range(4)]
+    calls = []
+    pushpull = mx.kvstore.KVStore.pushpull
+
+    def counted(self, *args, **kwargs):
+        calls.append(type(self))
+        pushpull(self, *args, **kwargs)
+
+    monkeypatch.setattr(mx.kvstore.KVStore, "pushpull", counted)
+    results = []
+    for store in (mx.kv.create("local"), _PerKeyStore()):
+        mod = fc_module()
+        params = {"learning_rate": 0.1, "wd": 0.01,
+                  "lr_scheduler": mx.lr_scheduler.FactorScheduler(step=2, factor=0.5)}
+        if optimizer == "sgd":
+            params["momentum"] = 0.9
+        mod.init_optimizer(kvstore=store, optimizer=optimizer, optimizer_params=params)
+        assert mod._update_on_kvstore
+        for batch in batches:
+            mod.forward_backward(batch)
+            mod.update()
+        results.append({k: v.asnumpy() for k, v in mod.get_params()[0].items()})
+    assert calls.count(mx.kvstore.KVStore) == len(batches)  # one call per update
+    assert calls.count(_PerKeyStore) == 2 * len(batches)  # one per parameter
+    for name in ("fc_weight", "fc_bias"):
+        np.testing.assert_array_equal(results[0][name], results[1][name], err_msg=name)
+
+
 @pytest.mark.parametrize("kvstore", [None, "local"])
 def test_optimizer_states_round_trip(tmp_path, kvstore):
     x = np.random.RandomState(8).randn(4, 4).astype(np.float32)

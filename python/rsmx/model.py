@@ -114,7 +114,24 @@ def _initialize_kvstore(kvstore, param_arrays: list, arg_params: dict, param_nam
 def _update_params_on_kvstore(param_arrays: list, grad_arrays: list, kvstore,
                               param_names: list) -> None:
     """Pushes each parameter's gradients (one per device) to ``kvstore``, which sums them
-    and updates, and pulls the new weights back to every device."""
+    and updates, and pulls the new weights back to every device.
+
+    rsmx's own store gets every parameter in one ``pushpull``: it updates the keys in the
+    order they were initialized (the parameters' order, as one call per key would), and
+    its engine treats all non-positive priorities alike, so only the per-call overhead
+    goes. Other stores get one call per parameter with priority ``-index``, as in MXNet.
+    """
+    if type(kvstore) is kvs.KVStore:
+        keys, grads, outs = [], [], []
+        for name, arg_list, grad_list in zip(param_names, param_arrays, grad_arrays,
+                                             strict=False):
+            if grad_list[0] is not None:
+                keys.append(name)
+                grads.append(grad_list)
+                outs.append(arg_list)
+        if keys:
+            kvstore.pushpull(keys, grads, out=outs, priority=0)
+        return
     for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays, strict=True)):
         if grad_list[0] is None:
             continue

@@ -11,6 +11,25 @@ from .. import ndarray
 from ..base import MXNetValueError
 from .core import EvalMetric, _nd, _np, alias, check_label_shapes, register
 
+_HOST_ARGMAX_DTYPES = (numpy.float32, numpy.float64, numpy.dtype(numpy.float32),
+                       numpy.dtype(numpy.float64))
+
+
+def _argmax(scores: Any, axis: int) -> Any:
+    """``ndarray.argmax(scores, axis)``, as MXNet's metric computes it.
+
+    For float32 and float64 scores it is taken on the host: the scores are copied once
+    and no operator goes through the engine, with the same result (the first maximum,
+    or the first NaN, along ``axis``; the index in the scores' dtype).
+    """
+    dtype = getattr(scores, "dtype", None)
+    ndim = len(getattr(scores, "shape", ()))
+    if (dtype in _HOST_ARGMAX_DTYPES and isinstance(axis, (int, numpy.integer))
+            and -ndim <= axis < ndim):
+        host = _np(scores)
+        return numpy.argmax(host, axis=axis).astype(host.dtype)
+    return ndarray.argmax(_nd(scores), axis=axis)
+
 
 @register
 @alias("acc")
@@ -42,7 +61,7 @@ class Accuracy(EvalMetric):
         labels, preds = check_label_shapes(labels, preds, True)
         for label, pred_label in zip(labels, preds, strict=False):
             if pred_label.shape != label.shape:
-                pred_label = ndarray.argmax(_nd(pred_label), axis=self.axis)
+                pred_label = _argmax(pred_label, self.axis)
             pred = _np(pred_label).astype("int32").ravel()
             lab = _np(label).astype("int32").ravel()
             check_label_shapes(lab, pred)
