@@ -344,6 +344,7 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
         head_grads,
         zero_grads,
         forward_done: AtomicBool::new(false),
+        pacer: super::pace::Pacer::new(),
         graph: g,
     })
 }

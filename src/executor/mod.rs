@@ -3,6 +3,7 @@
 
 mod bind;
 mod debug;
+mod pace;
 pub mod step;
 
 use crate::error::{Error, Result};
@@ -50,13 +51,18 @@ pub struct Executor {
     /// Gradients with no path to an output, zeroed by `backward`.
     zero_grads: Vec<NDArray>,
     forward_done: AtomicBool,
+    pacer: pace::Pacer,
 }
 
 impl Executor {
     /// Runs the forward pass.
     pub fn forward(&self, is_train: bool) -> Result<()> {
+        let marker = self.pacer.wait_turn();
         for r in &self.groups[..self.forward_groups] {
             self.push_range(r.clone(), is_train);
+        }
+        if let Some(first) = self.outputs.first() {
+            self.pacer.mark(marker, &self.outputs, first.context());
         }
         self.forward_done.store(true, Ordering::Release);
         Ok(())
