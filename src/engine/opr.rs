@@ -7,12 +7,13 @@ use super::var::Granted;
 use super::{AsyncFn, FnProperty, OnComplete, RunContext, SyncFn, Var};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crossbeam_utils::Backoff;
 use parking_lot::{Condvar, Mutex};
 use smallvec::SmallVec;
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// A shared reference to an op block; var queues and worker deques hold these.
@@ -34,17 +35,29 @@ pub(crate) enum Body {
 /// A one-shot flag a thread can block on.
 #[derive(Default)]
 pub(crate) struct WaitSlot {
+    /// Set with `done`, readable without the lock while spinning.
+    set: AtomicBool,
     done: Mutex<bool>,
     cv: Condvar,
 }
 
 impl WaitSlot {
     pub(crate) fn notify(&self) {
+        self.set.store(true, Ordering::Release);
         *self.done.lock() = true;
         self.cv.notify_all();
     }
 
     pub(crate) fn wait(&self) {
+        // Small ops finish within microseconds: spinning first saves the sleeping
+        // thread's wake-up, which costs more than the op itself.
+        let backoff = Backoff::new();
+        while !backoff.is_completed() {
+            if self.set.load(Ordering::Acquire) {
+                return;
+            }
+            backoff.snooze();
+        }
         let mut done = self.done.lock();
         while !*done {
             self.cv.wait(&mut done);
