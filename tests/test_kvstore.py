@@ -322,3 +322,14 @@ def test_multi_precision_float16_weights():
     for _ in range(3):
         upd(0, mx.nd.array(g, dtype="float16"), ref)
     np.testing.assert_array_equal(out.asnumpy(), ref.asnumpy())
+
+
+def test_one_priority_per_key():
+    kv = mx.kv.create("local")
+    kv.init([0, 1], [mx.nd.zeros(SHAPE), mx.nd.zeros(SHAPE)])
+    kv.pushpull([0, 1], [mx.nd.ones(SHAPE), mx.nd.ones(SHAPE) * 2], priority=[0, -1])
+    outs = [mx.nd.zeros(SHAPE), mx.nd.zeros(SHAPE)]
+    kv.pull([0, 1], out=outs, priority=[-1, 0])
+    assert [float(o.asnumpy()[0, 0]) for o in outs] == [1.0, 2.0]
+    with pytest.raises(MXNetError, match="2 key.*1 priorities"):
+        kv.push([0, 1], [mx.nd.ones(SHAPE)] * 2, priority=[0])

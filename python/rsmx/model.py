@@ -116,21 +116,22 @@ def _update_params_on_kvstore(param_arrays: list, grad_arrays: list, kvstore,
     """Pushes each parameter's gradients (one per device) to ``kvstore``, which sums them
     and updates, and pulls the new weights back to every device.
 
-    rsmx's own store gets every parameter in one ``pushpull``: it updates the keys in the
-    order they were initialized (the parameters' order, as one call per key would), and
-    its engine treats all non-positive priorities alike, so only the per-call overhead
-    goes. Other stores get one call per parameter with priority ``-index``, as in MXNet.
+    rsmx's own store gets every parameter in one ``pushpull`` with one priority per key
+    (``-index``, so the first layers' weights are ready first); it updates the keys in the
+    order they were initialized, as one call per key would. Other stores get one call per
+    parameter with priority ``-index``, as in MXNet.
     """
     if type(kvstore) is kvs.KVStore:
-        keys, grads, outs = [], [], []
-        for name, arg_list, grad_list in zip(param_names, param_arrays, grad_arrays,
-                                             strict=False):
+        keys, grads, outs, prios = [], [], [], []
+        for index, (name, arg_list, grad_list) in enumerate(
+                zip(param_names, param_arrays, grad_arrays, strict=False)):
             if grad_list[0] is not None:
                 keys.append(name)
                 grads.append(grad_list)
                 outs.append(arg_list)
+                prios.append(-index)
         if keys:
-            kvstore.pushpull(keys, grads, out=outs, priority=0)
+            kvstore.pushpull(keys, grads, out=outs, priority=prios)
         return
     for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays, strict=True)):
         if grad_list[0] is None:

@@ -26,6 +26,7 @@ mod naive;
 mod opr;
 mod per_device;
 mod pool;
+mod prio;
 #[cfg(test)]
 mod tests;
 mod threaded;

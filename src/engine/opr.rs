@@ -88,6 +88,8 @@ pub(crate) struct OprBlock {
     inline: bool,
     /// Goes to the high-priority queue of its pool.
     pub(crate) high_priority: bool,
+    /// Its place in that queue: higher first.
+    pub(crate) priority: i32,
     ctx: Context,
     const_vars: VarList,
     mutable_vars: VarList,
@@ -172,6 +174,7 @@ impl OprBlock {
             inline: matches!(body, Body::Signal(_)),
             body: Mutex::new(Some(body)),
             high_priority: priority > 0 || prop == FnProperty::CpuPrioritized,
+            priority,
             ctx,
             const_vars,
             mutable_vars,

@@ -1,8 +1,9 @@
 //! Worker pools: threads with work-stealing deques (crossbeam-deque), a shared injector and
-//! a high-priority injector checked first; idle workers spin briefly, then park.
+//! a high-priority queue checked first; idle workers spin briefly, then park.
 
 use super::idle::{Idle, Parked};
 use super::opr::OprRef;
+use super::prio::PriorityQueue;
 use super::threaded::EngineShared;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::Backoff;
@@ -18,8 +19,8 @@ pub(crate) struct Pool {
     id: usize,
     /// The engine whose ops this pool runs.
     pub(crate) engine: Arc<EngineShared>,
-    /// Ready ops with priority, taken before anything else.
-    hi: Injector<OprRef>,
+    /// Ready ops with priority, taken before anything else, highest first.
+    hi: PriorityQueue,
     /// Ready ops pushed from outside the pool's workers.
     injector: Injector<OprRef>,
     /// One per worker, to steal from its deque.
@@ -61,7 +62,7 @@ impl Pool {
         let pool = Arc::new(Pool {
             id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
             engine,
-            hi: Injector::new(),
+            hi: PriorityQueue::default(),
             injector: Injector::new(),
             stealers: deques.iter().map(Worker::stealer).collect(),
             idle: Idle::new(workers),
@@ -88,7 +89,8 @@ impl Pool {
     /// made this one ready, so it may keep it for itself.
     pub(crate) fn submit(&self, op: OprRef, continuation: bool) {
         if op.high_priority {
-            self.hi.push(op);
+            let priority = op.priority;
+            self.hi.push(op, priority);
             self.notify();
             return;
         }
@@ -151,10 +153,8 @@ impl Pool {
     /// The next op for worker `local`: high priority first, then its own slot and deque,
     /// then the injector, then the other workers' deques.
     fn find_task(&self, local: &Local) -> Option<OprRef> {
-        if !self.hi.is_empty() {
-            if let Some(op) = retry(|| self.hi.steal()) {
-                return Some(op);
-            }
+        if let Some(op) = self.hi.pop() {
+            return Some(op);
         }
         if let Some(op) = local.slot.take() {
             return Some(op);

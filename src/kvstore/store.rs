@@ -50,10 +50,11 @@ struct Entry {
     state: Option<Vec<NDArray>>,
 }
 
-/// One key's part of a push: the key and every value pushed to it.
+/// One key's part of a push: the key, every value pushed to it, and its priority.
 pub struct Group {
     pub key: Key,
     pub values: Vec<NDArray>,
+    pub priority: i32,
 }
 
 /// A key-value store on one machine.
@@ -138,11 +139,18 @@ impl KVStore {
 
     /// Groups a push's values by key in the order MXNet updates them, checking every
     /// key and shape before anything is done.
-    pub fn group(&self, op: &str, keys: &[Key], values: &[Vec<NDArray>]) -> Result<Vec<Group>> {
+    pub fn group(
+        &self,
+        op: &str,
+        keys: &[Key],
+        values: &[Vec<NDArray>],
+        priorities: &[i32],
+    ) -> Result<Vec<Group>> {
         check_count(op, keys.len(), values.len())?;
+        check_priorities(op, keys.len(), priorities.len())?;
         let entries = self.entries.lock();
         let mut groups: Vec<(usize, Group)> = Vec::new();
-        for (k, vals) in keys.iter().zip(values) {
+        for ((k, vals), &priority) in keys.iter().zip(values).zip(priorities) {
             let entry = entries.get(k).ok_or_else(|| uninit(op, k))?;
             if vals.is_empty() {
                 return Err(Error::Value(format!(
@@ -153,12 +161,16 @@ impl KVStore {
                 check_like(op, k, "value", v, &entry.value)?;
             }
             match groups.iter_mut().find(|(_, g)| &g.key == k) {
-                Some((_, g)) => g.values.extend(vals.iter().cloned()),
+                Some((_, g)) => {
+                    g.values.extend(vals.iter().cloned());
+                    g.priority = g.priority.max(priority);
+                }
                 None => groups.push((
                     entry.order,
                     Group {
                         key: k.clone(),
                         values: vals.clone(),
+                        priority,
                     },
                 )),
             }
@@ -171,19 +183,20 @@ impl KVStore {
     }
 
     /// Sums and applies every pushed value: assigned, or given to the built-in updater.
-    pub fn push(&self, keys: &[Key], values: &[Vec<NDArray>], priority: i32) -> Result<()> {
-        let groups = self.group("push", keys, values)?;
+    /// Each key's work runs with its priority (one per key).
+    pub fn push(&self, keys: &[Key], values: &[Vec<NDArray>], priorities: &[i32]) -> Result<()> {
+        let groups = self.group("push", keys, values, priorities)?;
         let updater = self.updater.read().clone();
         for g in &groups {
             match &updater {
                 None => {
                     let stored = self.place(&g.key, &g.values)?;
-                    comm::reduce_into(&g.values, &stored, priority)?;
+                    comm::reduce_into(&g.values, &stored, g.priority)?;
                 }
                 Some(u) => {
-                    let merged = self.reduce(&g.key, &g.values, priority)?;
+                    let merged = self.reduce(&g.key, &g.values, g.priority)?;
                     let (stored, state) = self.state_for(&g.key, u.as_ref())?;
-                    u.update(&g.key, &stored, &merged, &state, priority)?;
+                    u.update(&g.key, &stored, &merged, &state, g.priority)?;
                 }
             }
         }
@@ -196,13 +209,13 @@ impl KVStore {
         &self,
         keys: &[Key],
         values: &[Vec<NDArray>],
-        priority: i32,
+        priorities: &[i32],
     ) -> Result<Vec<(Key, NDArray, NDArray)>> {
-        let groups = self.group("push", keys, values)?;
+        let groups = self.group("push", keys, values, priorities)?;
         groups
             .into_iter()
             .map(|g| {
-                let merged = self.reduce(&g.key, &g.values, priority)?;
+                let merged = self.reduce(&g.key, &g.values, g.priority)?;
                 let stored = self.stored(&g.key)?;
                 Ok((g.key, merged, stored))
             })
@@ -234,9 +247,11 @@ impl KVStore {
         Ok(merged)
     }
 
-    /// Copies the value stored under each key into every array given for it.
-    pub fn pull(&self, keys: &[Key], outs: &[Vec<NDArray>], priority: i32) -> Result<()> {
+    /// Copies the value stored under each key into every array given for it, each key
+    /// with its priority.
+    pub fn pull(&self, keys: &[Key], outs: &[Vec<NDArray>], priorities: &[i32]) -> Result<()> {
         check_count("pull", keys.len(), outs.len())?;
+        check_priorities("pull", keys.len(), priorities.len())?;
         let sources = {
             let entries = self.entries.lock();
             let mut sources = Vec::with_capacity(keys.len());
@@ -249,7 +264,7 @@ impl KVStore {
             }
             sources
         };
-        for (src, dsts) in sources.iter().zip(outs) {
+        for ((src, dsts), &priority) in sources.iter().zip(outs).zip(priorities) {
             comm::broadcast(src, dsts, priority)?;
         }
         Ok(())
@@ -345,6 +360,15 @@ fn check_count(op: &str, keys: usize, values: usize) -> Result<()> {
     if keys != values {
         return Err(Error::Value(format!(
             "KVStore.{op}: {keys} key(s) but {values} value(s)"
+        )));
+    }
+    Ok(())
+}
+
+fn check_priorities(op: &str, keys: usize, priorities: usize) -> Result<()> {
+    if keys != priorities {
+        return Err(Error::Value(format!(
+            "KVStore.{op}: {keys} key(s) but {priorities} priorities"
         )));
     }
     Ok(())

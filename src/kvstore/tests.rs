@@ -39,13 +39,13 @@ fn push_assigns_and_sums_over_devices() {
     )
     .unwrap();
     let out = full(&[2, 3], 0.0, Context::cpu(1));
-    kv.pull(std::slice::from_ref(&k), &[vec![out.clone()]], 0)
+    kv.pull(std::slice::from_ref(&k), &[vec![out.clone()]], &[0])
         .unwrap();
     assert_eq!(values(&out), vec![2.0; 6]);
     let pushed: Vec<NDArray> = cpus(4).into_iter().map(|c| full(&[2, 3], 1.5, c)).collect();
-    kv.push(std::slice::from_ref(&k), &[pushed], 0).unwrap();
+    kv.push(std::slice::from_ref(&k), &[pushed], &[0]).unwrap();
     let outs: Vec<NDArray> = cpus(3).into_iter().map(|c| full(&[2, 3], 0.0, c)).collect();
-    kv.pull(std::slice::from_ref(&k), std::slice::from_ref(&outs), 0)
+    kv.pull(std::slice::from_ref(&k), std::slice::from_ref(&outs), &[0])
         .unwrap();
     for o in &outs {
         assert_eq!(values(o), vec![6.0; 6]);
@@ -63,9 +63,9 @@ fn more_devices_than_the_first_push() {
     .unwrap();
     for n in [1, 2, 4, 3] {
         let pushed: Vec<NDArray> = cpus(n).into_iter().map(|c| full(&[4], 1.0, c)).collect();
-        kv.push(std::slice::from_ref(&k), &[pushed], 0).unwrap();
+        kv.push(std::slice::from_ref(&k), &[pushed], &[0]).unwrap();
         let out = full(&[4], -1.0, Context::cpu(0));
-        kv.pull(std::slice::from_ref(&k), &[vec![out.clone()]], 0)
+        kv.pull(std::slice::from_ref(&k), &[vec![out.clone()]], &[0])
             .unwrap();
         assert_eq!(values(&out), vec![n as f32; 4]);
     }
@@ -80,7 +80,7 @@ fn device_store_spreads_keys_over_devices() {
     let pushes: Vec<Vec<NDArray>> = (0..4)
         .map(|_| cpus(2).into_iter().map(|c| full(&[8], 1.0, c)).collect())
         .collect();
-    kv.push(&keys, &pushes, 0).unwrap();
+    kv.push(&keys, &pushes, &[0; 4][..keys.len()]).unwrap();
     let placed: Vec<i32> = keys
         .iter()
         .map(|k| kv.stored(k).unwrap().context().dev_id)
@@ -115,9 +115,9 @@ fn built_in_updater_gets_the_sum_and_keeps_state() {
     let pushes: Vec<Vec<NDArray>> = (0..2)
         .map(|_| cpus(2).into_iter().map(|c| full(&[3], 1.0, c)).collect())
         .collect();
-    kv.push(&keys, &pushes, 0).unwrap();
+    kv.push(&keys, &pushes, &[0; 4][..keys.len()]).unwrap();
     let out = full(&[3], 0.0, Context::cpu(0));
-    kv.pull(&keys[..1], &[vec![out.clone()]], 0).unwrap();
+    kv.pull(&keys[..1], &[vec![out.clone()]], &[0]).unwrap();
     assert_eq!(values(&out), vec![5.0; 3]);
     let states = kv.states();
     assert_eq!(states.len(), 2);
@@ -140,7 +140,7 @@ fn bad_calls_change_nothing() {
                 vec![full(&[2], 1.0, Context::cpu(0))],
                 vec![full(&[2], 1.0, Context::cpu(0))],
             ],
-            0,
+            &[0, 0],
         )
         .unwrap_err();
     assert!(
@@ -151,7 +151,7 @@ fn bad_calls_change_nothing() {
         .push(
             std::slice::from_ref(&k),
             &[vec![full(&[3], 1.0, Context::cpu(0))]],
-            0,
+            &[0],
         )
         .unwrap_err();
     assert!(
@@ -166,7 +166,7 @@ fn bad_calls_change_nothing() {
         .unwrap_err();
     assert!(err.message().contains("duplicate init"), "{err}");
     let out = full(&[2], 0.0, Context::cpu(0));
-    kv.pull(std::slice::from_ref(&k), &[vec![out.clone()]], 0)
+    kv.pull(std::slice::from_ref(&k), &[vec![out.clone()]], &[0])
         .unwrap();
     assert_eq!(values(&out), vec![7.0; 2]);
     assert!(KVStore::new("nonsense").is_err());

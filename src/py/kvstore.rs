@@ -63,12 +63,13 @@ impl PyKVStore {
         py: Python<'_>,
         keys: Vec<Bound<'_, PyAny>>,
         values: Vec<Vec<PyRef<'_, PyNDArray>>>,
-        priority: i32,
+        priorities: Vec<i32>,
     ) -> PyResult<()> {
         let keys = keys_of(&keys)?;
         let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
         guard("KVStore.push", || {
-            py.detach(|| self.inner.push(&keys, &values, priority)).py()
+            py.detach(|| self.inner.push(&keys, &values, &priorities))
+                .py()
         })
     }
 
@@ -79,13 +80,13 @@ impl PyKVStore {
         py: Python<'_>,
         keys: Vec<Bound<'_, PyAny>>,
         values: Vec<Vec<PyRef<'_, PyNDArray>>>,
-        priority: i32,
+        priorities: Vec<i32>,
     ) -> PyResult<Vec<UpdaterInput>> {
         let keys = keys_of(&keys)?;
         let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
         guard("KVStore.push", || {
             let groups = py
-                .detach(|| self.inner.reduce_for_updater(&keys, &values, priority))
+                .detach(|| self.inner.reduce_for_updater(&keys, &values, &priorities))
                 .py()?;
             groups
                 .into_iter()
@@ -100,7 +101,7 @@ impl PyKVStore {
         py: Python<'_>,
         keys: Vec<Bound<'_, PyAny>>,
         outs: Vec<Vec<PyRef<'_, PyNDArray>>>,
-        priority: i32,
+        priorities: Vec<i32>,
     ) -> PyResult<()> {
         let keys = keys_of(&keys)?;
         let outs = outs
@@ -108,7 +109,8 @@ impl PyKVStore {
             .map(|v| writable_of(v))
             .collect::<PyResult<Vec<_>>>()?;
         guard("KVStore.pull", || {
-            py.detach(|| self.inner.pull(&keys, &outs, priority)).py()
+            py.detach(|| self.inner.pull(&keys, &outs, &priorities))
+                .py()
         })
     }
 

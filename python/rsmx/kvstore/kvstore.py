@@ -43,6 +43,16 @@ def _flatten(key: Any, value: Any, what: str) -> tuple[list[Any], list[list[NDAr
     )
 
 
+def _priorities(priority: Any, n: int) -> list[int]:
+    """One priority per key: ``priority`` for every key, or (rsmx's extension) a list of
+    one per key, such as ``-index`` for each parameter of a batched update."""
+    if isinstance(priority, (list, tuple)):
+        if len(priority) != n:
+            raise MXNetValueError(f"KVStore: {n} key(s) but {len(priority)} priorities")
+        return [int(p) for p in priority]
+    return [int(priority)] * n
+
+
 @KVStoreBase.register
 class TestStore(KVStoreBase):
     """A store that only sums and copies, for testing the interface (MXNet's ``teststore``)."""
@@ -127,14 +137,15 @@ class KVStore(KVStoreBase):
             The keys.
         value : NDArray, list of NDArray, or list of list of NDArray
             One value per key, or per key a list with one value per device.
-        priority : int
-            Work with higher priority is likely to run first.
+        priority : int or list of int
+            Work with higher priority is likely to run first (a list: one per key).
         """
         keys, vals = _flatten(key, value, "value")
+        prios = _priorities(priority, len(keys))
         if self._updater is None:
-            self._handle.push(keys, vals, priority)
+            self._handle.push(keys, vals, prios)
             return
-        for k, merged, stored in self._handle.reduce_for_updater(keys, vals, priority):
+        for k, merged, stored in self._handle.reduce_for_updater(keys, vals, prios):
             self._updater(k, merged, stored)
 
     def pull(self, key: Any, out: Any = None, priority: int = 0, ignore_sparse: bool = True) -> None:
@@ -152,7 +163,7 @@ class KVStore(KVStoreBase):
         if out is None:
             raise MXNetValueError("KVStore.pull: out is required")
         keys, outs = _flatten(key, out, "output")
-        self._handle.pull(keys, outs, priority)
+        self._handle.pull(keys, outs, _priorities(priority, len(keys)))
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         """Pushes ``value`` and pulls the updated value into ``out`` (``value`` if None)."""

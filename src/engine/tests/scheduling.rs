@@ -198,3 +198,44 @@ fn concurrent_waiters() {
         e.wait_for_all().unwrap();
     });
 }
+
+#[test]
+fn ready_prioritised_ops_run_highest_priority_first() {
+    // One worker, held busy while the prioritised ops become ready together.
+    let engine: Arc<dyn Engine> = Arc::from(create(EngineKind::Threaded, 1));
+    within(30, "priority order", move || {
+        let (release, hold) = mpsc::channel::<()>();
+        let gate = Var::new();
+        engine.push_sync(
+            Box::new(move |_| {
+                let _ = hold.recv();
+                Ok(())
+            }),
+            CPU,
+            &[],
+            &[gate.clone()],
+            FnProperty::CpuPrioritized,
+            0,
+            "gate",
+        );
+        let order = Arc::new(Mutex::new(Vec::new()));
+        for p in [-3, -1, -2, 5, -1] {
+            let order = order.clone();
+            engine.push_sync(
+                Box::new(move |_| {
+                    order.lock().push(p);
+                    Ok(())
+                }),
+                CPU,
+                &[gate.clone()],
+                &[Var::new()],
+                FnProperty::CpuPrioritized,
+                p,
+                "prioritised",
+            );
+        }
+        release.send(()).unwrap();
+        engine.wait_for_all().unwrap();
+        assert_eq!(*order.lock(), vec![5, -1, -1, -2, -3]);
+    });
+}
