@@ -69,3 +69,25 @@ impl fmt::Display for Context {
         write!(f, "{}({})", self.dev_type.name(), self.dev_id)
     }
 }
+
+static GPUS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Number of GPUs the core was given by a GPU backend (0 until one is started).
+pub fn num_gpus() -> usize {
+    GPUS.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Records the GPUs a backend has started; called once by the backend.
+pub fn set_num_gpus(n: usize) {
+    GPUS.store(n, std::sync::atomic::Ordering::Release);
+}
+
+/// The error for using `ctx`, a GPU the core was not given.
+pub fn no_gpu_error(ctx: Context) -> crate::error::Error {
+    let n = num_gpus();
+    crate::error::Error::Runtime(if n == 0 {
+        format!("{ctx}: rsmx was not given a GPU: no CUDA driver found")
+    } else {
+        format!("{ctx}: no such GPU; rsmx was given {n}")
+    })
+}

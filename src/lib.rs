@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod executor;
 pub mod graph;
+pub mod imperative;
 pub mod kernels;
 pub mod kvstore;
 pub mod ndarray;

@@ -88,8 +88,10 @@ def gpu(device_id: int = 0) -> Context:
 
 
 def num_gpus() -> int:
-    """Number of usable GPUs (0 in a build without GPU support)."""
-    return 0
+    """Number of usable GPUs: those the core was given (0 without a CUDA driver)."""
+    from . import _core
+
+    return _core.num_gpus()
 
 
 def current_context() -> Context:

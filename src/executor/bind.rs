@@ -313,7 +313,7 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
             outputs,
             req,
             ctx,
-        ))));
+        )?)));
         if i < n_fwd_nodes {
             forward_steps = steps.len();
         }

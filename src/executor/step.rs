@@ -4,8 +4,9 @@
 use crate::context::Context;
 use crate::engine::{self, FnProperty, Var};
 use crate::error::Result;
+use crate::kernels::{kernel_for, KernelFn};
 use crate::ndarray::{NDArray, TBlob};
-use crate::op::invoke::{rng_resource, RngResource};
+use crate::op::resource::{rng_resource, RngResource};
 use crate::op::{OpContext, OpRef, OpReq};
 use std::sync::Arc;
 
@@ -28,6 +29,7 @@ pub struct OpStep {
     const_vars: Vec<Var>,
     mutable_vars: Vec<Var>,
     rng: Option<&'static RngResource>,
+    kernel: KernelFn,
 }
 
 /// A copy of one array into another, for inputs that live on another context.
@@ -55,7 +57,8 @@ impl OpStep {
         outputs: Vec<NDArray>,
         req: Vec<OpReq>,
         ctx: Context,
-    ) -> OpStep {
+    ) -> Result<OpStep> {
+        let kernel = kernel_for(op.as_ref(), ctx)?;
         let aux = op.aux_inputs();
         let mut const_vars = Vec::new();
         // Outputs that are not written (scratch arrays) add no dependency.
@@ -76,7 +79,7 @@ impl OpStep {
         if let Some(r) = rng {
             mutable_vars.push(r.var().clone());
         }
-        OpStep {
+        Ok(OpStep {
             name,
             in_blobs: inputs.iter().map(|a| a.blob()).collect(),
             out_blobs: outputs.iter().map(|a| a.blob()).collect(),
@@ -88,7 +91,8 @@ impl OpStep {
             const_vars,
             mutable_vars,
             rng,
-        }
+            kernel,
+        })
     }
 
     /// Runs the kernel now, on the calling thread.
@@ -96,18 +100,24 @@ impl OpStep {
         let mut guard = self.rng.map(|r| r.lock());
         let mut octx = OpContext {
             is_train,
-            rng: guard.as_deref_mut(),
+            device: self.ctx,
+            rng: guard.as_deref_mut().map(|g| g.as_mut()),
         };
-        self.op
-            .forward(&mut octx, &self.in_blobs, &self.out_blobs, &self.req)
-            .map_err(|e| {
-                let name = self.op.name();
-                if e.message().starts_with(name) {
-                    e.with_prefix(&format!("node '{}': ", self.name))
-                } else {
-                    e.with_prefix(&format!("{name} (node '{}'): ", self.name))
-                }
-            })
+        (self.kernel)(
+            self.op.as_ref(),
+            &mut octx,
+            &self.in_blobs,
+            &self.out_blobs,
+            &self.req,
+        )
+        .map_err(|e| {
+            let name = self.op.name();
+            if e.message().starts_with(name) {
+                e.with_prefix(&format!("node '{}': ", self.name))
+            } else {
+                e.with_prefix(&format!("{name} (node '{}'): ", self.name))
+            }
+        })
     }
 }
 

@@ -1,3 +1,152 @@
-//! Kernels per device: CPU kernels in Rust (CUDA sources arrive with GPU support).
+//! Kernels per device type, attached to the device-independent operator definitions of
+//! `op/` (MXNet's `FCompute<cpu>` / `FCompute<gpu>`): CPU kernels in Rust under `cpu/`;
+//! a GPU backend registers its kernels in the same table under `DeviceType::Gpu`.
 
 pub mod cpu;
+
+use crate::context::{no_gpu_error, num_gpus, Context, DeviceType};
+use crate::error::{Error, Result};
+use crate::ndarray::TBlob;
+use crate::op::{OpContext, OpReq, Operator};
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// A device's kernel for one operator type: computes `outputs` from `inputs` as `req`
+/// says, with the operator's parsed attributes in `op`.
+pub type KernelFn = fn(
+    op: &dyn Operator,
+    ctx: &mut OpContext,
+    inputs: &[TBlob],
+    outputs: &[TBlob],
+    req: &[OpReq],
+) -> Result<()>;
+
+/// Which kernel table a device uses: every host-memory device type shares the CPU one.
+fn device_class(dev: DeviceType) -> DeviceType {
+    match dev {
+        DeviceType::Gpu => DeviceType::Gpu,
+        DeviceType::Cpu | DeviceType::CpuPinned | DeviceType::CpuShared => DeviceType::Cpu,
+    }
+}
+
+/// The kernels of every device type, by the operator's Rust type.
+#[derive(Default)]
+pub struct Kernels {
+    table: HashMap<(TypeId, DeviceType), KernelFn>,
+}
+
+impl Kernels {
+    /// Registers `f` as the kernel of operator type `O` on `dev` devices.
+    pub fn add<O: Operator>(&mut self, dev: DeviceType, f: KernelFn) {
+        let prev = self.table.insert((TypeId::of::<O>(), device_class(dev)), f);
+        assert!(
+            prev.is_none(),
+            "{} kernel registered twice for {}",
+            dev.name(),
+            std::any::type_name::<O>()
+        );
+    }
+
+    fn get(&self, op: &dyn Operator, dev: DeviceType) -> Option<KernelFn> {
+        self.table
+            .get(&(op.as_any().type_id(), device_class(dev)))
+            .copied()
+    }
+}
+
+fn table() -> &'static Kernels {
+    static TABLE: OnceLock<Kernels> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut k = Kernels::default();
+        cpu::register_kernels(&mut k);
+        k
+    })
+}
+
+/// The kernel of `op` for `ctx`'s device type, or an error naming both.
+pub fn kernel_for(op: &dyn Operator, ctx: Context) -> Result<KernelFn> {
+    if ctx.dev_type == DeviceType::Gpu
+        && usize::try_from(ctx.dev_id).map_or(true, |id| id >= num_gpus())
+    {
+        return Err(no_gpu_error(ctx).with_prefix(&format!("{}: ", op.name())));
+    }
+    table().get(op, ctx.dev_type).ok_or_else(|| {
+        Error::NotImplemented(format!(
+            "{}: no kernel for {} devices (array on {ctx})",
+            op.name(),
+            ctx.dev_type.name()
+        ))
+    })
+}
+
+/// True if `op` has a kernel for `dev` devices.
+pub fn has_kernel(op: &dyn Operator, dev: DeviceType) -> bool {
+    table().get(op, dev).is_some()
+}
+
+/// Runs `op`'s kernel for `ctx.device` now, on the calling thread, prefixing errors with
+/// the op's name.
+pub fn run_kernel(
+    op: &dyn Operator,
+    ctx: &mut OpContext,
+    inputs: &[TBlob],
+    outputs: &[TBlob],
+    req: &[OpReq],
+) -> Result<()> {
+    let f = kernel_for(op, ctx.device)?;
+    f(op, ctx, inputs, outputs, req)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::{find, Attrs};
+
+    fn build(name: &str) -> crate::op::OpRef {
+        find(name).unwrap().build(&Attrs::new()).unwrap()
+    }
+
+    #[test]
+    fn every_host_device_type_finds_the_cpu_kernel() {
+        let op = build("exp");
+        for dev in [
+            DeviceType::Cpu,
+            DeviceType::CpuPinned,
+            DeviceType::CpuShared,
+        ] {
+            assert!(has_kernel(op.as_ref(), dev));
+        }
+        assert!(!has_kernel(op.as_ref(), DeviceType::Gpu));
+    }
+
+    #[test]
+    fn a_device_without_a_kernel_is_an_error_naming_op_and_device() {
+        let op = build("exp");
+        let e = kernel_for(op.as_ref(), Context::gpu(0)).err().unwrap();
+        assert_eq!(
+            e.message(),
+            "exp: gpu(0): rsmx was not given a GPU: no CUDA driver found"
+        );
+        let e = crate::imperative::invoke(&op, &[], None, Some(Context::gpu(0)), false)
+            .err()
+            .unwrap();
+        assert!(e.message().starts_with("exp: gpu(0)"), "{e}");
+    }
+
+    #[test]
+    fn every_registered_operator_has_a_cpu_kernel() {
+        // Operators that build without attributes; the others are covered by their tests.
+        let mut checked = 0;
+        for def in crate::op::list_ops() {
+            if let Ok(op) = def.build(&Attrs::new()) {
+                assert!(has_kernel(op.as_ref(), DeviceType::Cpu), "{}", def.name);
+                checked += 1;
+            }
+        }
+        assert!(
+            checked > 100,
+            "only {checked} operators built without attributes"
+        );
+    }
+}

@@ -1,20 +1,25 @@
-//! The operator registry: every operator once, with MXNet's name and aliases, attribute
-//! parsing, shape and type inference and a kernel per device.
+//! Operator definitions, independent of devices: MXNet's name and aliases, attribute
+//! parsing, shape and type inference, gradient, in-place options and the resources an
+//! operator needs. Kernels are attached per device type in `kernels/`.
 
-pub mod invoke;
+pub mod infer;
 pub mod params;
 mod registry;
+pub mod resource;
 #[cfg(test)]
 pub mod testutil;
 
-pub use params::{Attrs, Params};
-pub use registry::{find, list_ops, OpDef, Registry};
+pub use params::{Attrs, Param, Params};
+pub use registry::{find, list_ops, OpDef, ParamList, Registry};
+pub use resource::{DeviceRng, ResourceRequest};
 
+use crate::context::Context;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::ndarray::TBlob;
 use crate::shape::{fmt_shape, Shape};
+use crate::storage::Block;
 use rand_pcg::Pcg64Mcg;
+use std::any::Any;
 use std::sync::Arc;
 
 /// How an op's output is to be written.
@@ -30,25 +35,58 @@ pub enum OpReq {
     Add,
 }
 
-/// What a kernel gets besides its inputs and outputs.
+/// What a kernel gets besides its inputs and outputs: the mode, and the resources its
+/// operator declared (see [`Operator::resources`]).
 pub struct OpContext<'a> {
     /// True during training (dropout, batch statistics).
     pub is_train: bool,
+    /// The device the kernel runs on.
+    pub device: Context,
     /// The device's random generator, for ops that ask for one.
-    pub rng: Option<&'a mut Pcg64Mcg>,
+    pub rng: Option<&'a mut (dyn DeviceRng + 'static)>,
 }
 
-impl OpContext<'_> {
-    /// The random generator, or an error naming the op if it was not requested.
+impl<'a> OpContext<'a> {
+    /// A context on `device` with no random generator.
+    pub fn new(device: Context, is_train: bool) -> OpContext<'a> {
+        OpContext {
+            is_train,
+            device,
+            rng: None,
+        }
+    }
+
+    /// Scratch memory of `bytes` bytes from the device's pool, for this run only.
+    pub fn temp_space(&self, op: &str, bytes: usize) -> Result<Block> {
+        resource::temp_space(op, self.device, bytes)
+    }
+
+    /// The host random generator, or an error naming the op if it was not requested or
+    /// the device's generator is not a host one.
     pub fn rng(&mut self, op: &str) -> Result<&mut Pcg64Mcg> {
         self.rng
             .as_deref_mut()
-            .ok_or_else(|| Error::Runtime(format!("{op}: no random generator was provided")))
+            .and_then(|r| r.host())
+            .ok_or_else(|| Error::Runtime(format!("{op}: no host random generator was provided")))
     }
 }
 
-/// An operator with its attributes parsed: what the engine runs.
-pub trait Operator: Send + Sync {
+/// Gives every operator `as_any`, so a device's kernel can reach the parsed operator it
+/// was registered for.
+pub trait AsAny: Any {
+    /// The operator as `Any`.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Any> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// An operator with its attributes parsed: everything about it except how a device
+/// computes it (its kernels, registered per device type in `kernels/`).
+pub trait Operator: Send + Sync + AsAny {
     /// MXNet's name of the operator.
     fn name(&self) -> &'static str;
 
@@ -67,18 +105,14 @@ pub trait Operator: Send + Sync {
         Ok(vec![t; self.num_outputs()])
     }
 
-    /// Computes the outputs on the CPU.
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()>;
+    /// The resources the kernels need from the device (MXNet's `FResourceRequest`).
+    fn resources(&self) -> &'static [ResourceRequest] {
+        &[]
+    }
 
     /// True if the op needs the device's random generator.
     fn needs_rng(&self) -> bool {
-        false
+        self.resources().contains(&ResourceRequest::Random)
     }
 
     /// Pairs (input, output) that may share memory.

@@ -7,10 +7,131 @@ use std::collections::BTreeMap;
 /// An operator's attributes as given: name to string value.
 pub type Attrs = BTreeMap<String, String>;
 
+/// One attribute an operator takes, declared once: the declaration feeds validation
+/// (unknown names are rejected), defaults (read by [`Params::get`]), the operator's
+/// documentation and the generated Python docstrings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Param {
+    /// The attribute's name.
+    pub name: &'static str,
+    /// MXNet's description of its type (`int`, `float`, `boolean`, `Shape(tuple)`,
+    /// `{'max', 'avg'}`, ...).
+    pub ty: &'static str,
+    /// The default as MXNet writes it; `None` if the attribute is required.
+    pub default: Option<&'static str>,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+impl Param {
+    /// An optional attribute with its default.
+    pub const fn new(
+        name: &'static str,
+        ty: &'static str,
+        default: &'static str,
+        doc: &'static str,
+    ) -> Param {
+        Param {
+            name,
+            ty,
+            default: Some(default),
+            doc,
+        }
+    }
+
+    /// A required attribute.
+    pub const fn required(name: &'static str, ty: &'static str, doc: &'static str) -> Param {
+        Param {
+            name,
+            ty,
+            default: None,
+            doc,
+        }
+    }
+}
+
+/// A value [`Params::get`] can parse from an attribute string.
+pub trait FromAttr: Sized {
+    /// What the string should look like, for errors.
+    const EXPECTED: &'static str;
+    /// Parses `s`, or `None` if it is malformed.
+    fn from_attr(s: &str) -> Option<Self>;
+}
+
+impl FromAttr for i64 {
+    const EXPECTED: &'static str = "an integer";
+    fn from_attr(s: &str) -> Option<i64> {
+        parse_int(s)
+    }
+}
+
+impl FromAttr for usize {
+    const EXPECTED: &'static str = "a non-negative integer";
+    fn from_attr(s: &str) -> Option<usize> {
+        parse_int(s).and_then(|v| usize::try_from(v).ok())
+    }
+}
+
+impl FromAttr for f64 {
+    const EXPECTED: &'static str = "a number";
+    fn from_attr(s: &str) -> Option<f64> {
+        parse_float(s)
+    }
+}
+
+impl FromAttr for bool {
+    const EXPECTED: &'static str = "a boolean";
+    fn from_attr(s: &str) -> Option<bool> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" => Some(true),
+            "false" | "0" => Some(false),
+            _ => None,
+        }
+    }
+}
+
+impl FromAttr for Vec<i64> {
+    const EXPECTED: &'static str = "a tuple of integers";
+    fn from_attr(s: &str) -> Option<Vec<i64>> {
+        parse_tuple(s).flatten()
+    }
+}
+
+impl FromAttr for DType {
+    const EXPECTED: &'static str = "a dtype name such as float32";
+    fn from_attr(s: &str) -> Option<DType> {
+        DType::from_name(unquote(s)).ok()
+    }
+}
+
+impl FromAttr for String {
+    const EXPECTED: &'static str = "a string";
+    fn from_attr(s: &str) -> Option<String> {
+        Some(unquote(s).to_string())
+    }
+}
+
+/// `None` (the string `None`) or a value.
+impl<T: FromAttr> FromAttr for Option<T> {
+    const EXPECTED: &'static str = T::EXPECTED;
+    fn from_attr(s: &str) -> Option<Option<T>> {
+        if s.trim() == "None" {
+            Some(None)
+        } else {
+            T::from_attr(s).map(Some)
+        }
+    }
+}
+
+fn unquote(s: &str) -> &str {
+    s.trim().trim_matches('\'').trim_matches('"')
+}
+
 /// Typed access to one operator's attributes; rejects names the operator does not take.
 pub struct Params<'a> {
     op: &'a str,
     attrs: &'a Attrs,
+    decls: &'a [Param],
 }
 
 fn bad(op: &str, key: &str, value: &str, want: &str) -> Error {
@@ -93,7 +214,50 @@ impl<'a> Params<'a> {
                 }
             )));
         }
-        Ok(Params { op, attrs })
+        Ok(Params {
+            op,
+            attrs,
+            decls: &[],
+        })
+    }
+
+    /// Checks that every attribute is declared in `decls` (hidden `__x__` attributes
+    /// pass); [`Params::get`] then reads the declared defaults.
+    pub fn declared(op: &'a str, attrs: &'a Attrs, decls: &'a [Param]) -> Result<Params<'a>> {
+        let names: Vec<&str> = decls.iter().map(|d| d.name).collect();
+        let mut p = Params::new(op, attrs, &names)?;
+        p.decls = decls;
+        Ok(p)
+    }
+
+    /// The attribute `key` parsed as `T`: the given value, else the declared default;
+    /// an error naming the op if it is missing, undeclared or malformed.
+    pub fn get<T: FromAttr>(&self, key: &str) -> Result<T> {
+        let raw = match self.raw(key) {
+            Some(v) => v,
+            None => {
+                let decl = self.decls.iter().find(|d| d.name == key).ok_or_else(|| {
+                    Error::Runtime(format!("{}: argument '{key}' is not declared", self.op))
+                })?;
+                decl.default.ok_or_else(|| {
+                    Error::Value(format!("{}: required argument '{key}' is missing", self.op))
+                })?
+            }
+        };
+        T::from_attr(raw).ok_or_else(|| bad(self.op, key, raw, T::EXPECTED))
+    }
+
+    /// The attribute `key`, one of `options` (quotes stripped), else the declared default.
+    pub fn get_choice(&self, key: &str, options: &[&'static str]) -> Result<&'static str> {
+        let v: String = self.get(key)?;
+        options.iter().copied().find(|o| *o == v).ok_or_else(|| {
+            bad(
+                self.op,
+                key,
+                self.raw(key).unwrap_or(&v),
+                &format!("one of {}", options.join(", ")),
+            )
+        })
     }
 
     /// The operator's name, for messages.

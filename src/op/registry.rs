@@ -1,5 +1,6 @@
 //! The table of operator definitions, filled once from every kernel family.
 
+use super::params::Param;
 use super::{Attrs, OpRef};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
@@ -18,12 +19,39 @@ pub struct OpDef {
     pub inputs: &'static [&'static str],
     /// True if the op takes any number of inputs (given by `num_args`).
     pub variadic: bool,
-    /// Attribute names the op takes.
-    pub params: &'static [&'static str],
+    /// The attributes the op takes.
+    pub params: ParamList,
     /// One-line description.
     pub doc: &'static str,
     /// Builds the op from its attributes.
     pub create: Creator,
+}
+
+/// The attributes an operator takes.
+#[derive(Debug, Clone, Copy)]
+pub enum ParamList {
+    /// Declared in full (type, default, doc): the form every operator moves to.
+    Declared(&'static [Param]),
+    /// Names only, for operators whose attributes are not declared in full yet.
+    Names(&'static [&'static str]),
+}
+
+impl ParamList {
+    /// The attribute names, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        match self {
+            ParamList::Declared(d) => d.iter().map(|p| p.name).collect(),
+            ParamList::Names(n) => n.to_vec(),
+        }
+    }
+
+    /// The full declarations (empty for `Names`).
+    pub fn declared(&self) -> &'static [Param] {
+        match self {
+            ParamList::Declared(d) => d,
+            ParamList::Names(_) => &[],
+        }
+    }
 }
 
 /// A set of definitions under construction.
@@ -82,6 +110,9 @@ pub fn list_ops() -> &'static [&'static OpDef] {
 impl OpDef {
     /// Builds the operator from attributes, with the op's name in any error.
     pub fn build(&self, attrs: &Attrs) -> Result<OpRef> {
+        if let ParamList::Declared(decls) = self.params {
+            super::Params::declared(self.name, attrs, decls)?;
+        }
         (self.create)(attrs)
     }
 }

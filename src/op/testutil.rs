@@ -40,7 +40,7 @@ pub fn try_run(name: &str, attrs: &[(&str, &str)], inputs: &[NDArray]) -> Result
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let op = op::find(name)?.build(&attrs)?;
-    op::invoke::invoke(&op, inputs, None, None, false)
+    crate::imperative::invoke(&op, inputs, None, None, false)
 }
 
 /// The contents of `a` as `T` values (waits for pending work).
@@ -75,7 +75,7 @@ pub fn assert_dtype(a: &NDArray, d: DType) {
 pub fn gradcheck(op: &crate::op::OpRef, inputs: &[NDArray], check: &[usize], eps: f64, tol: f64) {
     use crate::op::Grad;
     let name = op.name();
-    let outs = op::invoke::invoke(op, inputs, None, None, true).unwrap();
+    let outs = crate::imperative::invoke(op, inputs, None, None, true).unwrap();
     let nvis = op.num_visible_outputs();
     let ograds: Vec<NDArray> = outs[..nvis]
         .iter()
@@ -94,10 +94,10 @@ pub fn gradcheck(op: &crate::op::OpRef, inputs: &[NDArray], check: &[usize], eps
     let mut bin: Vec<NDArray> = g.ograds.iter().map(|&k| ograds[k].clone()).collect();
     bin.extend(g.inputs.iter().map(|&i| inputs[i].clone()));
     bin.extend(g.outputs.iter().map(|&o| outs[o].clone()));
-    let grads = op::invoke::invoke(&g.op, &bin, None, None, true)
+    let grads = crate::imperative::invoke(&g.op, &bin, None, None, true)
         .unwrap_or_else(|e| panic!("{name} backward: {e}"));
     let objective = |ins: &[NDArray]| -> f64 {
-        let outs = op::invoke::invoke(op, ins, None, None, true).unwrap();
+        let outs = crate::imperative::invoke(op, ins, None, None, true).unwrap();
         outs[..nvis]
             .iter()
             .zip(&ograds)

@@ -2,8 +2,8 @@
 //! MXNet 1.9.1's rates (`tests/fixtures/optim/schedulers.json`, made by the script beside it).
 
 use super::{FusedOptimizer, LrScheduler, ParamKey};
+use crate::imperative::invoke;
 use crate::ndarray::NDArray;
-use crate::op::invoke::invoke;
 use crate::op::testutil::{array, f32a, f32s, values};
 use crate::op::{self, Attrs};
 use half::f16;

@@ -38,7 +38,7 @@ fn invoke(
         }
         let outs = out.map(|o| o.iter().map(|a| a.inner.clone()).collect());
         let ctx = ctx.map(|(t, i)| context_of(t, i)).transpose()?;
-        let mut res = op::invoke::invoke(&opref, &ins, outs, ctx, is_train).py()?;
+        let mut res = crate::imperative::invoke(&opref, &ins, outs, ctx, is_train).py()?;
         // Hidden outputs (a dropout mask, a pooling index) stay inside.
         res.truncate(opref.num_visible_outputs().max(1));
         res.into_iter()
@@ -59,7 +59,7 @@ fn list_ops() -> Vec<(String, Vec<String>, Vec<String>, bool, Vec<String>, Strin
                 d.aliases.iter().map(|s| s.to_string()).collect(),
                 d.inputs.iter().map(|s| s.to_string()).collect(),
                 d.variadic,
-                d.params.iter().map(|s| s.to_string()).collect(),
+                d.params.names().iter().map(|s| s.to_string()).collect(),
                 d.doc.to_string(),
             )
         })
@@ -97,12 +97,18 @@ fn storage_release_all(dev_type: i32, dev_id: i32) -> PyResult<()> {
     crate::storage::release_all(context_of(dev_type, dev_id)?).py()
 }
 
+/// Number of GPUs the core was given.
+#[pyfunction]
+fn num_gpus() -> usize {
+    crate::context::num_gpus()
+}
+
 /// Seeds the random generators of every device, or of one.
 #[pyfunction]
 #[pyo3(signature = (seed, ctx=None))]
 fn random_seed(seed: u64, ctx: Option<(i32, i32)>) -> PyResult<()> {
     let ctx = ctx.map(|(t, i)| context_of(t, i)).transpose()?;
-    op::invoke::seed(seed, ctx);
+    op::resource::seed(seed, ctx);
     Ok(())
 }
 
@@ -125,6 +131,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(storage_stats, m)?)?;
     m.add_function(wrap_pyfunction!(storage_release_all, m)?)?;
     m.add_function(wrap_pyfunction!(random_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(num_gpus, m)?)?;
     add_io_functions(m)?;
     Ok(())
 }

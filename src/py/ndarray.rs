@@ -5,10 +5,9 @@ use super::errors::{guard, IntoPy};
 use crate::context::{Context, DeviceType};
 use crate::dtype::DType;
 use crate::error::Error;
-use crate::kernels::cpu::binary::{broadcast_op, scalar_op, BinaryKind};
+use crate::imperative::invoke;
 use crate::ndarray::NDArray;
-use crate::op::invoke::invoke;
-use crate::op::OpRef;
+use crate::op::{self, Attrs, OpRef};
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -61,31 +60,24 @@ enum Arith {
     Pow,
 }
 
-fn arith_kind(a: Arith) -> BinaryKind {
-    match a {
-        Arith::Add => BinaryKind::Add,
-        Arith::Sub => BinaryKind::Sub,
-        Arith::Mul => BinaryKind::Mul,
-        Arith::Div => BinaryKind::Div,
-        Arith::Mod => BinaryKind::Mod,
-        Arith::Pow => BinaryKind::Power,
-    }
-}
-
 /// The cached broadcasting operator behind `a`.
 fn arith_op(a: Arith) -> &'static OpRef {
     static OPS: OnceLock<Vec<OpRef>> = OnceLock::new();
     let all = OPS.get_or_init(|| {
         [
-            ("broadcast_add", BinaryKind::Add),
-            ("broadcast_sub", BinaryKind::Sub),
-            ("broadcast_mul", BinaryKind::Mul),
-            ("broadcast_div", BinaryKind::Div),
-            ("broadcast_mod", BinaryKind::Mod),
-            ("broadcast_power", BinaryKind::Power),
+            "broadcast_add",
+            "broadcast_sub",
+            "broadcast_mul",
+            "broadcast_div",
+            "broadcast_mod",
+            "broadcast_power",
         ]
         .into_iter()
-        .map(|(n, k)| broadcast_op(n, k))
+        .map(|n| {
+            op::find(n)
+                .and_then(|d| d.build(&Attrs::new()))
+                .expect("the broadcasting arithmetic operators are registered")
+        })
         .collect()
     });
     &all[a as usize]
@@ -129,8 +121,11 @@ fn arith(
         };
         invoke(arith_op(a), &[l.clone(), r.clone()], out, None, false)
     } else if let Ok(s) = rhs.extract::<f64>() {
-        let op = scalar_op(scalar_name(a, reverse), arith_kind(a), reverse, s);
-        invoke(&op, std::slice::from_ref(lhs), out, None, false)
+        // `{:?}` prints the shortest string that parses back to the same f64.
+        let attrs = Attrs::from([("scalar".to_string(), format!("{s:?}"))]);
+        op::find(scalar_name(a, reverse))
+            .and_then(|d| d.build(&attrs))
+            .and_then(|op| invoke(&op, std::slice::from_ref(lhs), out, None, false))
     } else {
         return Ok(None);
     };

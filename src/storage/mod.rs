@@ -7,7 +7,7 @@ mod cpu;
 pub use cpu::CpuPool;
 
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ptr::NonNull;
@@ -121,9 +121,7 @@ pub fn pool(ctx: Context) -> Result<&'static dyn Pool> {
         return Ok(*p);
     }
     if !ctx.is_cpu() {
-        return Err(Error::NotImplemented(format!(
-            "cannot allocate on {ctx}: this build of rsmx has no GPU support enabled"
-        )));
+        return Err(crate::context::no_gpu_error(ctx));
     }
     let p: &'static dyn Pool = Box::leak(Box::new(CpuPool::new(ctx, pool_kind_from_env())));
     pools.insert(ctx, p);

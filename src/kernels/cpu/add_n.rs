@@ -1,15 +1,18 @@
 //! `add_n` (`ElementWiseSum`): the element-wise sum of any number of same-shape arrays,
 //! and its backward, which hands the output gradient to every input.
 
-use super::infer;
 use super::map::{map1, PAR_MIN};
 use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
+use crate::op::infer;
 use crate::op::{
-    check_inputs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    check_inputs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList, Params,
+    Registry,
 };
 use crate::shape::Shape;
 use rayon::prelude::*;
@@ -106,16 +109,6 @@ impl Operator for AddN {
         infer::same_type("add_n", inputs, outputs)
     }
 
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        sum_into("add_n", inputs, &outputs[0], req[0])
-    }
-
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]
     }
@@ -127,6 +120,18 @@ impl Operator for AddN {
             &[],
             self.num_args,
         )
+    }
+}
+
+impl CpuKernel for AddN {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        sum_into("add_n", inputs, &outputs[0], req[0])
     }
 }
 
@@ -153,6 +158,12 @@ impl Operator for AddNBackward {
         Ok(vec![inputs[0].clone(); self.n])
     }
 
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+}
+
+impl CpuKernel for AddNBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -169,10 +180,12 @@ impl Operator for AddNBackward {
         }
         Ok(())
     }
+}
 
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<AddN>(k);
+    cpu::add::<AddNBackward>(k);
 }
 
 fn create(attrs: &crate::op::Attrs) -> Result<OpRef> {
@@ -193,7 +206,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["ElementWiseSum", "_sparse_add_n", "_sparse_ElementWiseSum"],
         inputs: &["args"],
         variadic: true,
-        params: &["num_args"],
+        params: ParamList::Names(&["num_args"]),
         doc: "Adds all input arguments element-wise.",
         create: Box::new(create),
     });
@@ -203,9 +216,10 @@ pub fn register(r: &mut Registry) {
 #[allow(clippy::cloned_ref_to_slice_refs)]
 mod tests {
     use super::add_n_op;
+    use crate::imperative::invoke;
     use crate::kernels::cpu::grad::testing::{backward_of, run_req};
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run, values};
-    use crate::op::{invoke::invoke, OpReq};
+    use crate::op::OpReq;
 
     #[test]
     fn sums_any_number_of_arrays() {

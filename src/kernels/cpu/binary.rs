@@ -3,16 +3,19 @@
 
 use super::grad::binary::BinaryBackward;
 use super::grad::elemwise::ScalarBackward;
-use super::infer;
 use super::map::{map1, map2_broadcast};
 use super::num::Num;
 use super::unary::{unary_op, UnaryKind};
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
+use crate::op::infer;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
+    Params, Registry,
 };
 use crate::shape::{broadcast_shapes, fmt_shape, Shape};
 use std::sync::Arc;
@@ -125,16 +128,6 @@ impl Operator for Binary {
         }
     }
 
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        apply(self.kind, &inputs[0], &inputs[1], &outputs[0], req[0])
-    }
-
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0), (1, 0)]
     }
@@ -176,6 +169,18 @@ impl Operator for Binary {
         } else {
             Gradient::simple(op, &[0, 1], &[], 2)
         }
+    }
+}
+
+impl CpuKernel for Binary {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        apply(self.kind, &inputs[0], &inputs[1], &outputs[0], req[0])
     }
 }
 
@@ -226,19 +231,6 @@ impl Operator for Scalar {
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
         check_inputs(self.name, inputs, 1)?;
         Ok(vec![inputs[0].clone()])
-    }
-
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        dispatch_num!(self.name, inputs[0].dtype, T => scalar_kernel::<T>(
-            self, inputs[0].slice(), outputs[0].slice_mut(), req[0]
-        ));
-        Ok(())
     }
 
     fn inplace(&self) -> &'static [(usize, usize)] {
@@ -294,6 +286,27 @@ impl Operator for Scalar {
         });
         Gradient::simple(op, &[0], &[], 1)
     }
+}
+
+impl CpuKernel for Scalar {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        dispatch_num!(self.name, inputs[0].dtype, T => scalar_kernel::<T>(
+            self, inputs[0].slice(), outputs[0].slice_mut(), req[0]
+        ));
+        Ok(())
+    }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Binary>(k);
+    cpu::add::<Scalar>(k);
 }
 
 /// A broadcasting binary operator, for callers in the core.
@@ -439,7 +452,7 @@ pub fn register(r: &mut Registry) {
                 aliases,
                 inputs: &["lhs", "rhs"],
                 variadic: false,
-                params: &[],
+                params: ParamList::Names(&[]),
                 doc: if broadcast {
                     "Element-wise function of two arrays, with broadcasting."
                 } else {
@@ -462,7 +475,7 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs: &["data"],
             variadic: false,
-            params: &["scalar", "is_int"],
+            params: ParamList::Names(&["scalar", "is_int"]),
             doc: "Element-wise function of an array and a scalar.",
             create: Box::new(move |attrs: &Attrs| -> Result<OpRef> {
                 let p = Params::new(name, attrs, &["scalar", "is_int"])?;

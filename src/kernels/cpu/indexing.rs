@@ -8,10 +8,12 @@ use super::num::Num;
 use crate::dispatch_dtype;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
     check_inputs, shape_err, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    Params, Registry,
+    ParamList, Params, Registry,
 };
 use crate::shape::{fmt_shape, norm_axis, size_of, Shape};
 use half::f16;
@@ -311,7 +313,9 @@ impl Operator for Take {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![inputs[0]])
     }
+}
 
+impl CpuKernel for Take {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -437,7 +441,9 @@ impl Operator for Pick {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![inputs[0]])
     }
+}
 
+impl CpuKernel for Pick {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -543,7 +549,9 @@ impl Operator for OneHot {
     fn infer_type(&self, _: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![self.dtype])
     }
+}
 
+impl CpuKernel for OneHot {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -609,7 +617,7 @@ impl Operator for Where {
     ) -> Result<()> {
         // x, y and the output share one shape; a condition of that rank takes it too.
         let (cond, xy) = inputs.split_at_mut(1);
-        super::infer::same_shape("where", xy, outputs)?;
+        crate::op::infer::same_shape("where", xy, outputs)?;
         if let (Some(c), Some(x)) = (&cond[0], &xy[0]) {
             if c.len() == x.len() {
                 crate::op::assign_shape("where", "condition", &mut cond[0], x)?;
@@ -664,7 +672,9 @@ impl Operator for Where {
         }
         Ok(vec![inputs[1]])
     }
+}
 
+impl CpuKernel for Where {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -734,7 +744,7 @@ impl Operator for Cast {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        super::infer::same_shape("Cast", inputs, outputs)
+        crate::op::infer::same_shape("Cast", inputs, outputs)
     }
 
     fn gradient(&self) -> Grad {
@@ -749,7 +759,9 @@ impl Operator for Cast {
     fn infer_type(&self, _: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![self.dtype])
     }
+}
 
+impl CpuKernel for Cast {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -854,7 +866,9 @@ impl Operator for GatherNd {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![inputs[0]])
     }
+}
 
+impl CpuKernel for GatherNd {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -922,7 +936,9 @@ impl Operator for ScatterNd {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![inputs[0]])
     }
+}
 
+impl CpuKernel for ScatterNd {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -952,6 +968,17 @@ impl Operator for ScatterNd {
     }
 }
 
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Take>(k);
+    cpu::add::<Pick>(k);
+    cpu::add::<OneHot>(k);
+    cpu::add::<Where>(k);
+    cpu::add::<Cast>(k);
+    cpu::add::<GatherNd>(k);
+    cpu::add::<ScatterNd>(k);
+}
+
 // ---------------------------------------------------------------------------------------
 
 /// Registers the indexing operators.
@@ -961,7 +988,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["a", "indices"],
         variadic: false,
-        params: &["axis", "mode"],
+        params: ParamList::Names(&["axis", "mode"]),
         doc: "Takes elements from an array along an axis at the given indices.",
         create: Box::new(create_take),
     });
@@ -970,7 +997,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["choose_element_0index"],
         inputs: &["data", "index"],
         variadic: false,
-        params: &["axis", "keepdims", "mode"],
+        params: ParamList::Names(&["axis", "keepdims", "mode"]),
         doc: "Picks one element per position along an axis, at the given indices.",
         create: Box::new(create_pick),
     });
@@ -979,7 +1006,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["indices"],
         variadic: false,
-        params: &["depth", "on_value", "off_value", "dtype"],
+        params: ParamList::Names(&["depth", "on_value", "off_value", "dtype"]),
         doc: "One-hot encoding of integer indices, in a new last axis of size depth.",
         create: Box::new(create_one_hot),
     });
@@ -988,7 +1015,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["condition", "x", "y"],
         variadic: false,
-        params: &[],
+        params: ParamList::Names(&[]),
         doc: "Elements of x where condition is non-zero, else of y.",
         create: Box::new(|attrs| {
             Params::new("where", attrs, &[])?;
@@ -1000,7 +1027,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["cast"],
         inputs: &["data"],
         variadic: false,
-        params: &["dtype"],
+        params: ParamList::Names(&["dtype"]),
         doc: "Converts every element to dtype (floats truncate toward zero).",
         create: Box::new(create_cast),
     });
@@ -1009,7 +1036,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "indices"],
         variadic: false,
-        params: &[],
+        params: ParamList::Names(&[]),
         doc: "Gathers slices of data at the N-d indices given by the first axis of indices.",
         create: Box::new(|attrs| {
             Params::new("gather_nd", attrs, &[])?;
@@ -1021,7 +1048,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "indices"],
         variadic: false,
-        params: &["shape"],
+        params: ParamList::Names(&["shape"]),
         doc: "Scatters data into a zero array of the given shape at the N-d indices.",
         create: Box::new(|attrs| {
             let p = Params::new("scatter_nd", attrs, &["shape"])?;

@@ -6,9 +6,12 @@ use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
-    check_inputs, Attrs, Grad, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    check_inputs, Attrs, Grad, OpContext, OpDef, OpRef, OpReq, Operator, ParamList, Params,
+    Registry,
 };
 use crate::shape::Shape;
 use std::sync::Arc;
@@ -93,7 +96,9 @@ impl Operator for Init {
             None => Ok(vec![inputs[0]]),
         }
     }
+}
 
+impl CpuKernel for Init {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -113,6 +118,11 @@ impl Operator for Init {
         dispatch_num!(self.name, out.dtype, T => fill::<T>(self.fill, out.slice_mut(), req[0]));
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Init>(k);
 }
 
 fn shape_attr(p: &Params, key: &str) -> Result<Shape> {
@@ -236,7 +246,7 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: &[],
             variadic: false,
-            params,
+            params: ParamList::Names(params),
             doc: "A new array filled with one value.",
             create: Box::new(move |a| create_value(name, value, a)),
         });
@@ -246,7 +256,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &[],
         variadic: false,
-        params: &[
+        params: ParamList::Names(&[
             "start",
             "stop",
             "step",
@@ -254,7 +264,7 @@ pub fn register(r: &mut Registry) {
             "infer_range",
             "ctx",
             "dtype",
-        ],
+        ]),
         doc: "Evenly spaced values in [start, stop).",
         create: Box::new(create_arange),
     });
@@ -263,7 +273,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &[],
         variadic: false,
-        params: &["N", "M", "k", "ctx", "dtype"],
+        params: ParamList::Names(&["N", "M", "k", "ctx", "dtype"]),
         doc: "A 2-D array with ones on the k-th diagonal.",
         create: Box::new(create_eye),
     });
@@ -273,7 +283,7 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: &["data"],
             variadic: false,
-            params: &[],
+            params: ParamList::Names(&[]),
             doc: "An array of the input's shape and dtype filled with one value.",
             create: Box::new(move |a| create_like(name, value, a)),
         });

@@ -8,9 +8,12 @@ use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
+    Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use half::f16;
@@ -351,6 +354,17 @@ impl Operator for Dot {
         same_float_or_int("dot", inputs)
     }
 
+    fn gradient(&self) -> Grad {
+        let op = Arc::new(DotBackward {
+            ta: self.ta,
+            tb: self.tb,
+            batched: false,
+        });
+        Gradient::simple(op, &[0, 1], &[], 2)
+    }
+}
+
+impl CpuKernel for Dot {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -360,15 +374,6 @@ impl Operator for Dot {
     ) -> Result<()> {
         let (d, _) = self.plan(&inputs[0].shape, &inputs[1].shape)?;
         run_products(&d, 1, &inputs[0], &inputs[1], &outputs[0], req[0])
-    }
-
-    fn gradient(&self) -> Grad {
-        let op = Arc::new(DotBackward {
-            ta: self.ta,
-            tb: self.tb,
-            batched: false,
-        });
-        Gradient::simple(op, &[0, 1], &[], 2)
     }
 }
 
@@ -426,6 +431,17 @@ impl Operator for BatchDot {
         same_float_or_int("batch_dot", inputs)
     }
 
+    fn gradient(&self) -> Grad {
+        let op = Arc::new(DotBackward {
+            ta: self.ta,
+            tb: self.tb,
+            batched: true,
+        });
+        Gradient::simple(op, &[0, 1], &[], 2)
+    }
+}
+
+impl CpuKernel for BatchDot {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -436,15 +452,12 @@ impl Operator for BatchDot {
         let (d, batch, _) = self.plan(&inputs[0].shape, &inputs[1].shape)?;
         run_products(&d, batch, &inputs[0], &inputs[1], &outputs[0], req[0])
     }
+}
 
-    fn gradient(&self) -> Grad {
-        let op = Arc::new(DotBackward {
-            ta: self.ta,
-            tb: self.tb,
-            batched: true,
-        });
-        Gradient::simple(op, &[0, 1], &[], 2)
-    }
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Dot>(k);
+    cpu::add::<BatchDot>(k);
 }
 
 const DOT_PARAMS: &[&str] = &["transpose_a", "transpose_b", "forward_stype"];
@@ -483,7 +496,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["lhs", "rhs"],
         variadic: false,
-        params: DOT_PARAMS,
+        params: ParamList::Names(DOT_PARAMS),
         doc: "Dot product of two arrays (N-d inputs are flattened to matrices).",
         create: Box::new(|attrs: &Attrs| -> Result<OpRef> {
             let (ta, tb) = transposes("dot", attrs)?;
@@ -495,7 +508,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["lhs", "rhs"],
         variadic: false,
-        params: DOT_PARAMS,
+        params: ParamList::Names(DOT_PARAMS),
         doc: "Batched matrix product over the leading axes of two N-d (N >= 3) arrays.",
         create: Box::new(|attrs: &Attrs| -> Result<OpRef> {
             let (ta, tb) = transposes("batch_dot", attrs)?;

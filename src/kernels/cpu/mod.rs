@@ -5,7 +5,6 @@ pub mod binary;
 pub mod fastmath;
 pub mod grad;
 pub mod indexing;
-pub mod infer;
 pub mod init;
 pub mod linalg;
 pub mod map;
@@ -34,4 +33,60 @@ pub fn register_all(r: &mut Registry) {
     random::register(r);
     nn::register(r);
     optim::register(r);
+}
+
+use crate::context::DeviceType;
+use crate::error::{Error, Result};
+use crate::kernels::Kernels;
+use crate::ndarray::TBlob;
+use crate::op::{OpContext, OpReq, Operator};
+
+/// How an operator type computes on the host: the CPU kernel registered for it.
+pub trait CpuKernel: Operator + Sized {
+    /// Computes `outputs` from `inputs` as `req` says.
+    fn forward(
+        &self,
+        ctx: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()>;
+}
+
+fn run<K: CpuKernel>(
+    op: &dyn Operator,
+    ctx: &mut OpContext,
+    inputs: &[TBlob],
+    outputs: &[TBlob],
+    req: &[OpReq],
+) -> Result<()> {
+    match op.as_any().downcast_ref::<K>() {
+        Some(k) => k.forward(ctx, inputs, outputs, req),
+        None => Err(Error::Runtime(format!(
+            "{}: the CPU kernel was registered for another operator type",
+            op.name()
+        ))),
+    }
+}
+
+/// Registers `K`'s CPU kernel.
+pub fn add<K: CpuKernel>(k: &mut Kernels) {
+    k.add::<K>(DeviceType::Cpu, run::<K>);
+}
+
+/// Registers the CPU kernel of every operator.
+pub fn register_kernels(k: &mut Kernels) {
+    add_n::register_kernels(k);
+    binary::register_kernels(k);
+    grad::register_kernels(k);
+    indexing::register_kernels(k);
+    init::register_kernels(k);
+    linalg::register_kernels(k);
+    nn::register_kernels(k);
+    optim::register_kernels(k);
+    random::register_kernels(k);
+    reduce::register_kernels(k);
+    sorting::register_kernels(k);
+    transform::register_kernels(k);
+    unary::register_kernels(k);
 }

@@ -4,10 +4,12 @@ use super::indexing::{store, CastElem, Elem, Scalar};
 use crate::dispatch_dtype;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
-    check_inputs, same_dtype, Attrs, Grad, OpContext, OpDef, OpRef, OpReq, Operator, Params,
-    Registry,
+    check_inputs, same_dtype, Attrs, Grad, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
+    Params, Registry, ResourceRequest,
 };
 use crate::shape::{fmt_shape, size_of, Shape};
 use rand::seq::SliceRandom;
@@ -205,6 +207,12 @@ impl Operator for Random {
         }
     }
 
+    fn resources(&self) -> &'static [ResourceRequest] {
+        &[ResourceRequest::Random]
+    }
+}
+
+impl CpuKernel for Random {
     fn forward(
         &self,
         ctx: &mut OpContext,
@@ -218,10 +226,6 @@ impl Operator for Random {
         let rng = ctx.rng(self.name)?;
         fill_dist(self.dist, &outputs[0], rng, req[0] == OpReq::Add);
         Ok(())
-    }
-
-    fn needs_rng(&self) -> bool {
-        true
     }
 }
 
@@ -526,6 +530,12 @@ impl Operator for Sample {
         Ok(vec![self.dtype])
     }
 
+    fn resources(&self) -> &'static [ResourceRequest] {
+        &[ResourceRequest::Random]
+    }
+}
+
+impl CpuKernel for Sample {
     fn forward(
         &self,
         ctx: &mut OpContext,
@@ -556,10 +566,6 @@ impl Operator for Sample {
             }
         }));
         Ok(())
-    }
-
-    fn needs_rng(&self) -> bool {
-        true
     }
 }
 
@@ -680,6 +686,12 @@ impl Operator for Multinomial {
         })
     }
 
+    fn resources(&self) -> &'static [ResourceRequest] {
+        &[ResourceRequest::Random]
+    }
+}
+
+impl CpuKernel for Multinomial {
     fn forward(
         &self,
         ctx: &mut OpContext,
@@ -727,10 +739,6 @@ impl Operator for Multinomial {
         }
         Ok(())
     }
-
-    fn needs_rng(&self) -> bool {
-        true
-    }
 }
 
 fn create_multinomial(attrs: &Attrs) -> Result<OpRef> {
@@ -775,6 +783,16 @@ impl Operator for Shuffle {
         Ok(vec![inputs[0].clone()])
     }
 
+    fn resources(&self) -> &'static [ResourceRequest] {
+        &[ResourceRequest::Random]
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+}
+
+impl CpuKernel for Shuffle {
     fn forward(
         &self,
         ctx: &mut OpContext,
@@ -797,14 +815,14 @@ impl Operator for Shuffle {
         dispatch_dtype!(data.dtype, T => shuffle_rows::<T>(data.slice(), outputs[0].slice_mut(), row, &order, add));
         Ok(())
     }
+}
 
-    fn needs_rng(&self) -> bool {
-        true
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Random>(k);
+    cpu::add::<Sample>(k);
+    cpu::add::<Multinomial>(k);
+    cpu::add::<Shuffle>(k);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -817,7 +835,7 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs: &[],
             variadic: false,
-            params,
+            params: ParamList::Names(params),
             doc: "Draws samples of a distribution with the given parameters into a new array of the given shape.",
             create: Box::new(move |attrs| create_random(i, attrs)),
         });
@@ -827,7 +845,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["random_randint"],
         inputs: &[],
         variadic: false,
-        params: &["low", "high", "shape", "ctx", "dtype"],
+        params: ParamList::Names(&["low", "high", "shape", "ctx", "dtype"]),
         doc: "Draws integers uniformly from [low, high).",
         create: Box::new(create_randint),
     });
@@ -841,7 +859,7 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: &["data"],
             variadic: false,
-            params,
+            params: ParamList::Names(params),
             doc: "Draws samples of a distribution into an array of the input's shape and dtype.",
             create: Box::new(move |attrs| create_like(i, attrs)),
         });
@@ -852,7 +870,7 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs,
             variadic: false,
-            params: &["shape", "dtype"],
+            params: ParamList::Names(&["shape", "dtype"]),
             doc: "Draws `shape` samples for every element of the parameter arrays.",
             create: Box::new(move |attrs| create_sample(i, attrs)),
         });
@@ -862,7 +880,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["sample_multinomial"],
         inputs: &["data"],
         variadic: false,
-        params: &["shape", "get_prob", "dtype"],
+        params: ParamList::Names(&["shape", "get_prob", "dtype"]),
         doc: "Draws categories from the probabilities in the last axis of data.",
         create: Box::new(create_multinomial),
     });
@@ -871,7 +889,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["shuffle"],
         inputs: &["data"],
         variadic: false,
-        params: &[],
+        params: ParamList::Names(&[]),
         doc: "Shuffles the array along its first axis.",
         create: Box::new(|attrs| {
             Params::new("_shuffle", attrs, &[])?;
@@ -882,7 +900,8 @@ pub fn register(r: &mut Registry) {
 
 #[cfg(test)]
 mod tests {
-    use crate::op::invoke::{invoke, seed};
+    use crate::imperative::invoke;
+    use crate::op::resource::seed;
     use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
 
     fn mean_std(v: &[f64]) -> (f64, f64) {

@@ -13,9 +13,12 @@ use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
+    Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use half::f16;
@@ -779,24 +782,6 @@ impl Operator for Reduce {
         Ok(vec![self.out_dtype.unwrap_or(t)])
     }
 
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let x = &inputs[0];
-        let (mask, _) = reduce_axes(
-            self.name,
-            &x.shape,
-            self.axis.as_deref(),
-            self.keepdims,
-            self.exclude,
-        )?;
-        reduce(self.name, self.kind, x, &mask, &outputs[0], req[0])
-    }
-
     fn gradient(&self) -> Grad {
         let name = match self.kind {
             ReduceKind::Sum => "_backward_sum",
@@ -815,6 +800,26 @@ impl Operator for Reduce {
             exclude: self.exclude,
         });
         Gradient::simple(op, &[0], &[0], 1)
+    }
+}
+
+impl CpuKernel for Reduce {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let x = &inputs[0];
+        let (mask, _) = reduce_axes(
+            self.name,
+            &x.shape,
+            self.axis.as_deref(),
+            self.keepdims,
+            self.exclude,
+        )?;
+        reduce(self.name, self.kind, x, &mask, &outputs[0], req[0])
     }
 }
 
@@ -1134,7 +1139,9 @@ impl Operator for ArgReduce {
             crate::op::same_dtype(self.name, inputs)?,
         )?])
     }
+}
 
+impl CpuKernel for ArgReduce {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -1173,6 +1180,12 @@ impl Operator for ArgReduce {
         });
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Reduce>(k);
+    cpu::add::<ArgReduce>(k);
 }
 
 type Entry = (
@@ -1280,7 +1293,7 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs: &["data"],
             variadic: false,
-            params: REDUCE_PARAMS,
+            params: ParamList::Names(REDUCE_PARAMS),
             doc,
             create: Box::new(move |attrs: &Attrs| -> Result<OpRef> {
                 let p = Params::new(name, attrs, REDUCE_PARAMS)?;
@@ -1299,7 +1312,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: NORM_PARAMS,
+        params: ParamList::Names(NORM_PARAMS),
         doc: "The 1-norm or 2-norm over the given axes (all elements by default).",
         create: Box::new(create_norm),
     });
@@ -1308,7 +1321,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ARG_PARAMS,
+        params: ParamList::Names(ARG_PARAMS),
         doc: "Index of the maximum along an axis (of the flattened array without one).",
         create: Box::new(|attrs: &Attrs| create_arg("argmax", true, attrs)),
     });
@@ -1317,7 +1330,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ARG_PARAMS,
+        params: ParamList::Names(ARG_PARAMS),
         doc: "Index of the minimum along an axis (of the flattened array without one).",
         create: Box::new(|attrs: &Attrs| create_arg("argmin", false, attrs)),
     });
@@ -1326,7 +1339,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: &[],
+        params: ParamList::Names(&[]),
         doc: "Index of the maximum along axis 1.",
         create: Box::new(|attrs: &Attrs| -> Result<OpRef> {
             // MXNet's parser fixes axis=1 and ignores what it is given.

@@ -7,9 +7,12 @@ use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
+    Params, Registry,
 };
 use crate::shape::{norm_axis, size_of, Shape};
 use rayon::prelude::*;
@@ -318,7 +321,9 @@ impl Operator for SortOp {
             Ret::Both => vec![t, self.dtype],
         })
     }
+}
 
+impl CpuKernel for SortOp {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -364,6 +369,11 @@ impl Operator for SortOp {
         });
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<SortOp>(k);
 }
 
 fn axis_param(p: &Params) -> Result<Option<i64>> {
@@ -437,7 +447,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: &["axis", "k", "ret_typ", "is_ascend", "dtype"],
+        params: ParamList::Names(&["axis", "k", "ret_typ", "is_ascend", "dtype"]),
         doc: "The k largest (or smallest) elements along an axis: values, indices, a mask or both.",
         create: Box::new(create_topk),
     });
@@ -446,7 +456,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: &["axis", "is_ascend"],
+        params: ParamList::Names(&["axis", "is_ascend"]),
         doc: "Sorts along an axis (the flattened array for axis=None).",
         create: Box::new(create_sort),
     });
@@ -455,7 +465,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: &["axis", "is_ascend", "dtype"],
+        params: ParamList::Names(&["axis", "is_ascend", "dtype"]),
         doc: "Indices that sort an array along an axis.",
         create: Box::new(create_argsort),
     });

@@ -1,15 +1,18 @@
 //! Element-wise unary operators (`exp`, `tanh`, `relu`, `clip`, ...).
 
 use super::grad::elemwise::{uses_output, UnaryBackward};
-use super::infer;
 use super::map::map1;
 use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
+use crate::op::infer;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
+    Params, Registry,
 };
 use crate::shape::Shape;
 use num_traits::Float;
@@ -230,16 +233,6 @@ impl Operator for Unary {
         Ok(vec![inputs[0].clone()])
     }
 
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        apply(self.kind, &inputs[0], &outputs[0], req[0])
-    }
-
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]
     }
@@ -263,6 +256,23 @@ impl Operator for Unary {
     fn gradient(&self) -> Grad {
         unary_gradient(self.name, self.kind)
     }
+}
+
+impl CpuKernel for Unary {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        apply(self.kind, &inputs[0], &outputs[0], req[0])
+    }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Unary>(k);
 }
 
 /// `_backward_<name>` for the unary ops that have one.
@@ -374,7 +384,7 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs: &["data"],
             variadic: false,
-            params: &[],
+            params: ParamList::Names(&[]),
             doc: "Element-wise function of one array.",
             create: Box::new(move |attrs| {
                 let (name, _, kind) = UNARY_OPS[i];
@@ -388,7 +398,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: &["a_min", "a_max"],
+        params: ParamList::Names(&["a_min", "a_max"]),
         doc: "Clips values to [a_min, a_max].",
         create: Box::new(create_clip),
     });

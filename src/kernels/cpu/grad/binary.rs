@@ -6,6 +6,8 @@ use super::{copy_into, map3_broadcast, sum_to, with_float, FloatKernel, Scratch}
 use crate::error::Result;
 use crate::kernels::cpu::binary::BinaryKind;
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{OpContext, OpReq, Operator};
 use crate::shape::{broadcast_shapes, Shape};
@@ -101,7 +103,9 @@ impl Operator for BinaryBackward {
             _ => vec![inputs[1], inputs[2]],
         })
     }
+}
 
+impl CpuKernel for BinaryBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -145,4 +149,9 @@ impl Operator for BinaryBackward {
         }
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<BinaryBackward>(k);
 }

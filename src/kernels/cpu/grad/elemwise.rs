@@ -7,6 +7,8 @@ use crate::kernels::cpu::binary::BinaryKind;
 use crate::kernels::cpu::map::map2;
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::unary::UnaryKind;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{check_inputs, OpContext, OpReq, Operator};
 use crate::shape::Shape;
@@ -130,6 +132,12 @@ impl Operator for UnaryBackward {
         Ok(vec![inputs[0].clone()])
     }
 
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0), (1, 0)]
+    }
+}
+
+impl CpuKernel for UnaryBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -145,10 +153,6 @@ impl Operator for UnaryBackward {
             &outputs[0],
             req[0],
         )
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0), (1, 0)]
     }
 }
 
@@ -218,6 +222,12 @@ impl Operator for ScalarBackward {
         Ok(vec![inputs[0].clone()])
     }
 
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0), (1, 0)]
+    }
+}
+
+impl CpuKernel for ScalarBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -238,8 +248,10 @@ impl Operator for ScalarBackward {
             req[0],
         )
     }
+}
 
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0), (1, 0)]
-    }
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<UnaryBackward>(k);
+    cpu::add::<ScalarBackward>(k);
 }

@@ -10,6 +10,8 @@ use crate::kernels::cpu::indexing::{
     cast_blob, fix_index, nd_layout, nd_offsets, read_indices, truth, IndexMode,
 };
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{check_inputs, OpContext, OpRef, OpReq, Operator};
 use crate::shape::{norm_axis, size_of, Shape};
@@ -59,7 +61,9 @@ impl Operator for TakeBackward {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![inputs[0]])
     }
+}
 
+impl CpuKernel for TakeBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -102,7 +106,9 @@ impl Operator for PickBackward {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![inputs[0]])
     }
+}
 
+impl CpuKernel for PickBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -146,7 +152,9 @@ impl Operator for WhereBackward {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![inputs[0], inputs[0]])
     }
+}
 
+impl CpuKernel for WhereBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -191,7 +199,9 @@ impl Operator for CastBackward {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![inputs[1]])
     }
+}
 
+impl CpuKernel for CastBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -220,7 +230,9 @@ impl Operator for GatherNdBackward {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![inputs[0]])
     }
+}
 
+impl CpuKernel for GatherNdBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -256,7 +268,9 @@ impl Operator for TopkBackward {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![inputs[0]])
     }
+}
 
+impl CpuKernel for TopkBackward {
     fn forward(
         &self,
         ctx: &mut OpContext,
@@ -266,7 +280,8 @@ impl Operator for TopkBackward {
     ) -> Result<()> {
         let (g, data) = (&inputs[0], &inputs[1]);
         let idx = Scratch::new(&g.shape, DType::I64);
-        self.order.forward(
+        crate::kernels::run_kernel(
+            self.order.as_ref(),
             ctx,
             std::slice::from_ref(data),
             std::slice::from_ref(&idx.blob),
@@ -293,4 +308,14 @@ impl Operator for TopkBackward {
             .collect();
         scatter_rows(self.name(), g, &pos, 1, &outputs[0], req[0])
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<TakeBackward>(k);
+    cpu::add::<PickBackward>(k);
+    cpu::add::<WhereBackward>(k);
+    cpu::add::<CastBackward>(k);
+    cpu::add::<GatherNdBackward>(k);
+    cpu::add::<TopkBackward>(k);
 }

@@ -3,6 +3,8 @@
 
 use crate::error::Result;
 use crate::kernels::cpu::transform::copy::{gather, View};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{check_inputs, OpContext, OpReq, Operator};
 use crate::shape::{norm_axis, Shape};
@@ -30,7 +32,9 @@ impl Operator for ConcatBackward {
     fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {
         Ok(vec![inputs[0]; self.num_args])
     }
+}
 
+impl CpuKernel for ConcatBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -52,4 +56,9 @@ impl Operator for ConcatBackward {
         }
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<ConcatBackward>(k);
 }

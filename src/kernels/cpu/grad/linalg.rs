@@ -3,6 +3,8 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::cpu::linalg::{run_products, MatMul};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{check_inputs, OpContext, OpReq, Operator};
 use crate::shape::Shape;
@@ -70,7 +72,9 @@ impl Operator for DotBackward {
     fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {
         Ok(vec![inputs[1], inputs[2]])
     }
+}
 
+impl CpuKernel for DotBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -102,4 +106,9 @@ impl Operator for DotBackward {
         }
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<DotBackward>(k);
 }

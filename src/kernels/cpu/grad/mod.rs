@@ -209,3 +209,14 @@ pub fn map3_broadcast<T: Num>(
             .for_each(|(r, o)| row(r, o));
     }
 }
+
+/// Registers the CPU kernels of this family.
+pub(crate) fn register_kernels(k: &mut crate::kernels::Kernels) {
+    binary::register_kernels(k);
+    elemwise::register_kernels(k);
+    indexing::register_kernels(k);
+    join::register_kernels(k);
+    linalg::register_kernels(k);
+    reduce::register_kernels(k);
+    view::register_kernels(k);
+}

@@ -5,6 +5,8 @@ use super::{map3_broadcast, with_float, FloatKernel};
 use crate::error::Result;
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::reduce::{reduce_axes, ReduceKind};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{check_inputs, OpContext, OpReq, Operator};
 use crate::shape::Shape;
@@ -97,7 +99,9 @@ impl Operator for ReduceBackward {
     fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {
         Ok(vec![inputs[1]])
     }
+}
 
+impl CpuKernel for ReduceBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -134,4 +138,9 @@ impl Operator for ReduceBackward {
         };
         with_float(self.name, &k, &[g, x, y], &outputs[0], req[0])
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<ReduceBackward>(k);
 }

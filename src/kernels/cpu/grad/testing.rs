@@ -8,13 +8,10 @@ pub fn run_req(op: &OpRef, inputs: &[NDArray], outputs: &[NDArray], req: &[OpReq
     for a in inputs.iter().chain(outputs) {
         a.wait_to_write().unwrap();
     }
-    let mut ctx = OpContext {
-        is_train: true,
-        rng: None,
-    };
+    let mut ctx = OpContext::new(crate::context::Context::cpu(0), true);
     let ib: Vec<_> = inputs.iter().map(|a| a.blob()).collect();
     let ob: Vec<_> = outputs.iter().map(|a| a.blob()).collect();
-    op.forward(&mut ctx, &ib, &ob, req)
+    crate::kernels::run_kernel(op.as_ref(), &mut ctx, &ib, &ob, req)
         .unwrap_or_else(|e| panic!("{}: {e}", op.name()));
 }
 

@@ -531,7 +531,7 @@ fn cast_backward_returns_the_input_dtype() {
     let g = backward_of(&op);
     let x = f32a(&[2], &[1., 2.]);
     let dy = array::<half::f16>(&[2], &[half::f16::from_f32(0.5), half::f16::from_f32(2.)]);
-    let dx = &crate::op::invoke::invoke(&g.op, &[dy, x], None, None, true).unwrap()[0];
+    let dx = &crate::imperative::invoke(&g.op, &[dy, x], None, None, true).unwrap()[0];
     assert_eq!(f32s(dx), vec![0.5, 2.]);
 }
 
@@ -546,7 +546,7 @@ fn float16_backward_runs() {
         )
     };
     let g = backward_of(&build("square", &[]));
-    let dx = &crate::op::invoke::invoke(&g.op, &[h(&[1., 1.]), h(&[2., -3.])], None, None, true)
+    let dx = &crate::imperative::invoke(&g.op, &[h(&[1., 1.]), h(&[2., -3.])], None, None, true)
         .unwrap()[0];
     let v: Vec<f32> = crate::op::testutil::values::<half::f16>(dx)
         .iter()

@@ -12,6 +12,8 @@ use crate::error::Result;
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::reduce::{reduce, ReduceKind};
 use crate::kernels::cpu::transform::copy::{copy_same, gather, View};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{check_inputs, OpContext, OpReq, Operator};
 use crate::shape::{strides_of, Shape};
@@ -140,7 +142,9 @@ impl Operator for GatherBackward {
     fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {
         Ok(vec![inputs[0]])
     }
+}
 
+impl CpuKernel for GatherBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -192,6 +196,12 @@ impl Operator for ReshapeBackward {
         Ok(vec![inputs[0]])
     }
 
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+}
+
+impl CpuKernel for ReshapeBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -201,8 +211,10 @@ impl Operator for ReshapeBackward {
     ) -> Result<()> {
         copy_same(&inputs[0], &outputs[0], req[0])
     }
+}
 
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<GatherBackward>(k);
+    cpu::add::<ReshapeBackward>(k);
 }

@@ -11,3 +11,9 @@ pub fn register(r: &mut Registry) {
     basic::register(r);
     conv::register(r);
 }
+
+/// Registers the CPU kernels of this family.
+pub(crate) fn register_kernels(k: &mut crate::kernels::Kernels) {
+    basic::register_kernels(k);
+    conv::register_kernels(k);
+}

@@ -11,7 +11,7 @@ pub use op::UpdateOp;
 pub use spec::{Hyper, Kind};
 
 use crate::error::Result;
-use crate::op::{Attrs, OpDef, OpRef, Registry};
+use crate::op::{Attrs, OpDef, OpRef, ParamList, Registry};
 use std::sync::Arc;
 
 /// The update operator of `kind` with hyperparameters `h`, for callers in the core.
@@ -32,9 +32,14 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: spec.inputs,
             variadic: false,
-            params: spec.params,
+            params: ParamList::Names(spec.params),
             doc: spec.doc,
             create: Box::new(move |a| create(kind, a)),
         });
     }
+}
+
+/// Registers the CPU kernels of this family.
+pub(crate) fn register_kernels(k: &mut crate::kernels::Kernels) {
+    op::register_kernels(k);
 }

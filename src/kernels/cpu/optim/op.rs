@@ -6,6 +6,8 @@ use super::spec::{Hyper, Kind};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::map::PAR_MIN;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{OpContext, OpReq, Operator};
 use crate::shape::{fmt_shape, Shape};
@@ -282,7 +284,7 @@ impl Operator for UpdateOp {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        crate::kernels::cpu::infer::same_shape(self.name(), inputs, outputs)
+        crate::op::infer::same_shape(self.name(), inputs, outputs)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
@@ -339,6 +341,16 @@ impl Operator for UpdateOp {
         Ok(())
     }
 
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn aux_inputs(&self) -> Vec<usize> {
+        self.kind.spec().aux.to_vec()
+    }
+}
+
+impl CpuKernel for UpdateOp {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -385,12 +397,9 @@ impl Operator for UpdateOp {
         }
         Ok(())
     }
+}
 
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
-
-    fn aux_inputs(&self) -> Vec<usize> {
-        self.kind.spec().aux.to_vec()
-    }
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<UpdateOp>(k);
 }

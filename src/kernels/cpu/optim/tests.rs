@@ -1,8 +1,8 @@
 //! The update operators against plain reference formulas (written from the optimizers'
 //! textbook definitions, in float64), in place and not, serial and split.
 
+use crate::imperative::invoke;
 use crate::ndarray::NDArray;
-use crate::op::invoke::invoke;
 use crate::op::testutil::{array, f32a, f32s, try_run, values};
 use crate::op::{self, Attrs};
 

@@ -258,7 +258,7 @@ pub(super) fn register(r: &mut Registry) {
 #[cfg(test)]
 #[allow(clippy::cloned_ref_to_slice_refs)]
 mod tests {
-    use crate::op::invoke::invoke;
+    use crate::imperative::invoke;
     use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
     use crate::op::{self, Attrs};
 

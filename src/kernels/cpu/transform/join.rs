@@ -5,6 +5,8 @@ use super::copy::{concat_bytes, emit, gather, source, View};
 use super::{axis_in, def};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::grad::join::ConcatBackward;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
     assign_shape, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
@@ -89,18 +91,6 @@ impl Operator for Concat {
         Ok(vec![out])
     }
 
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let axis = axis_in("Concat", self.dim, inputs[0].shape.len())?;
-        let lens: Vec<usize> = inputs.iter().map(|b| size_of(&b.shape[axis..])).collect();
-        join(inputs, &lens, &outputs[0], req[0])
-    }
-
     fn infer_shape_partial(
         &self,
         inputs: &mut [Option<Shape>],
@@ -124,6 +114,20 @@ impl Operator for Concat {
             outputs: vec![],
             grad_of: (0..n).collect(),
         })
+    }
+}
+
+impl CpuKernel for Concat {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let axis = axis_in("Concat", self.dim, inputs[0].shape.len())?;
+        let lens: Vec<usize> = inputs.iter().map(|b| size_of(&b.shape[axis..])).collect();
+        join(inputs, &lens, &outputs[0], req[0])
     }
 }
 
@@ -227,18 +231,6 @@ impl Operator for Stack {
         Ok(vec![out])
     }
 
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let axis = self.axis(inputs[0].shape.len())?;
-        let lens: Vec<usize> = inputs.iter().map(|b| size_of(&b.shape[axis..])).collect();
-        join(inputs, &lens, &outputs[0], req[0])
-    }
-
     fn infer_shape_partial(
         &self,
         inputs: &mut [Option<Shape>],
@@ -265,6 +257,20 @@ impl Operator for Stack {
             squeeze_axis: true,
         });
         Gradient::simple(op, &[], &[], n)
+    }
+}
+
+impl CpuKernel for Stack {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let axis = self.axis(inputs[0].shape.len())?;
+        let lens: Vec<usize> = inputs.iter().map(|b| size_of(&b.shape[axis..])).collect();
+        join(inputs, &lens, &outputs[0], req[0])
     }
 }
 
@@ -341,7 +347,9 @@ impl Operator for SliceChannel {
         }
         Ok(vec![out; self.num_outputs])
     }
+}
 
+impl CpuKernel for SliceChannel {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -361,6 +369,13 @@ impl Operator for SliceChannel {
         }
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Concat>(k);
+    cpu::add::<Stack>(k);
+    cpu::add::<SliceChannel>(k);
 }
 
 fn create_concat(attrs: &Attrs) -> Result<OpRef> {

@@ -1,6 +1,8 @@
 //! Transform operators: reshaping, transposing, joining, splitting, slicing, tiling and
 //! broadcasting arrays; they move bytes and so work for every dtype.
 
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 mod broadcast;
 pub mod copy;
 mod join;
@@ -14,7 +16,7 @@ use crate::kernels::cpu::grad::view::GatherBackward;
 use crate::ndarray::TBlob;
 use crate::op::{
     check_inputs, same_dtype, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    Registry,
+    ParamList, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use copy::{gather, View};
@@ -77,18 +79,6 @@ impl Operator for Gather {
         Ok(vec![same_dtype(self.name, &inputs[..inputs.len().min(1)])?])
     }
 
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let shapes: Vec<Shape> = inputs.iter().map(|b| b.shape.clone()).collect();
-        let (_, v) = (self.view)(&shapes)?;
-        gather(&inputs[0], &v, &outputs[0], req[0])
-    }
-
     fn gradient(&self) -> Grad {
         let op = Arc::new(GatherBackward {
             name: backward_name(self.name),
@@ -103,6 +93,27 @@ impl Operator for Gather {
             grad_of: vec![0],
         })
     }
+}
+
+impl CpuKernel for Gather {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let shapes: Vec<Shape> = inputs.iter().map(|b| b.shape.clone()).collect();
+        let (_, v) = (self.view)(&shapes)?;
+        gather(&inputs[0], &v, &outputs[0], req[0])
+    }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    join::register_kernels(k);
+    reshape::register_kernels(k);
+    cpu::add::<Gather>(k);
 }
 
 /// MXNet's name of the backward op of a gather operator.
@@ -139,7 +150,7 @@ fn def(
         aliases,
         inputs,
         variadic: false,
-        params,
+        params: ParamList::Names(params),
         doc,
         create: Box::new(create),
     }

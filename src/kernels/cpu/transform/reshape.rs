@@ -5,6 +5,8 @@ use super::copy::copy_same;
 use super::{axis_in, def, fmt_tuple};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::grad::view::ReshapeBackward;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
     check_inputs, Attrs, Grad, Gradient, OpContext, OpRef, OpReq, Operator, Params, Registry,
@@ -236,6 +238,16 @@ impl Operator for SameData {
         Ok(vec![out])
     }
 
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn gradient(&self) -> Grad {
+        Gradient::simple(Arc::new(ReshapeBackward), &[0], &[], 1)
+    }
+}
+
+impl CpuKernel for SameData {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -245,14 +257,11 @@ impl Operator for SameData {
     ) -> Result<()> {
         copy_same(&inputs[0], &outputs[0], req[0])
     }
+}
 
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
-
-    fn gradient(&self) -> Grad {
-        Gradient::simple(Arc::new(ReshapeBackward), &[0], &[], 1)
-    }
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<SameData>(k);
 }
 
 fn squeeze_shape(op: &str, s: &[usize], axes: Option<&[i64]>) -> Result<Shape> {

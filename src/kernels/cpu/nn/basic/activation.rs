@@ -5,9 +5,12 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::cpu::fastmath::{tanh_f32, FastMath};
 use crate::kernels::cpu::map::map2;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
+    Params, Registry,
 };
 use crate::shape::Shape;
 use num_traits::Float;
@@ -120,6 +123,21 @@ impl Operator for Activation {
         Ok(vec![float_dtype(NAME, inputs)?])
     }
 
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn gradient(&self) -> Grad {
+        let op: OpRef = Arc::new(ActivationBackward(self.0));
+        if self.0.uses_input() {
+            Gradient::simple(op, &[0], &[], 1)
+        } else {
+            Gradient::simple(op, &[], &[0], 1)
+        }
+    }
+}
+
+impl CpuKernel for Activation {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -135,19 +153,6 @@ impl Operator for Activation {
             unary::<T>(&inputs[0], &outputs[0], req[0], |v| st::<F, T>(act.apply(ld::<T, F>(v))))
         });
         Ok(())
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
-
-    fn gradient(&self) -> Grad {
-        let op: OpRef = Arc::new(ActivationBackward(self.0));
-        if self.0.uses_input() {
-            Gradient::simple(op, &[0], &[], 1)
-        } else {
-            Gradient::simple(op, &[], &[0], 1)
-        }
     }
 }
 
@@ -179,7 +184,9 @@ impl Operator for ActivationBackward {
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]
     }
+}
 
+impl CpuKernel for ActivationBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -199,6 +206,12 @@ impl Operator for ActivationBackward {
         });
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Activation>(k);
+    cpu::add::<ActivationBackward>(k);
 }
 
 fn create(attrs: &Attrs) -> Result<OpRef> {
@@ -225,7 +238,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: &["act_type"],
+        params: ParamList::Names(&["act_type"]),
         doc: "Applies an activation function element-wise.",
         create: Box::new(create),
     });

@@ -221,12 +221,10 @@ pub mod testing {
         }
         let ib: Vec<_> = inputs.iter().map(|a| a.blob()).collect();
         let ob: Vec<_> = outputs.iter().map(|a| a.blob()).collect();
-        let mut rng = <rand_pcg::Pcg64Mcg as rand::SeedableRng>::seed_from_u64(7);
-        let mut ctx = OpContext {
-            is_train: true,
-            rng: Some(&mut rng),
-        };
-        op.forward(&mut ctx, &ib, &ob, req).unwrap();
+        let mut rng = crate::op::resource::HostRng::new(7, crate::context::Context::cpu(0));
+        let mut ctx = OpContext::new(crate::context::Context::cpu(0), true);
+        ctx.rng = Some(&mut rng);
+        crate::kernels::run_kernel(op.as_ref(), &mut ctx, &ib, &ob, req).unwrap();
     }
 
     /// Asserts two float lists agree to `tol`.

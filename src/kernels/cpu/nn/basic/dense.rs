@@ -6,9 +6,12 @@ use crate::error::{Error, Result};
 use crate::kernels::cpu::linalg::{matmul, MatMul};
 use crate::kernels::cpu::map::PAR_MIN;
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
-    assign_shape, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    assign_shape, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
+    Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use num_traits::Float;
@@ -120,6 +123,12 @@ impl Operator for Fc {
         Ok(vec![float_dtype(NAME, inputs)?])
     }
 
+    fn gradient(&self) -> Grad {
+        Gradient::simple(Arc::new(FcBackward(*self)), &[0, 1], &[], self.n_inputs())
+    }
+}
+
+impl CpuKernel for Fc {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -162,10 +171,6 @@ impl Operator for Fc {
         });
         Ok(())
     }
-
-    fn gradient(&self) -> Grad {
-        Gradient::simple(Arc::new(FcBackward(*self)), &[0, 1], &[], self.n_inputs())
-    }
 }
 
 /// Gradients of data, weight and bias from the output gradient, data and weight.
@@ -203,7 +208,9 @@ impl Operator for FcBackward {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![float_dtype(self.name(), inputs)?; self.num_outputs()])
     }
+}
 
+impl CpuKernel for FcBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -257,6 +264,12 @@ impl Operator for FcBackward {
         });
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Fc>(k);
+    cpu::add::<FcBackward>(k);
 }
 
 /// `out (=|+=) op(a) · op(b)` honouring the request, with an empty inner dimension giving
@@ -332,7 +345,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "weight", "bias"],
         variadic: false,
-        params: PARAMS,
+        params: ParamList::Names(PARAMS),
         doc: "Applies a linear transformation: Y = XWᵀ + b.",
         create: Box::new(create),
     });
@@ -397,7 +410,7 @@ mod tests {
         let og = seq(&[2, 4], 0.5, -1.0);
         let x = seq(&[2, 2, 3], 0.25, -1.0);
         let w = seq(&[4, 6], 0.1, -1.2);
-        let outs = crate::op::invoke::invoke(&g.op, &[og, x, w], None, None, true).unwrap();
+        let outs = crate::imperative::invoke(&g.op, &[og, x, w], None, None, true).unwrap();
         close(
             &f64s(&outs[0]),
             &[1.8, 1.7, 1.6, 1.5, 1.4, 1.3, -0.6, 0.1, 0.8, 1.5, 2.2, 2.9],

@@ -7,10 +7,12 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::map::{map1, map2};
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
     assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    Params, Registry,
+    ParamList, Params, Registry, ResourceRequest,
 };
 use crate::shape::{fmt_shape, Shape};
 use rand::{RngCore, SeedableRng};
@@ -140,10 +142,28 @@ impl Operator for Dropout {
         Ok(vec![float_dtype(NAME, inputs)?; 2])
     }
 
-    fn needs_rng(&self) -> bool {
-        true
+    fn resources(&self) -> &'static [ResourceRequest] {
+        &[ResourceRequest::Random]
     }
 
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn gradient(&self) -> Grad {
+        Grad::Op(Gradient {
+            op: Arc::new(DropoutBackward {
+                always: self.always,
+            }),
+            ograds: vec![0],
+            inputs: vec![],
+            outputs: vec![1],
+            grad_of: vec![0],
+        })
+    }
+}
+
+impl CpuKernel for Dropout {
     fn forward(
         &self,
         ctx: &mut OpContext,
@@ -178,22 +198,6 @@ impl Operator for Dropout {
         });
         Ok(())
     }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Op(Gradient {
-            op: Arc::new(DropoutBackward {
-                always: self.always,
-            }),
-            ograds: vec![0],
-            inputs: vec![],
-            outputs: vec![1],
-            grad_of: vec![0],
-        })
-    }
 }
 
 /// Inputs: the output gradient and the mask. Outside training (mode `training`) the
@@ -223,7 +227,9 @@ impl Operator for DropoutBackward {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![float_dtype(self.name(), inputs)?])
     }
+}
 
+impl CpuKernel for DropoutBackward {
     fn forward(
         &self,
         ctx: &mut OpContext,
@@ -245,6 +251,12 @@ impl Operator for DropoutBackward {
         });
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Dropout>(k);
+    cpu::add::<DropoutBackward>(k);
 }
 
 const PARAMS: &[&str] = &["p", "mode", "axes", "cudnn_off"];
@@ -278,7 +290,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: PARAMS,
+        params: ParamList::Names(PARAMS),
         doc: "Randomly zeroes elements during training, scaling the rest by 1/(1-p).",
         create: Box::new(create),
     });
@@ -311,7 +323,7 @@ mod tests {
         let n = 200_000;
         let x = f32a(&[n], &vec![1.0; n]);
         let d = op(&[("p", "0.3")]);
-        let y = crate::op::invoke::invoke(&d, std::slice::from_ref(&x), None, None, true).unwrap();
+        let y = crate::imperative::invoke(&d, std::slice::from_ref(&x), None, None, true).unwrap();
         let (out, mask) = (f32s(&y[0]), f32s(&y[1]));
         let scale = 1.0 / 0.7f32;
         assert!(out.iter().all(|&v| v == 0.0 || (v - scale).abs() < 1e-6));
@@ -326,7 +338,7 @@ mod tests {
             std::slice::from_ref(&x),
         );
         assert!(f32s(&y[0]).contains(&0.0));
-        let y = crate::op::invoke::invoke(
+        let y = crate::imperative::invoke(
             &op(&[("p", "0")]),
             std::slice::from_ref(&x),
             None,
@@ -336,7 +348,7 @@ mod tests {
         .unwrap();
         assert!(f32s(&y[0]).iter().all(|&v| v == 1.0));
         // p=1 gives NaN, as MXNet's 0 · 1/0 does.
-        let y = crate::op::invoke::invoke(
+        let y = crate::imperative::invoke(
             &op(&[("p", "1")]),
             &[f32a(&[2], &[1.0, 1.0])],
             None,
@@ -351,7 +363,7 @@ mod tests {
     fn axes_share_the_draw() {
         let x = f32a(&[40, 6], &vec![1.0; 240]);
         let d = op(&[("p", "0.5"), ("axes", "(1,)")]);
-        let y = crate::op::invoke::invoke(&d, &[x], None, None, true).unwrap();
+        let y = crate::imperative::invoke(&d, &[x], None, None, true).unwrap();
         let out = f32s(&y[0]);
         for row in out.chunks(6) {
             assert!(row.iter().all(|&v| v == row[0]), "{row:?}");

@@ -7,10 +7,12 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::map::PAR_MIN;
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
     assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    Params, Registry,
+    ParamList, Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use rayon::prelude::*;
@@ -124,6 +126,18 @@ impl Operator for Embedding {
         Ok(())
     }
 
+    fn gradient(&self) -> Grad {
+        Grad::Op(Gradient {
+            op: Arc::new(EmbeddingBackward(*self)),
+            ograds: vec![0],
+            inputs: vec![0],
+            outputs: vec![],
+            grad_of: vec![1],
+        })
+    }
+}
+
+impl CpuKernel for Embedding {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -156,16 +170,6 @@ impl Operator for Embedding {
         });
         Ok(())
     }
-
-    fn gradient(&self) -> Grad {
-        Grad::Op(Gradient {
-            op: Arc::new(EmbeddingBackward(*self)),
-            ograds: vec![0],
-            inputs: vec![0],
-            outputs: vec![],
-            grad_of: vec![1],
-        })
-    }
 }
 
 /// Inputs: the output gradient and the indices; output: the weight's gradient.
@@ -192,7 +196,9 @@ impl Operator for EmbeddingBackward {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![inputs[0]])
     }
+}
 
+impl CpuKernel for EmbeddingBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -215,6 +221,12 @@ impl Operator for EmbeddingBackward {
         });
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Embedding>(k);
+    cpu::add::<EmbeddingBackward>(k);
 }
 
 /// `dw[rows[i]] += g[i]` for every index; repeated rows accumulate. Large gradients are
@@ -286,7 +298,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "weight"],
         variadic: false,
-        params: PARAMS,
+        params: ParamList::Names(PARAMS),
         doc: "Maps integer indices to rows of a weight matrix.",
         create: Box::new(create),
     });
@@ -346,7 +358,7 @@ mod tests {
         let og = f32a(&[2, 2, 3], &(0..12).map(|i| i as f32).collect::<Vec<_>>());
         let idx = f32a(&[2, 2], &[0.0, 2.0, 2.0, 4.0]);
         let dw =
-            crate::op::invoke::invoke(&g.op, &[og.clone(), idx.clone()], None, None, true).unwrap();
+            crate::imperative::invoke(&g.op, &[og.clone(), idx.clone()], None, None, true).unwrap();
         let want = [
             0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 9.0, 11.0, 13.0, 0.0, 0.0, 0.0, 9.0, 10.0, 11.0,
         ];

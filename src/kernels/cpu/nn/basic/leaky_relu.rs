@@ -7,9 +7,12 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::map::{map1, map2};
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
-    assign_shape, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    assign_shape, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
+    Params, Registry, ResourceRequest,
 };
 use crate::shape::{fmt_shape, Shape};
 use num_traits::{Float, One, Zero};
@@ -220,10 +223,30 @@ impl Operator for LeakyRelu {
         Ok(vec![float_dtype(NAME, inputs)?; self.num_outputs()])
     }
 
-    fn needs_rng(&self) -> bool {
-        matches!(self.0, Kind::Rrelu { .. })
+    fn resources(&self) -> &'static [ResourceRequest] {
+        match self.0 {
+            Kind::Rrelu { .. } => &[ResourceRequest::Random],
+            _ => &[],
+        }
     }
 
+    fn gradient(&self) -> Grad {
+        let op: OpRef = Arc::new(LeakyReluBackward(self.0));
+        match self.0 {
+            Kind::Prelu => Gradient::simple(op, &[0, 1], &[], 2),
+            Kind::Rrelu { .. } => Grad::Op(Gradient {
+                op,
+                ograds: vec![0],
+                inputs: vec![0],
+                outputs: vec![1],
+                grad_of: vec![0],
+            }),
+            _ => Gradient::simple(op, &[0], &[], 1),
+        }
+    }
+}
+
+impl CpuKernel for LeakyRelu {
     fn forward(
         &self,
         ctx: &mut OpContext,
@@ -271,21 +294,6 @@ impl Operator for LeakyRelu {
         });
         Ok(())
     }
-
-    fn gradient(&self) -> Grad {
-        let op: OpRef = Arc::new(LeakyReluBackward(self.0));
-        match self.0 {
-            Kind::Prelu => Gradient::simple(op, &[0, 1], &[], 2),
-            Kind::Rrelu { .. } => Grad::Op(Gradient {
-                op,
-                ograds: vec![0],
-                inputs: vec![0],
-                outputs: vec![1],
-                grad_of: vec![0],
-            }),
-            _ => Gradient::simple(op, &[0], &[], 1),
-        }
-    }
 }
 
 /// Inputs: the output gradient, the data, then gamma (prelu) or the mask (rrelu).
@@ -329,7 +337,9 @@ impl Operator for LeakyReluBackward {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![float_dtype(self.name(), inputs)?; self.num_outputs()])
     }
+}
 
+impl CpuKernel for LeakyReluBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -360,6 +370,12 @@ impl Operator for LeakyReluBackward {
         });
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<LeakyRelu>(k);
+    cpu::add::<LeakyReluBackward>(k);
 }
 
 /// prelu's gradients: the data's (slope where the input is not positive) and gamma's
@@ -438,7 +454,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "gamma"],
         variadic: false,
-        params: PARAMS,
+        params: ParamList::Names(PARAMS),
         doc: "Leaky rectified linear units and their relatives (elu, selu, gelu, prelu, rrelu).",
         create: Box::new(create),
     });

@@ -5,9 +5,12 @@ use super::common::{check_float, float_dtype, ld, same_shape, st, unary, Normali
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::map::{map1, map2};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
+    Params, Registry,
 };
 use crate::shape::{fmt_shape, size_of, Shape};
 use num_traits::Float;
@@ -102,23 +105,6 @@ impl Operator for Regression {
         Ok(vec![float_dtype(self.name(), inputs)?])
     }
 
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let kind = self.kind;
-        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
-            unary::<T>(&inputs[0], &outputs[0], req[0], |v| match kind {
-                Reg::Logistic => st::<F, T>(sigmoid(ld::<T, F>(v))),
-                _ => v,
-            })
-        });
-        Ok(())
-    }
-
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]
     }
@@ -135,6 +121,25 @@ impl Operator for Regression {
             outputs: vec![0],
             grad_of: vec![0],
         })
+    }
+}
+
+impl CpuKernel for Regression {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let kind = self.kind;
+        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
+            unary::<T>(&inputs[0], &outputs[0], req[0], |v| match kind {
+                Reg::Logistic => st::<F, T>(sigmoid(ld::<T, F>(v))),
+                _ => v,
+            })
+        });
+        Ok(())
     }
 }
 
@@ -170,7 +175,9 @@ impl Operator for RegressionBackward {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![float_dtype(self.name(), inputs)?])
     }
+}
 
+impl CpuKernel for RegressionBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -225,19 +232,6 @@ impl Operator for MakeLoss {
         Ok(vec![float_dtype(self.name(), inputs)?])
     }
 
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
-            unary::<T>(&inputs[0], &outputs[0], req[0], |v| v)
-        });
-        Ok(())
-    }
-
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]
     }
@@ -250,6 +244,21 @@ impl Operator for MakeLoss {
             outputs: vec![0],
             grad_of: vec![0],
         })
+    }
+}
+
+impl CpuKernel for MakeLoss {
+    fn forward(
+        &self,
+        _: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
+            unary::<T>(&inputs[0], &outputs[0], req[0], |v| v)
+        });
+        Ok(())
     }
 }
 
@@ -270,7 +279,9 @@ impl Operator for MakeLossBackward {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![float_dtype(self.name(), inputs)?])
     }
+}
 
+impl CpuKernel for MakeLossBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -298,6 +309,14 @@ impl Operator for MakeLossBackward {
         });
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Regression>(k);
+    cpu::add::<RegressionBackward>(k);
+    cpu::add::<MakeLoss>(k);
+    cpu::add::<MakeLossBackward>(k);
 }
 
 const REG_PARAMS: &[&str] = &["grad_scale"];
@@ -328,7 +347,7 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: &["data", "label"],
             variadic: false,
-            params: REG_PARAMS,
+            params: ParamList::Names(REG_PARAMS),
             doc: "A regression output layer: its backward is the loss gradient against the label.",
             create: Box::new(move |a| create_regression(kind, a)),
         });
@@ -338,7 +357,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: MAKE_LOSS_PARAMS,
+        params: ParamList::Names(MAKE_LOSS_PARAMS),
         doc: "Marks its input as a loss: the gradient is grad_scale, normalised.",
         create: Box::new(create_make_loss),
     });
@@ -360,14 +379,14 @@ mod tests {
     }
 
     fn backward(o: &OpRef, inputs: &[NDArray]) -> Vec<f64> {
-        let y = crate::op::invoke::invoke(o, inputs, None, None, true).unwrap();
+        let y = crate::imperative::invoke(o, inputs, None, None, true).unwrap();
         let Grad::Op(g) = o.gradient() else {
             panic!("no gradient")
         };
         assert!(g.ograds.is_empty());
         let mut ins: Vec<NDArray> = g.inputs.iter().map(|&i| inputs[i].clone()).collect();
         ins.extend(g.outputs.iter().map(|&i| y[i].clone()));
-        f64s(&crate::op::invoke::invoke(&g.op, &ins, None, None, true).unwrap()[0])
+        f64s(&crate::imperative::invoke(&g.op, &ins, None, None, true).unwrap()[0])
     }
 
     #[test]

@@ -27,3 +27,15 @@ pub fn register(r: &mut Registry) {
     dropout::register(r);
     embedding::register(r);
 }
+
+/// Registers the CPU kernels of this family.
+pub(crate) fn register_kernels(k: &mut crate::kernels::Kernels) {
+    activation::register_kernels(k);
+    dense::register_kernels(k);
+    dropout::register_kernels(k);
+    embedding::register_kernels(k);
+    leaky_relu::register_kernels(k);
+    loss::register_kernels(k);
+    softmax::register_kernels(k);
+    softmax_output::register_kernels(k);
+}

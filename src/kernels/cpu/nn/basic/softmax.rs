@@ -5,10 +5,12 @@ use super::common::{check_float, same_shape};
 use super::softmax_kernel::{self as kernel, Layout, Spec};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
     assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    Params, Registry,
+    ParamList, Params, Registry,
 };
 use crate::shape::{fmt_shape, norm_axis, Shape};
 use std::sync::Arc;
@@ -182,6 +184,37 @@ impl Operator for Softmax {
         Ok(())
     }
 
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn gradient(&self) -> Grad {
+        let mut inputs = Vec::new();
+        if self.0.dtype.is_some() {
+            inputs.push(0);
+        }
+        if self.0.use_length {
+            inputs.push(1);
+        }
+        let bw = SoftmaxBackward {
+            p: self.0,
+            name: if self.0.log {
+                "_backward_log_softmax"
+            } else {
+                "_backward_softmax"
+            },
+        };
+        Grad::Op(Gradient {
+            op: Arc::new(bw),
+            ograds: vec![0],
+            inputs,
+            outputs: vec![0],
+            grad_of: vec![0],
+        })
+    }
+}
+
+impl CpuKernel for Softmax {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -211,35 +244,6 @@ impl Operator for Softmax {
             kernel::forward::<I, O, F>(x.slice::<I>(), outputs[0].slice_mut::<O>(), &spec, add)
         });
         Ok(())
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
-
-    fn gradient(&self) -> Grad {
-        let mut inputs = Vec::new();
-        if self.0.dtype.is_some() {
-            inputs.push(0);
-        }
-        if self.0.use_length {
-            inputs.push(1);
-        }
-        let bw = SoftmaxBackward {
-            p: self.0,
-            name: if self.0.log {
-                "_backward_log_softmax"
-            } else {
-                "_backward_softmax"
-            },
-        };
-        Grad::Op(Gradient {
-            op: Arc::new(bw),
-            ograds: vec![0],
-            inputs,
-            outputs: vec![0],
-            grad_of: vec![0],
-        })
     }
 }
 
@@ -283,7 +287,9 @@ impl Operator for SoftmaxBackward {
             inputs[1]
         }])
     }
+}
 
+impl CpuKernel for SoftmaxBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -373,6 +379,15 @@ impl Operator for SoftmaxActivation {
         Ok(vec![super::common::float_dtype(self.name(), inputs)?])
     }
 
+    fn gradient(&self) -> Grad {
+        let bw = SoftmaxActivationBackward {
+            channel: self.channel,
+        };
+        Gradient::simple(Arc::new(bw), &[], &[0], 1)
+    }
+}
+
+impl CpuKernel for SoftmaxActivation {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -398,13 +413,6 @@ impl Operator for SoftmaxActivation {
             )
         });
         Ok(())
-    }
-
-    fn gradient(&self) -> Grad {
-        let bw = SoftmaxActivationBackward {
-            channel: self.channel,
-        };
-        Gradient::simple(Arc::new(bw), &[], &[0], 1)
     }
 }
 
@@ -433,7 +441,9 @@ impl Operator for SoftmaxActivationBackward {
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![super::common::float_dtype(self.name(), inputs)?])
     }
+}
 
+impl CpuKernel for SoftmaxActivationBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -459,6 +469,14 @@ impl Operator for SoftmaxActivationBackward {
         });
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Softmax>(k);
+    cpu::add::<SoftmaxBackward>(k);
+    cpu::add::<SoftmaxActivation>(k);
+    cpu::add::<SoftmaxActivationBackward>(k);
 }
 
 const SOFTMAX_PARAMS: &[&str] = &["axis", "temperature", "dtype", "use_length"];
@@ -495,7 +513,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "length"],
         variadic: false,
-        params: SOFTMAX_PARAMS,
+        params: ParamList::Names(SOFTMAX_PARAMS),
         doc: "Softmax along an axis: exp(x/T) / sum(exp(x/T)).",
         create: Box::new(|a| create_softmax("softmax", false, a)),
     });
@@ -504,7 +522,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: SOFTMAX_PARAMS,
+        params: ParamList::Names(SOFTMAX_PARAMS),
         doc: "Log of the softmax along an axis.",
         create: Box::new(|a| create_softmax("log_softmax", true, a)),
     });
@@ -513,7 +531,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: &["mode"],
+        params: ParamList::Names(&["mode"]),
         doc: "Softmax over each instance or across channels.",
         create: Box::new(|a| {
             let p = Params::new("SoftmaxActivation", a, &["mode"])?;
@@ -665,7 +683,7 @@ mod tests {
             &(0..12).map(|i| i as f32 * 0.1 - 0.4).collect::<Vec<_>>(),
         );
         let dx =
-            crate::op::invoke::invoke(&g.op, &[og, y[0].clone(), len], None, None, true).unwrap();
+            crate::imperative::invoke(&g.op, &[og, y[0].clone(), len], None, None, true).unwrap();
         close(
             &f64s(&dx[0]),
             &[
@@ -690,11 +708,11 @@ mod tests {
             &(0..12).map(|i| i as f32 * 0.1 - 0.4).collect::<Vec<_>>(),
         );
         let sm = op("softmax", &[("temperature", "2")]);
-        let y = crate::op::invoke::invoke(&sm, std::slice::from_ref(&x), None, None, true).unwrap();
+        let y = crate::imperative::invoke(&sm, std::slice::from_ref(&x), None, None, true).unwrap();
         let Grad::Op(g) = sm.gradient() else {
             panic!("no gradient")
         };
-        let dx = crate::op::invoke::invoke(&g.op, &[og.clone(), y[0].clone()], None, None, true)
+        let dx = crate::imperative::invoke(&g.op, &[og.clone(), y[0].clone()], None, None, true)
             .unwrap();
         close(
             &f64s(&dx[0]),
@@ -715,11 +733,11 @@ mod tests {
             1e-5,
         );
         let ls = op("log_softmax", &[]);
-        let y = crate::op::invoke::invoke(&ls, &[x], None, None, true).unwrap();
+        let y = crate::imperative::invoke(&ls, &[x], None, None, true).unwrap();
         let Grad::Op(g) = ls.gradient() else {
             panic!("no gradient")
         };
-        let dx = crate::op::invoke::invoke(&g.op, &[og, y[0].clone()], None, None, true).unwrap();
+        let dx = crate::imperative::invoke(&g.op, &[og, y[0].clone()], None, None, true).unwrap();
         close(
             &f64s(&dx[0])[..4],
             &[
@@ -767,10 +785,10 @@ mod tests {
             panic!("no gradient")
         };
         let y =
-            crate::op::invoke::invoke(&sm, std::slice::from_ref(&x32), None, None, true).unwrap();
+            crate::imperative::invoke(&sm, std::slice::from_ref(&x32), None, None, true).unwrap();
         let og = array::<f64>(&[2, 3], &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
         let dx =
-            crate::op::invoke::invoke(&g.op, &[og, y[0].clone(), x32], None, None, true).unwrap();
+            crate::imperative::invoke(&g.op, &[og, y[0].clone(), x32], None, None, true).unwrap();
         assert_eq!(dx[0].dtype(), DType::F32);
     }
 

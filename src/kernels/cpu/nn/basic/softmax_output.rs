@@ -6,9 +6,12 @@ use super::softmax_kernel::{self as kernel, Layout, Spec};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
+    Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use num_traits::Float;
@@ -124,6 +127,18 @@ impl Operator for SoftmaxOutput {
         Ok(vec![inputs[0]])
     }
 
+    fn gradient(&self) -> Grad {
+        Grad::Op(Gradient {
+            op: Arc::new(SoftmaxOutputBackward(*self)),
+            ograds: if self.out_grad { vec![0] } else { vec![] },
+            inputs: vec![1],
+            outputs: vec![0],
+            grad_of: vec![0],
+        })
+    }
+}
+
+impl CpuKernel for SoftmaxOutput {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -155,16 +170,6 @@ impl Operator for SoftmaxOutput {
         });
         Ok(())
     }
-
-    fn gradient(&self) -> Grad {
-        Grad::Op(Gradient {
-            op: Arc::new(SoftmaxOutputBackward(*self)),
-            ograds: if self.out_grad { vec![0] } else { vec![] },
-            inputs: vec![1],
-            outputs: vec![0],
-            grad_of: vec![0],
-        })
-    }
 }
 
 /// Inputs: the output gradient (only with `out_grad`), the label and the output.
@@ -188,7 +193,9 @@ impl Operator for SoftmaxOutputBackward {
         check_float(self.name(), "output", out)?;
         Ok(vec![out])
     }
+}
 
+impl CpuKernel for SoftmaxOutputBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -230,6 +237,12 @@ impl Operator for SoftmaxOutputBackward {
         });
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<SoftmaxOutput>(k);
+    cpu::add::<SoftmaxOutputBackward>(k);
 }
 
 impl SoftmaxOutputBackward {
@@ -361,7 +374,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["Softmax"],
         inputs: &["data", "label"],
         variadic: false,
-        params: PARAMS,
+        params: ParamList::Names(PARAMS),
         doc: "Softmax with a cross-entropy gradient against the label.",
         create: Box::new(create),
     });
@@ -392,7 +405,7 @@ mod tests {
     ) -> Vec<f64> {
         let so = op(attrs);
         let y =
-            crate::op::invoke::invoke(&so, &[x.clone(), label.clone()], None, None, true).unwrap();
+            crate::imperative::invoke(&so, &[x.clone(), label.clone()], None, None, true).unwrap();
         let Grad::Op(g) = so.gradient() else {
             panic!("no gradient")
         };
@@ -400,7 +413,7 @@ mod tests {
         let mut ins: Vec<_> = og.into_iter().cloned().collect();
         ins.push(label.clone());
         ins.push(y[0].clone());
-        f64s(&crate::op::invoke::invoke(&g.op, &ins, None, None, true).unwrap()[0])
+        f64s(&crate::imperative::invoke(&g.op, &ins, None, None, true).unwrap()[0])
     }
 
     #[test]

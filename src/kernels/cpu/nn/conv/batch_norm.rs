@@ -9,10 +9,12 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
     assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    Params, Registry,
+    ParamList, Params, Registry,
 };
 use crate::shape::{fmt_shape, norm_axis, Shape};
 use num_traits::Float;
@@ -271,6 +273,18 @@ impl Operator for BatchNorm {
         assign_shape("BatchNorm", "var", &mut outputs[2], &c)
     }
 
+    fn gradient(&self) -> Grad {
+        Grad::Op(Gradient {
+            op: Arc::new(BatchNormBackward { fwd: self.clone() }),
+            ograds: vec![0],
+            inputs: vec![0, 1],
+            outputs: vec![1, 2],
+            grad_of: vec![0, 1, 2],
+        })
+    }
+}
+
+impl CpuKernel for BatchNorm {
     fn forward(
         &self,
         ctx: &mut OpContext,
@@ -289,16 +303,6 @@ impl Operator for BatchNorm {
                 "BatchNorm: dtype {other} is not supported"
             ))),
         }
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Op(Gradient {
-            op: Arc::new(BatchNormBackward { fwd: self.clone() }),
-            ograds: vec![0],
-            inputs: vec![0, 1],
-            outputs: vec![1, 2],
-            grad_of: vec![0, 1, 2],
-        })
     }
 }
 
@@ -394,7 +398,9 @@ impl Operator for BatchNormBackward {
         let c = Shape::from_slice(&[l.channels]);
         Ok(vec![inputs[1].clone(), c.clone(), c])
     }
+}
 
+impl CpuKernel for BatchNormBackward {
     fn forward(
         &self,
         ctx: &mut OpContext,
@@ -414,6 +420,12 @@ impl Operator for BatchNormBackward {
             ))),
         }
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<BatchNorm>(k);
+    cpu::add::<BatchNormBackward>(k);
 }
 
 const PARAMS: &[&str] = &[
@@ -451,7 +463,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "gamma", "beta", "moving_mean", "moving_var"],
         variadic: false,
-        params: PARAMS,
+        params: ParamList::Names(PARAMS),
         doc: "Batch normalization.",
         create: Box::new(create),
     });

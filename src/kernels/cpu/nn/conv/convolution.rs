@@ -9,10 +9,12 @@ use super::scratch::with_scratch;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::linalg::{matmul, MatMul};
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
     assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    Registry,
+    ParamList, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -170,6 +172,17 @@ impl Operator for Convolution {
         assign_shape("Convolution", "output", &mut outputs[0], &out)
     }
 
+    fn gradient(&self) -> Grad {
+        let op: OpRef = Arc::new(ConvolutionBackward {
+            fwd: Convolution {
+                args: self.args.clone(),
+            },
+        });
+        Gradient::simple(op, &[0, 1], &[], self.args.num_inputs())
+    }
+}
+
+impl CpuKernel for Convolution {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -194,15 +207,6 @@ impl Operator for Convolution {
             );
         });
         Ok(())
-    }
-
-    fn gradient(&self) -> Grad {
-        let op: OpRef = Arc::new(ConvolutionBackward {
-            fwd: Convolution {
-                args: self.args.clone(),
-            },
-        });
-        Gradient::simple(op, &[0, 1], &[], self.args.num_inputs())
     }
 }
 
@@ -376,7 +380,9 @@ impl Operator for ConvolutionBackward {
         }
         Ok(v)
     }
+}
 
+impl CpuKernel for ConvolutionBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -401,6 +407,12 @@ impl Operator for ConvolutionBackward {
     }
 }
 
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Convolution>(k);
+    cpu::add::<ConvolutionBackward>(k);
+}
+
 fn create(attrs: &Attrs) -> Result<OpRef> {
     let args = ConvArgs::parse("Convolution", attrs, &[], false)?;
     Ok(Arc::new(Convolution { args }))
@@ -413,7 +425,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "weight", "bias"],
         variadic: false,
-        params: COMMON,
+        params: ParamList::Names(COMMON),
         doc: "Compute N-D convolution on (N+2)-D input.",
         create: Box::new(create),
     });

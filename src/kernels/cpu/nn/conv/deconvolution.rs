@@ -12,10 +12,12 @@ use super::scratch::with_scratch;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::linalg::{matmul, MatMul};
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
     assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    Params, Registry,
+    ParamList, Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -186,6 +188,13 @@ impl Operator for Deconvolution {
         assign_shape("Deconvolution", "output", &mut outputs[0], &out)
     }
 
+    fn gradient(&self) -> Grad {
+        let op: OpRef = Arc::new(DeconvolutionBackward { fwd: self.clone() });
+        Gradient::simple(op, &[0, 1], &[], self.args.num_inputs())
+    }
+}
+
+impl CpuKernel for Deconvolution {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -210,11 +219,6 @@ impl Operator for Deconvolution {
             );
         });
         Ok(())
-    }
-
-    fn gradient(&self) -> Grad {
-        let op: OpRef = Arc::new(DeconvolutionBackward { fwd: self.clone() });
-        Gradient::simple(op, &[0, 1], &[], self.args.num_inputs())
     }
 }
 
@@ -357,7 +361,9 @@ impl Operator for DeconvolutionBackward {
         }
         Ok(v)
     }
+}
 
+impl CpuKernel for DeconvolutionBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -380,6 +386,12 @@ impl Operator for DeconvolutionBackward {
         });
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Deconvolution>(k);
+    cpu::add::<DeconvolutionBackward>(k);
 }
 
 const EXTRA: &[&str] = &["adj", "target_shape"];
@@ -418,7 +430,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "weight", "bias"],
         variadic: false,
-        params: PARAMS,
+        params: ParamList::Names(PARAMS),
         doc: "Computes 1D, 2D or 3D transposed convolution of the input tensor.",
         create: Box::new(create),
     });

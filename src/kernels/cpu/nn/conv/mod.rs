@@ -49,3 +49,11 @@ pub fn register(r: &mut Registry) {
     pooling::register(r);
     batch_norm::register(r);
 }
+
+/// Registers the CPU kernels of this family.
+pub(crate) fn register_kernels(k: &mut crate::kernels::Kernels) {
+    batch_norm::register_kernels(k);
+    convolution::register_kernels(k);
+    deconvolution::register_kernels(k);
+    pooling::register_kernels(k);
+}

@@ -4,9 +4,12 @@
 use super::geometry::{check_layout, kernel_tuple, to3, volume, window_tuple, Dims3};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
+    Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use num_traits::Float;
@@ -487,6 +490,18 @@ impl Operator for Pooling {
         Ok(vec![out; self.num_outputs()])
     }
 
+    fn gradient(&self) -> Grad {
+        let op: OpRef = Arc::new(PoolingBackward { fwd: self.clone() });
+        let outputs: &[usize] = if self.pool == PoolType::Max {
+            &[0, 1]
+        } else {
+            &[0]
+        };
+        Gradient::simple(op, &[0], outputs, 1)
+    }
+}
+
+impl CpuKernel for Pooling {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -519,16 +534,6 @@ impl Operator for Pooling {
         ));
         Ok(())
     }
-
-    fn gradient(&self) -> Grad {
-        let op: OpRef = Arc::new(PoolingBackward { fwd: self.clone() });
-        let outputs: &[usize] = if self.pool == PoolType::Max {
-            &[0, 1]
-        } else {
-            &[0]
-        };
-        Gradient::simple(op, &[0], outputs, 1)
-    }
 }
 
 /// `_backward_Pooling`: inputs (output gradient, data, output, and for max pooling the
@@ -548,7 +553,9 @@ impl Operator for PoolingBackward {
         self.fwd.plan(&inputs[1])?;
         Ok(vec![inputs[1].clone()])
     }
+}
 
+impl CpuKernel for PoolingBackward {
     fn forward(
         &self,
         _: &mut OpContext,
@@ -585,6 +592,12 @@ impl Operator for PoolingBackward {
         ));
         Ok(())
     }
+}
+
+/// Registers the CPU kernels of the operators defined here.
+pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<Pooling>(k);
+    cpu::add::<PoolingBackward>(k);
 }
 
 const PARAMS: &[&str] = &[
@@ -668,7 +681,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: PARAMS,
+        params: ParamList::Names(PARAMS),
         doc: "Performs pooling on the input.",
         create: Box::new(create),
     });

@@ -65,11 +65,8 @@ fn forward(op: &OpRef, ins: &[NDArray], is_train: bool) -> Vec<NDArray> {
     }
     let ib: Vec<_> = ins.iter().map(|a| a.blob()).collect();
     let ob: Vec<_> = outs.iter().map(|a| a.blob()).collect();
-    let mut ctx = OpContext {
-        is_train,
-        rng: None,
-    };
-    op.forward(&mut ctx, &ib, &ob, &[OpReq::Write; 3]).unwrap();
+    let mut ctx = OpContext::new(crate::context::Context::cpu(0), is_train);
+    crate::kernels::run_kernel(op.as_ref(), &mut ctx, &ib, &ob, &[OpReq::Write; 3]).unwrap();
     outs.to_vec()
 }
 
@@ -87,11 +84,8 @@ fn backward(op: &OpRef, ins: &[NDArray], fwd: &[NDArray], outs: &[NDArray], req:
     }
     let ib: Vec<_> = bin.iter().map(|a| a.blob()).collect();
     let ob: Vec<_> = outs.iter().map(|a| a.blob()).collect();
-    let mut ctx = OpContext {
-        is_train: true,
-        rng: None,
-    };
-    g.op.forward(&mut ctx, &ib, &ob, req).unwrap();
+    let mut ctx = OpContext::new(crate::context::Context::cpu(0), true);
+    crate::kernels::run_kernel(g.op.as_ref(), &mut ctx, &ib, &ob, req).unwrap();
 }
 
 #[test]

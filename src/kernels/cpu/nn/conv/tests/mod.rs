@@ -75,7 +75,7 @@ pub fn run_backward(
     req: &[crate::op::OpReq],
 ) {
     use crate::op::{Grad, OpContext};
-    let fwd = op::invoke::invoke(op, inputs, None, None, true).unwrap();
+    let fwd = crate::imperative::invoke(op, inputs, None, None, true).unwrap();
     let Grad::Op(g) = op.gradient() else {
         panic!("no gradient")
     };
@@ -87,9 +87,6 @@ pub fn run_backward(
     }
     let ib: Vec<_> = bin.iter().map(|a| a.blob()).collect();
     let ob: Vec<_> = outs.iter().map(|a| a.blob()).collect();
-    let mut ctx = OpContext {
-        is_train: true,
-        rng: None,
-    };
-    g.op.forward(&mut ctx, &ib, &ob, req).unwrap();
+    let mut ctx = OpContext::new(crate::context::Context::cpu(0), true);
+    crate::kernels::run_kernel(g.op.as_ref(), &mut ctx, &ib, &ob, req).unwrap();
 }

@@ -35,13 +35,10 @@ fn time_layer(op: &OpRef, x: &[usize], w: &[usize], out: &[usize], data_grad: bo
         OpReq::Write,
         OpReq::Write,
     ];
-    let mut ctx = OpContext {
-        is_train: true,
-        rng: None,
-    };
+    let mut ctx = OpContext::new(crate::context::Context::cpu(0), true);
     let mut step = || {
-        op.forward(&mut ctx, &ib, &yb, &[OpReq::Write]).unwrap();
-        g.op.forward(&mut ctx, &bin, &gb, &breq).unwrap();
+        crate::kernels::run_kernel(op.as_ref(), &mut ctx, &ib, &yb, &[OpReq::Write]).unwrap();
+        crate::kernels::run_kernel(g.op.as_ref(), &mut ctx, &bin, &gb, &breq).unwrap();
     };
     for _ in 0..5 {
         step();

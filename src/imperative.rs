@@ -1,89 +1,15 @@
-//! Imperative invocation: infer shapes and types now, allocate outputs, push the kernel.
+//! Imperative invocation (`mx.nd.<op>`): infer shapes and types now, allocate the
+//! outputs, find the kernel for the device and push it to the engine.
 
-use super::{OpContext, OpRef, OpReq};
 use crate::context::Context;
 use crate::engine::{self, FnProperty, Var};
 use crate::error::{Error, Result};
+use crate::kernels::{kernel_for, KernelFn};
 use crate::ndarray::{NDArray, TBlob};
+use crate::op::resource::rng_resource;
+use crate::op::{OpContext, OpRef, OpReq};
 use crate::shape::{fmt_shape, Shape};
-use parking_lot::Mutex;
-use rand::SeedableRng;
-use rand_pcg::Pcg64Mcg;
 use smallvec::SmallVec;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
-
-/// A device's random generator and the engine variable that orders its users.
-pub struct RngResource {
-    var: Var,
-    gen: Mutex<Pcg64Mcg>,
-    ctx: Context,
-}
-
-impl RngResource {
-    /// The variable that orders the generator's users.
-    pub fn var(&self) -> &Var {
-        &self.var
-    }
-
-    /// The generator, for an op holding the variable.
-    pub fn lock(&self) -> parking_lot::MutexGuard<'_, Pcg64Mcg> {
-        self.gen.lock()
-    }
-}
-
-static GLOBAL_SEED: AtomicU64 = AtomicU64::new(0);
-
-fn rng_table() -> &'static Mutex<HashMap<Context, &'static RngResource>> {
-    static T: OnceLock<Mutex<HashMap<Context, &'static RngResource>>> = OnceLock::new();
-    T.get_or_init(Default::default)
-}
-
-fn seeded(seed: u64, ctx: Context) -> Pcg64Mcg {
-    let mix = seed
-        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        .wrapping_add((ctx.dev_type as u64) << 32 | ctx.dev_id as u32 as u64);
-    Pcg64Mcg::seed_from_u64(mix)
-}
-
-/// The random generator of `ctx`.
-pub fn rng_resource(ctx: Context) -> &'static RngResource {
-    let mut t = rng_table().lock();
-    t.entry(ctx).or_insert_with(|| {
-        Box::leak(Box::new(RngResource {
-            var: engine::get().new_variable(),
-            gen: Mutex::new(seeded(GLOBAL_SEED.load(Ordering::Relaxed), ctx)),
-            ctx,
-        }))
-    })
-}
-
-/// Seeds the generators of every device (or of one), ordered after the random ops
-/// already pushed, so a seed makes later draws reproducible.
-pub fn seed(seed_value: u64, only: Option<Context>) {
-    if only.is_none() {
-        GLOBAL_SEED.store(seed_value, Ordering::Relaxed);
-    }
-    let targets: Vec<&'static RngResource> = match only {
-        Some(ctx) => vec![rng_resource(ctx)],
-        None => rng_table().lock().values().copied().collect(),
-    };
-    for r in targets {
-        engine::get().push_sync(
-            Box::new(move |_| {
-                *r.gen.lock() = seeded(seed_value, r.ctx);
-                Ok(())
-            }),
-            r.ctx,
-            &[],
-            std::slice::from_ref(&r.var),
-            FnProperty::Normal,
-            0,
-            "_random_seed",
-        );
-    }
-}
 
 /// The context an op runs on: its inputs' (which must agree), else `default`.
 pub fn common_context(op: &str, inputs: &[NDArray], default: Option<Context>) -> Result<Context> {
@@ -123,6 +49,7 @@ pub fn invoke_at(
 ) -> Result<Vec<NDArray>> {
     let name = op.name();
     let ctx = common_context(name, inputs, ctx)?;
+    let kernel = kernel_for(op.as_ref(), ctx)?;
     let in_shapes: SmallVec<[Shape; 4]> = inputs
         .iter()
         .map(|a| Shape::from_slice(a.shape()))
@@ -150,7 +77,15 @@ pub fn invoke_at(
             .map(|(s, t)| NDArray::empty(s, *t, ctx))
             .collect::<Result<Vec<_>>>()?,
     };
-    push_kernel_at(op.clone(), inputs, &outputs, ctx, is_train, priority);
+    push_kernel(
+        op.clone(),
+        kernel,
+        inputs,
+        &outputs,
+        ctx,
+        is_train,
+        priority,
+    );
     Ok(outputs)
 }
 
@@ -192,20 +127,10 @@ fn check_outputs(
     Ok(())
 }
 
-/// Pushes the kernel of `op` with the arrays' variables as dependencies.
-pub fn push_kernel(
+/// Pushes `kernel` of `op` with the arrays' variables as dependencies and `priority`.
+fn push_kernel(
     op: OpRef,
-    inputs: &[NDArray],
-    outputs: &[NDArray],
-    ctx: Context,
-    is_train: bool,
-) {
-    push_kernel_at(op, inputs, outputs, ctx, is_train, 0)
-}
-
-/// As [`push_kernel`], with an engine `priority`.
-pub fn push_kernel_at(
-    op: OpRef,
+    kernel: KernelFn,
     inputs: &[NDArray],
     outputs: &[NDArray],
     ctx: Context,
@@ -241,7 +166,7 @@ pub fn push_kernel_at(
         .collect();
     let rng = if op.needs_rng() {
         let r = rng_resource(ctx);
-        mutable_vars.push(r.var.clone());
+        mutable_vars.push(r.var().clone());
         Some(r)
     } else {
         None
@@ -249,19 +174,19 @@ pub fn push_kernel_at(
     let name = op.name();
     engine::get().push_sync(
         Box::new(move |_| {
-            let mut guard = rng.map(|r| r.gen.lock());
+            let mut guard = rng.map(|r| r.lock());
             let mut octx = OpContext {
                 is_train,
-                rng: guard.as_deref_mut(),
+                device: ctx,
+                rng: guard.as_deref_mut().map(|g| g.as_mut()),
             };
-            op.forward(&mut octx, &in_blobs, &out_blobs, &req)
-                .map_err(|e| {
-                    if e.message().starts_with(name) {
-                        e
-                    } else {
-                        e.with_prefix(&format!("{name}: "))
-                    }
-                })
+            kernel(op.as_ref(), &mut octx, &in_blobs, &out_blobs, &req).map_err(|e| {
+                if e.message().starts_with(name) {
+                    e
+                } else {
+                    e.with_prefix(&format!("{name}: "))
+                }
+            })
         }),
         ctx,
         &const_vars,

@@ -1,9 +1,9 @@
 //! Partial shape and type inference shared by element-wise operators: every input and
 //! output has one shape (and one dtype), so whatever is known fills the rest.
 
+use super::assign_shape;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::op::assign_shape;
 use crate::shape::Shape;
 
 /// Gives every unknown slot among `inputs` and `outputs` the shape of the first known one
