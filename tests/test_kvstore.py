@@ -130,6 +130,55 @@ def test_pushpull_and_broadcast():
         np.testing.assert_array_equal(o.asnumpy(), np.full(SHAPE, 2.0))
 
 
+@pytest.mark.parametrize("kind", ["local", "device"])
+def test_pushpull_into_other_outputs_with_each_updater(kind):
+    kv = mx.kv.create(kind)
+    kv.init(["a", "b"], [mx.nd.zeros(SHAPE)] * 2)
+    vals = [[mx.nd.ones(SHAPE, d) * (i + 1) for i, d in enumerate(DEVICES[:3])] for _ in range(2)]
+    outs = [[mx.nd.zeros(SHAPE, d) for d in DEVICES[1:3]] for _ in range(2)]
+    kv.pushpull(["a", "b"], vals, out=outs, priority=[0, -1])
+    for o in outs[0] + outs[1]:
+        np.testing.assert_array_equal(o.asnumpy(), np.full(SHAPE, 6.0))
+    np.testing.assert_array_equal(vals[0][2].asnumpy(), np.full(SHAPE, 3.0))
+
+    def update(key, value, stored):
+        stored += value * 2
+
+    kv._set_updater(update)
+    kv.pushpull("a", vals[0], out=outs[0])
+    np.testing.assert_array_equal(outs[0][1].asnumpy(), np.full(SHAPE, 18.0))
+    kv.set_optimizer(mx.optimizer.create("sgd", learning_rate=0.5, rescale_grad=1.0))
+    kv.pushpull("b", vals[1])
+    for v in vals[1]:
+        np.testing.assert_array_equal(v.asnumpy(), np.full(SHAPE, 3.0))
+
+
+def test_bad_pushpull_and_broadcast_change_nothing():
+    kv = mx.kv.create("local")
+    kv.init(1, mx.nd.ones(SHAPE) * 7)
+    with pytest.raises(MXNetError, match=r"\(1, 3\).*\(2, 3\)"):
+        kv.pushpull(1, mx.nd.ones(SHAPE), out=mx.nd.zeros((1, 3)))
+    with pytest.raises(MXNetError, match=r"\(3, 3\).*\(2, 3\)"):
+        kv.pushpull(1, mx.nd.ones((3, 3)), out=mx.nd.zeros(SHAPE))
+    with pytest.raises(MXNetError, match=r"\(3, 3\).*\(2, 3\)"):
+        kv.broadcast(2, mx.nd.ones(SHAPE), out=mx.nd.zeros((3, 3)))
+    with pytest.raises(MXNetError, match="duplicate init"):
+        kv.broadcast(1, mx.nd.ones(SHAPE), out=mx.nd.zeros(SHAPE))
+    out = mx.nd.zeros(SHAPE)
+    kv.pull(1, out=out)
+    np.testing.assert_array_equal(out.asnumpy(), np.full(SHAPE, 7.0))
+    kv.broadcast(2, mx.nd.ones(SHAPE) * 4, out=out)
+    np.testing.assert_array_equal(out.asnumpy(), np.full(SHAPE, 4.0))
+
+
+def test_single_machine_cluster_and_distributed_types():
+    kv = mx.kv.create("device")
+    assert (kv.rank, kv.num_workers) == (0, 1)
+    kv._barrier()
+    with pytest.raises(NotImplementedError, match="distributed stores are not available"):
+        mx.kv.create("dist_sync")
+
+
 def test_priorities_and_many_keys_stay_ordered():
     kv = mx.kv.create("local")
     keys = list(range(20))

@@ -1,37 +1,15 @@
 //! Unit tests of the store: assignment, sums over devices, updaters, placement, errors.
 
+use super::testutil::{cpus, full, values};
 use super::*;
 use crate::context::Context;
-use crate::dtype::DType;
 use crate::error::Result;
 use crate::ndarray::NDArray;
 use std::sync::Arc;
 
-fn full(shape: &[usize], v: f32, ctx: Context) -> NDArray {
-    let a = NDArray::empty(shape, DType::F32, ctx).unwrap();
-    let n: usize = shape.iter().product();
-    let bytes: Vec<u8> = std::iter::repeat_n(v, n)
-        .flat_map(f32::to_le_bytes)
-        .collect();
-    a.write_bytes(bytes).unwrap();
-    a
-}
-
-fn values(a: &NDArray) -> Vec<f32> {
-    a.to_bytes()
-        .unwrap()
-        .chunks(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-fn cpus(n: i32) -> Vec<Context> {
-    (0..n).map(Context::cpu).collect()
-}
-
 #[test]
 fn push_assigns_and_sums_over_devices() {
-    let kv = KVStore::new("local").unwrap();
+    let kv = LocalStore::new("local").unwrap();
     let k = Key::Int(3);
     kv.init(
         std::slice::from_ref(&k),
@@ -54,7 +32,7 @@ fn push_assigns_and_sums_over_devices() {
 
 #[test]
 fn more_devices_than_the_first_push() {
-    let kv = KVStore::new("device").unwrap();
+    let kv = LocalStore::new("device").unwrap();
     let k = Key::Name("w".into());
     kv.init(
         std::slice::from_ref(&k),
@@ -73,7 +51,7 @@ fn more_devices_than_the_first_push() {
 
 #[test]
 fn device_store_spreads_keys_over_devices() {
-    let kv = KVStore::new("device").unwrap();
+    let kv = LocalStore::new("device").unwrap();
     let keys: Vec<Key> = (0..4).map(Key::Int).collect();
     let inits: Vec<NDArray> = (0..4).map(|_| full(&[8], 0.0, Context::cpu(0))).collect();
     kv.init(&keys, &inits).unwrap();
@@ -97,14 +75,14 @@ impl StoreUpdater for AddTwice {
     }
     fn update(&self, _: &Key, w: &NDArray, g: &NDArray, s: &[NDArray], p: i32) -> Result<()> {
         // stored += 2 * grad, by summing the gradient in twice.
-        comm::reduce_into(&[w.clone(), g.clone(), g.clone()], &s[0], p)?;
+        CommCpu.reduce(&[w.clone(), g.clone(), g.clone()], &s[0], p)?;
         crate::ndarray::copy_into(&s[0], w)
     }
 }
 
 #[test]
 fn built_in_updater_gets_the_sum_and_keeps_state() {
-    let kv = KVStore::new("local").unwrap();
+    let kv = LocalStore::new("local").unwrap();
     let keys = [Key::Int(9), Key::Int(5)];
     let inits = [
         full(&[3], 1.0, Context::cpu(0)),
@@ -126,7 +104,7 @@ fn built_in_updater_gets_the_sum_and_keeps_state() {
 
 #[test]
 fn bad_calls_change_nothing() {
-    let kv = KVStore::new("local").unwrap();
+    let kv = LocalStore::new("local").unwrap();
     let k = Key::Int(1);
     kv.init(
         std::slice::from_ref(&k),
@@ -169,5 +147,34 @@ fn bad_calls_change_nothing() {
     kv.pull(std::slice::from_ref(&k), &[vec![out.clone()]], &[0])
         .unwrap();
     assert_eq!(values(&out), vec![7.0; 2]);
-    assert!(KVStore::new("nonsense").is_err());
+    assert!(LocalStore::new("nonsense").is_err());
+}
+
+#[test]
+fn reduce_for_updater_groups_and_sums_in_update_order() {
+    let kv = LocalStore::new("local").unwrap();
+    let keys = [Key::Int(4), Key::Int(2)];
+    let inits = [
+        full(&[2], 1.0, Context::cpu(0)),
+        full(&[2], 1.0, Context::cpu(0)),
+    ];
+    kv.init(&keys, &inits).unwrap();
+    let one = full(&[2], 3.0, Context::cpu(0));
+    let pushes = vec![
+        cpus(2).into_iter().map(|c| full(&[2], 2.0, c)).collect(),
+        vec![one.clone()],
+    ];
+    let reduced = kv.reduce_for_updater(&keys, &pushes, &[0, 0]).unwrap();
+    assert_eq!(reduced.len(), 2);
+    let (k, merged, stored) = &reduced[0];
+    assert_eq!(k, &Key::Int(2), "int keys update in increasing order");
+    assert!(
+        merged.same_chunk(&one),
+        "one value on the summing device is not copied"
+    );
+    assert!(stored.same_chunk(&kv.stored(&keys[1]).unwrap()));
+    let (k, merged, stored) = &reduced[1];
+    assert_eq!(k, &Key::Int(4));
+    assert_eq!(values(merged), vec![4.0; 2]);
+    assert_eq!(values(stored), vec![1.0; 2], "the caller applies the sum");
 }

@@ -3,9 +3,10 @@
 use super::errors::{guard, IntoPy};
 use super::ndarray::PyNDArray;
 use super::optim::{key_of, key_to_py, PyFusedOptimizer};
-use crate::kvstore::{KVStore, Key};
+use crate::kvstore::{self, Key, Store};
 use crate::ndarray::NDArray;
 use pyo3::prelude::*;
+use std::sync::Arc;
 
 fn keys_of(keys: &[Bound<'_, PyAny>]) -> PyResult<Vec<Key>> {
     keys.iter().map(key_of).collect()
@@ -32,7 +33,7 @@ type KeyState = (Py<PyAny>, Vec<Py<PyNDArray>>);
 /// A key-value store on one machine.
 #[pyclass(name = "KVStoreHandle", module = "rsmx._core", frozen)]
 pub struct PyKVStore {
-    inner: KVStore,
+    inner: Arc<dyn Store>,
 }
 
 #[pymethods]
@@ -40,7 +41,7 @@ impl PyKVStore {
     #[new]
     fn new(name: &str) -> PyResult<PyKVStore> {
         Ok(PyKVStore {
-            inner: KVStore::new(name).py()?,
+            inner: kvstore::create(name).py()?,
         })
     }
 
@@ -48,6 +49,25 @@ impl PyKVStore {
     #[getter]
     fn type_name(&self) -> String {
         self.inner.type_name().to_string()
+    }
+
+    /// This worker's rank.
+    #[getter]
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+
+    /// How many workers share the store.
+    #[getter]
+    fn num_workers(&self) -> usize {
+        self.inner.num_workers()
+    }
+
+    /// Returns once every worker has reached the barrier.
+    fn barrier(&self, py: Python<'_>) -> PyResult<()> {
+        guard("KVStore.barrier", || {
+            py.detach(|| self.inner.barrier()).py()
+        })
     }
 
     /// Stores a copy of each value under its key.
@@ -110,6 +130,48 @@ impl PyKVStore {
             .collect::<PyResult<Vec<_>>>()?;
         guard("KVStore.pull", || {
             py.detach(|| self.inner.pull(&keys, &outs, &priorities))
+                .py()
+        })
+    }
+
+    /// Pushes the values of each key, then copies the updated value into its outputs.
+    fn pushpull(
+        &self,
+        py: Python<'_>,
+        keys: Vec<Bound<'_, PyAny>>,
+        values: Vec<Vec<PyRef<'_, PyNDArray>>>,
+        outs: Vec<Vec<PyRef<'_, PyNDArray>>>,
+        priorities: Vec<i32>,
+    ) -> PyResult<()> {
+        let keys = keys_of(&keys)?;
+        let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
+        let outs = outs
+            .iter()
+            .map(|v| writable_of(v))
+            .collect::<PyResult<Vec<_>>>()?;
+        guard("KVStore.pushpull", || {
+            py.detach(|| self.inner.pushpull(&keys, &values, &outs, &priorities))
+                .py()
+        })
+    }
+
+    /// Stores each value under its new key and copies it into the key's outputs.
+    fn broadcast(
+        &self,
+        py: Python<'_>,
+        keys: Vec<Bound<'_, PyAny>>,
+        values: Vec<PyRef<'_, PyNDArray>>,
+        outs: Vec<Vec<PyRef<'_, PyNDArray>>>,
+        priorities: Vec<i32>,
+    ) -> PyResult<()> {
+        let keys = keys_of(&keys)?;
+        let values = arrays_of(&values);
+        let outs = outs
+            .iter()
+            .map(|v| writable_of(v))
+            .collect::<PyResult<Vec<_>>>()?;
+        guard("KVStore.broadcast", || {
+            py.detach(|| self.inner.broadcast(&keys, &values, &outs, &priorities))
                 .py()
         })
     }

@@ -120,13 +120,18 @@ class KVStore(KVStoreBase):
         value : NDArray or list of NDArray
             One value per key.
         """
+        self._handle.init(*self._init_values(key, value))
+
+    @staticmethod
+    def _init_values(key: Any, value: Any) -> tuple[list[Any], list[NDArray]]:
+        """The keys and their one initial value each."""
         keys, vals = _flatten(key, value, "value")
         firsts = []
         for k, v in zip(keys, vals, strict=True):
             if len(v) != 1:
                 raise MXNetValueError(f"KVStore.init: key {k!r} needs exactly one value, got {len(v)}")
             firsts.append(v[0])
-        self._handle.init(keys, firsts)
+        return keys, firsts
 
     def push(self, key: Any, value: Any, priority: int = 0) -> None:
         """Pushes values; those pushed to one key (one per device) are summed first.
@@ -167,13 +172,19 @@ class KVStore(KVStoreBase):
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         """Pushes ``value`` and pulls the updated value into ``out`` (``value`` if None)."""
-        self.push(key, value, priority)
-        self.pull(key, value if out is None else out, priority)
+        if self._updater is not None:
+            self.push(key, value, priority)
+            self.pull(key, value if out is None else out, priority)
+            return
+        keys, vals = _flatten(key, value, "value")
+        _, outs = _flatten(key, value if out is None else out, "output")
+        self._handle.pushpull(keys, vals, outs, _priorities(priority, len(keys)))
 
     def broadcast(self, key: Any, value: Any, out: Any, priority: int = 0) -> None:
         """Stores ``value`` under the new ``key`` and copies it into ``out``."""
-        self.init(key, value)
-        self.pull(key, out, priority)
+        keys, firsts = self._init_values(key, value)
+        _, outs = _flatten(key, out, "output")
+        self._handle.broadcast(keys, firsts, outs, _priorities(priority, len(keys)))
 
     def row_sparse_pull(self, key: Any, out: Any = None, priority: int = 0, row_ids: Any = None) -> None:
         """Pulls whole values: arrays are dense, so every row is copied."""
@@ -248,15 +259,16 @@ class KVStore(KVStoreBase):
     @property
     def rank(self) -> int:
         """This worker's rank: always 0 on one machine."""
-        return 0
+        return self._handle.rank
 
     @property
     def num_workers(self) -> int:
         """How many workers share the store: 1 on one machine."""
-        return 1
+        return self._handle.num_workers
 
     def _barrier(self) -> None:
         """Waits for every worker: nothing to wait for on one machine."""
+        self._handle.barrier()
 
     def _send_command_to_servers(self, head: int, body: str) -> None:
         """Sends a command to the servers: a local store has none."""

@@ -1,0 +1,154 @@
+//! `CommCpu`: sums on the host, as prioritised CPU work, and broadcasts by parallel
+//! copies. The only place the store calls kernels.
+
+use super::Comm;
+use crate::context::Context;
+use crate::engine::{self, FnProperty, Var};
+use crate::error::{Error, Result};
+use crate::kernels::cpu::add_n::sum_into;
+use crate::ndarray::{NDArray, TBlob};
+use crate::op::OpReq;
+use rayon::prelude::*;
+use smallvec::SmallVec;
+
+/// Bytes below which a copy runs on one thread.
+const PAR_COPY_MIN: usize = 1 << 20;
+/// Bytes per parallel copy task.
+const COPY_CHUNK: usize = 256 << 10;
+
+/// Keeps every key on `cpu(0)` and sums there (`local`, `local_allreduce_cpu`,
+/// `local_update_cpu`). Arrays outside host memory are refused.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CommCpu;
+
+impl Comm for CommCpu {
+    fn home(&self, _init: &NDArray) -> Context {
+        Context::cpu(0)
+    }
+
+    fn place(&self, stored: &NDArray, _values: &[NDArray]) -> Result<NDArray> {
+        Ok(stored.clone())
+    }
+
+    fn reduce(&self, values: &[NDArray], target: &NDArray, priority: i32) -> Result<()> {
+        if values.iter().any(|v| !v.context().is_cpu()) || !target.context().is_cpu() {
+            return Err(Error::NotImplemented(
+                "KVStore: reduction of arrays outside host memory is not available in this build"
+                    .to_string(),
+            ));
+        }
+        if let [only] = values {
+            if only.same_chunk(target) && only.offset() == target.offset() {
+                return Ok(());
+            }
+        }
+        let ins: SmallVec<[TBlob; 8]> = values.iter().map(|v| v.blob()).collect();
+        let out = target.blob();
+        let reads: SmallVec<[Var; 8]> = values.iter().map(|v| v.var().clone()).collect();
+        engine::get().push_sync(
+            Box::new(move |_| sum_into("KVStoreReduce", &ins, &out, OpReq::Write)),
+            target.context(),
+            &reads,
+            std::slice::from_ref(target.var()),
+            FnProperty::CpuPrioritized,
+            priority,
+            "KVStoreReduce",
+        );
+        Ok(())
+    }
+
+    fn broadcast(&self, src: &NDArray, outs: &[NDArray], priority: i32) -> Result<()> {
+        for out in outs {
+            if out.same_chunk(src) && out.offset() == src.offset() {
+                continue;
+            }
+            if !out.context().is_cpu() || !src.context().is_cpu() {
+                return Err(Error::NotImplemented(
+                    "KVStore: pulls into arrays outside host memory are not available in this build"
+                        .to_string(),
+                ));
+            }
+            let (s, d) = (src.blob(), out.blob());
+            engine::get().push_sync(
+                Box::new(move |_| {
+                    copy_bytes(s.bytes(), d.bytes_mut());
+                    Ok(())
+                }),
+                out.context(),
+                std::slice::from_ref(src.var()),
+                std::slice::from_ref(out.var()),
+                FnProperty::CpuPrioritized,
+                priority,
+                "KVStoreBroadcast",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Copies `src` into `dst`, over several threads for large arrays.
+fn copy_bytes(src: &[u8], dst: &mut [u8]) {
+    if src.len() < PAR_COPY_MIN {
+        dst.copy_from_slice(src);
+    } else {
+        dst.par_chunks_mut(COPY_CHUNK)
+            .zip(src.par_chunks(COPY_CHUNK))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kvstore::testutil::{full, iota, values};
+
+    #[test]
+    fn reduce_sums_values_from_several_devices() {
+        let target = full(&[5], -1.0, Context::cpu(0));
+        let vals: Vec<NDArray> = (0..3)
+            .map(|i| full(&[5], i as f32 + 1.0, Context::cpu(i)))
+            .collect();
+        CommCpu.reduce(&vals, &target, 0).unwrap();
+        assert_eq!(values(&target), vec![6.0; 5]);
+        // The sum is pushed after the values' writers and before the target's readers.
+        CommCpu
+            .reduce(&[target.clone(), target.clone()], &vals[0], 3)
+            .unwrap();
+        assert_eq!(values(&vals[0]), vec![12.0; 5]);
+    }
+
+    #[test]
+    fn reduce_of_an_array_into_itself_changes_nothing() {
+        let a = full(&[4], 2.5, Context::cpu(0));
+        CommCpu.reduce(std::slice::from_ref(&a), &a, 0).unwrap();
+        assert_eq!(values(&a), vec![2.5; 4]);
+        let b = full(&[4], 0.0, Context::cpu(0));
+        CommCpu.reduce(std::slice::from_ref(&a), &b, 0).unwrap();
+        assert_eq!(values(&b), vec![2.5; 4]);
+    }
+
+    #[test]
+    fn broadcast_copies_small_and_large_arrays() {
+        for n in [7, (PAR_COPY_MIN / 4) + 3 * COPY_CHUNK / 4 + 1] {
+            let src = iota(n, Context::cpu(0));
+            let outs: Vec<NDArray> = (0..3).map(|i| full(&[n], 0.0, Context::cpu(i))).collect();
+            let mut with_src = outs.clone();
+            with_src.push(src.clone());
+            CommCpu.broadcast(&src, &with_src, 1).unwrap();
+            let want = values(&src);
+            for o in &outs {
+                assert_eq!(values(o), want);
+            }
+        }
+    }
+
+    #[test]
+    fn keys_live_on_the_first_cpu() {
+        let v = full(&[2], 1.0, Context::cpu(3));
+        assert_eq!(CommCpu.home(&v), Context::cpu(0));
+        let placed = CommCpu
+            .place(&v, &[full(&[2], 1.0, Context::cpu(1))])
+            .unwrap();
+        assert!(placed.same_chunk(&v));
+    }
+}
