@@ -5,12 +5,12 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 ENGINES := ThreadedEnginePerDevice ThreadedEngine NaiveEngine
 
-.PHONY: venv build demo test test-rust test-python lint bench
+.PHONY: venv build demo test test-rust test-python lint stubtest bench
 
 $(VENV)/.ready: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.5,<2" "numpy>=1.23" pytest pytest-timeout ruff scikit-learn
+	$(PY) -m pip install -q "maturin>=1.5,<2" "numpy>=1.23" pytest pytest-timeout ruff scikit-learn mypy graphviz
 	touch $@
 
 venv: $(VENV)/.ready
