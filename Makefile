@@ -21,7 +21,12 @@ build: venv
 demo: build
 	$(PY) examples/demo.py
 
-lint: venv
+# Checks the stub python/rsmx/_core.pyi against the built extension, so it builds first.
+stubtest: build
+	$(PY) -m mypy.stubtest rsmx._core --mypy-config-file tests/stubtest_mypy.ini \
+		--allowlist tests/stubtest_allowlist.txt
+
+lint: venv stubtest
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --all-targets --features python -- -D warnings
