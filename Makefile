@@ -5,12 +5,12 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 ENGINES := ThreadedEnginePerDevice ThreadedEngine NaiveEngine
 
-.PHONY: venv build demo test test-rust test-python lint bench
+.PHONY: venv build demo test test-rust test-python lint stubtest bench
 
 $(VENV)/.ready: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.5,<2" "numpy>=1.23" pytest pytest-timeout ruff scikit-learn
+	$(PY) -m pip install -q "maturin>=1.5,<2" "numpy>=1.23" pytest pytest-timeout ruff scikit-learn mypy graphviz
 	touch $@
 
 venv: $(VENV)/.ready
@@ -21,7 +21,12 @@ build: venv
 demo: build
 	$(PY) examples/demo.py
 
-lint: venv
+# Checks the stub python/rsmx/_core.pyi against the built extension, so it builds first.
+stubtest: build
+	$(PY) -m mypy.stubtest rsmx._core --mypy-config-file tests/stubtest_mypy.ini \
+		--allowlist tests/stubtest_allowlist.txt
+
+lint: venv stubtest
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --all-targets --features python -- -D warnings

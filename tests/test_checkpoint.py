@@ -17,18 +17,18 @@ def load(name):
 
 
 @pytest.mark.parametrize("name", ["mlp", "convnet"])
-def test_predicts_mxnet_outputs(name):
+def test_predicts_mxnet_outputs(name, ctx):
     sym, arg_params, aux_params, io = load(name)
     data = io["data"]
-    ex = sym.simple_bind(mx.cpu(), data=data.shape, grad_req="null")
+    ex = sym.simple_bind(ctx, data=data.shape, grad_req="null")
     ex.copy_params_from(arg_params, aux_params)
     out = ex.forward(is_train=False, data=data)[0]
     np.testing.assert_allclose(out.asnumpy(), io["output"].asnumpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_mlp_gradients_match_mxnet():
+def test_mlp_gradients_match_mxnet(ctx):
     sym, arg_params, aux_params, io = load("mlp")
-    ex = sym.simple_bind(mx.cpu(), data=io["data"].shape)
+    ex = sym.simple_bind(ctx, data=io["data"].shape)
     ex.copy_params_from(arg_params, aux_params)
     ex.forward(is_train=True, data=io["data"], softmax_label=io["label"])
     ex.backward()

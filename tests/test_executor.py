@@ -7,19 +7,19 @@ import rsmx as mx
 from rsmx.base import MXNetError
 
 
-def test_doc_example_loss_output():
+def test_doc_example_loss_output(ctx):
     net = mx.sym.Variable("data")
     net = mx.sym.FullyConnected(net, name="fc", num_hidden=6)
     net = mx.sym.Activation(net, name="relu", act_type="relu")
     net = mx.sym.SoftmaxOutput(net, name="softmax")
     args = {
-        "data": mx.nd.ones((1, 4)),
-        "fc_weight": mx.nd.ones((6, 4)),
-        "fc_bias": mx.nd.array((1, 4, 4, 4, 5, 6)),
-        "softmax_label": mx.nd.ones(1),
+        "data": mx.nd.ones((1, 4), ctx=ctx),
+        "fc_weight": mx.nd.ones((6, 4), ctx=ctx),
+        "fc_bias": mx.nd.array((1, 4, 4, 4, 5, 6), ctx=ctx),
+        "softmax_label": mx.nd.ones(1, ctx=ctx),
     }
-    args_grad = {"fc_weight": mx.nd.zeros((6, 4)), "fc_bias": mx.nd.zeros(6)}
-    texec = net.bind(ctx=mx.cpu(), args=args, args_grad=args_grad)
+    args_grad = {"fc_weight": mx.nd.zeros((6, 4), ctx=ctx), "fc_bias": mx.nd.zeros(6, ctx=ctx)}
+    texec = net.bind(ctx=ctx, args=args, args_grad=args_grad)
     out = texec.forward(is_train=True)[0].copy()
     np.testing.assert_allclose(
         out.asnumpy(),
@@ -33,13 +33,13 @@ def test_doc_example_loss_output():
     assert texec.grad_arrays[0] is None and texec.grad_arrays[3] is None
 
 
-def test_doc_example_head_gradient():
+def test_doc_example_head_gradient(ctx):
     a = mx.sym.Variable("a")
     b = mx.sym.Variable("b")
     c = 2 * a + b
-    args = {"a": mx.nd.array([1, 2]), "b": mx.nd.array([2, 3])}
-    args_grad = {"a": mx.nd.zeros(2), "b": mx.nd.zeros(2)}
-    texec = c.bind(ctx=mx.cpu(), args=args, args_grad=args_grad)
+    args = {"a": mx.nd.array([1, 2], ctx=ctx), "b": mx.nd.array([2, 3], ctx=ctx)}
+    args_grad = {"a": mx.nd.zeros(2, ctx=ctx), "b": mx.nd.zeros(2, ctx=ctx)}
+    texec = c.bind(ctx=ctx, args=args, args_grad=args_grad)
     out = texec.forward(is_train=True)[0].copy()
     np.testing.assert_array_equal(out.asnumpy(), [4.0, 7.0])
     texec.backward(out)
@@ -49,11 +49,11 @@ def test_doc_example_head_gradient():
         texec.backward()
 
 
-def test_doc_example_debug_str():
+def test_doc_example_debug_str(ctx):
     a = mx.sym.Variable("a")
     b = mx.sym.sin(a)
     c = 2 * a + b
-    texec = c.bind(mx.cpu(), {"a": mx.nd.array([1, 2]), "b": mx.nd.array([2, 3])})
+    texec = c.bind(ctx, {"a": mx.nd.array([1, 2], ctx=ctx), "b": mx.nd.array([2, 3], ctx=ctx)})
     s = texec.debug_str()
     assert "Op:_mul_scalar" in s and "Op:sin" in s and "Op:elemwise_add" in s
     assert "Total 0 MB allocated" in s
@@ -69,37 +69,37 @@ def test_forward_kwargs_and_dicts(ctx):
     assert set(ex.arg_dict) == {"x", "y"}
     assert list(ex.output_dict) == z.list_outputs()
     xv = np.arange(6, dtype=np.float32).reshape(2, 3)
-    out = ex.forward(x=mx.nd.array(xv), y=np.full((2, 3), 2.0, np.float32))
+    out = ex.forward(x=mx.nd.array(xv, ctx=ctx), y=np.full((2, 3), 2.0, np.float32))
     np.testing.assert_array_equal(out[0].asnumpy(), xv * 3)
     assert out[0] is ex.outputs[0]
     with pytest.raises(TypeError):
-        ex.forward(nope=mx.nd.ones((2, 3)))
+        ex.forward(nope=mx.nd.ones((2, 3), ctx=ctx))
     with pytest.raises(ValueError):
-        ex.forward(x=mx.nd.ones((3, 3)))
+        ex.forward(x=mx.nd.ones((3, 3), ctx=ctx))
 
 
-def test_grad_req_add_and_null():
+def test_grad_req_add_and_null(ctx):
     x = mx.sym.Variable("x")
     w = mx.sym.Variable("w")
     y = x * 3 + w
-    ex = y.bind(mx.cpu(), {"x": mx.nd.ones(2), "w": mx.nd.ones(2)},
-                args_grad={"x": mx.nd.ones(2), "w": mx.nd.zeros(2)},
+    ex = y.bind(ctx, {"x": mx.nd.ones(2, ctx=ctx), "w": mx.nd.ones(2, ctx=ctx)},
+                args_grad={"x": mx.nd.ones(2, ctx=ctx), "w": mx.nd.zeros(2, ctx=ctx)},
                 grad_req={"x": "add", "w": "null"})
     ex.forward(is_train=True)
-    ex.backward(mx.nd.ones(2))
-    ex.backward(mx.nd.ones(2))
+    ex.backward(mx.nd.ones(2, ctx=ctx))
+    ex.backward(mx.nd.ones(2, ctx=ctx))
     np.testing.assert_array_equal(ex.grad_dict["x"].asnumpy(), [7.0, 7.0])
     assert ex.grad_dict["w"] is None
 
 
-def test_mlp_matches_numpy_gradients():
+def test_mlp_matches_numpy_gradients(ctx):
     rng = np.random.RandomState(0)
     data = mx.sym.Variable("data")
     h = mx.sym.FullyConnected(data, num_hidden=5, name="fc1")
     h = mx.sym.Activation(h, act_type="tanh")
     out = mx.sym.LinearRegressionOutput(mx.sym.FullyConnected(h, num_hidden=1, name="fc2"),
                                         name="lro")
-    ex = out.simple_bind(mx.cpu(), data=(4, 3))
+    ex = out.simple_bind(ctx, data=(4, 3))
     vals = {k: rng.uniform(-1, 1, v.shape).astype(np.float32) for k, v in ex.arg_dict.items()}
     for k, v in vals.items():
         ex.arg_dict[k][:] = v
@@ -120,11 +120,11 @@ def test_mlp_matches_numpy_gradients():
     np.testing.assert_allclose(ex.grad_dict["data"].asnumpy(), da @ w1, rtol=1e-4, atol=1e-6)
 
 
-def test_reshape_shares_memory():
+def test_reshape_shares_memory(ctx):
     a = mx.sym.Variable("a")
     b = mx.sym.Variable("b")
     c = 2 * a + b
-    texec = c.bind(mx.cpu(), {"a": mx.nd.zeros((2, 1)), "b": mx.nd.ones((2, 1))})
+    texec = c.bind(ctx, {"a": mx.nd.zeros((2, 1), ctx=ctx), "b": mx.nd.ones((2, 1), ctx=ctx)})
     bigger = texec.reshape(allow_up_sizing=True, a=(4, 2), b=(4, 2))
     assert bigger.arg_dict["a"].shape == (4, 2) and bigger.outputs[0].shape == (4, 2)
     with pytest.raises(MXNetError, match="allow_up_sizing"):
@@ -137,22 +137,22 @@ def test_reshape_shares_memory():
     np.testing.assert_array_equal(small.forward()[0].asnumpy(), [[11.0]])
 
 
-def test_copy_params_from():
+def test_copy_params_from(ctx):
     net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
-    ex = net.simple_bind(mx.cpu(), data=(1, 3), grad_req="null")
-    ex.copy_params_from({"fc_weight": mx.nd.ones((2, 3)), "fc_bias": mx.nd.array([1, 2])})
+    ex = net.simple_bind(ctx, data=(1, 3), grad_req="null")
+    ex.copy_params_from({"fc_weight": mx.nd.ones((2, 3), ctx=ctx), "fc_bias": mx.nd.array([1, 2], ctx=ctx)})
     np.testing.assert_array_equal(ex.arg_dict["fc_bias"].asnumpy(), [1, 2])
     with pytest.raises(ValueError):
-        ex.copy_params_from({"other": mx.nd.ones(1)})
-    ex.copy_params_from({"other": mx.nd.ones(1)}, allow_extra_params=True)
-    ex.forward(data=mx.nd.ones((1, 3)))
+        ex.copy_params_from({"other": mx.nd.ones(1, ctx=ctx)})
+    ex.copy_params_from({"other": mx.nd.ones(1, ctx=ctx)}, allow_extra_params=True)
+    ex.forward(data=mx.nd.ones((1, 3), ctx=ctx))
     np.testing.assert_array_equal(ex.outputs[0].asnumpy(), [[4.0, 5.0]])
 
 
-def test_monitor_callback():
+def test_monitor_callback(ctx):
     net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
     net = mx.sym.relu(net, name="r")
-    ex = net.simple_bind(mx.cpu(), data=(1, 3))
+    ex = net.simple_bind(ctx, data=(1, 3))
     seen = []
     ex.set_monitor_callback(lambda name, arr: seen.append((name, arr.shape)))
     ex.forward()
@@ -170,24 +170,24 @@ def test_monitor_callback():
     assert [name for _, name, _ in stats] == ["fc_output", "r_output"]
 
 
-def test_bind_errors_leave_things_usable():
+def test_bind_errors_leave_things_usable(ctx):
     net = mx.sym.FullyConnected(mx.sym.Variable("d"), num_hidden=3, name="fc")
     with pytest.raises(MXNetError, match="fc_weight"):
-        net.bind(mx.cpu(), {"d": mx.nd.ones((2, 4))})
+        net.bind(ctx, {"d": mx.nd.ones((2, 4), ctx=ctx)})
     with pytest.raises(MXNetError, match="d"):
-        net.simple_bind(mx.cpu())
+        net.simple_bind(ctx)
     with pytest.raises(MXNetError, match="fc"):
-        net.bind(mx.cpu(), {"d": mx.nd.ones((2, 4)), "fc_weight": mx.nd.ones((3, 5)),
-                            "fc_bias": mx.nd.ones(3)})
+        net.bind(ctx, {"d": mx.nd.ones((2, 4), ctx=ctx), "fc_weight": mx.nd.ones((3, 5), ctx=ctx),
+                            "fc_bias": mx.nd.ones(3, ctx=ctx)})
     with pytest.raises(MXNetError, match="grad_req"):
-        net.simple_bind(mx.cpu(), d=(2, 4), grad_req="sometimes")
-    ex = net.simple_bind(mx.cpu(), d=(2, 4))
+        net.simple_bind(ctx, d=(2, 4), grad_req="sometimes")
+    ex = net.simple_bind(ctx, d=(2, 4))
     with pytest.raises(MXNetError, match="forward"):
-        ex.backward(mx.nd.ones((2, 3)))
+        ex.backward(mx.nd.ones((2, 3), ctx=ctx))
     ex.forward(is_train=True)
     with pytest.raises(MXNetError, match="shape"):
-        ex.backward(mx.nd.ones((5, 3)))
-    ex.backward(mx.nd.ones((2, 3)))
+        ex.backward(mx.nd.ones((5, 3), ctx=ctx))
+    ex.backward(mx.nd.ones((2, 3), ctx=ctx))
     np.testing.assert_array_equal(ex.grad_dict["fc_bias"].asnumpy(), [2, 2, 2])
 
 
@@ -207,13 +207,13 @@ def test_group2ctx_places_nodes_on_contexts():
     np.testing.assert_array_equal(ex.grad_dict["a"].asnumpy(), [2, 2, 2])
 
 
-def test_shared_exec_reuses_blocks():
+def test_shared_exec_reuses_blocks(ctx):
     data = mx.sym.Variable("data")
     net = mx.sym.FullyConnected(data, num_hidden=64, name="fc1")
     net = mx.sym.relu(net)
     net = mx.sym.FullyConnected(net, num_hidden=8, name="fc2")
-    big = net.simple_bind(mx.cpu(), data=(32, 16))
-    small = net.simple_bind(mx.cpu(), data=(8, 16), shared_exec=big,
+    big = net.simple_bind(ctx, data=(32, 16))
+    small = net.simple_bind(ctx, data=(8, 16), shared_exec=big,
                             shared_arg_names=["fc1_weight", "fc1_bias", "fc2_weight",
                                               "fc2_bias"])
     assert small.arg_dict["fc1_weight"] is big.arg_dict["fc1_weight"]
@@ -222,11 +222,11 @@ def test_shared_exec_reuses_blocks():
     assert small.outputs[0].shape == (8, 8)
 
 
-def test_errors_in_async_ops_surface_at_wait():
+def test_errors_in_async_ops_surface_at_wait(ctx):
     x = mx.sym.Variable("x")
     idx = mx.sym.Variable("i")
     y = mx.sym.take(x, idx, mode="raise")
-    ex = y.bind(mx.cpu(), {"x": mx.nd.ones((3, 2)), "i": mx.nd.array([7])}, grad_req="null")
+    ex = y.bind(ctx, {"x": mx.nd.ones((3, 2), ctx=ctx), "i": mx.nd.array([7], ctx=ctx)}, grad_req="null")
     ex.forward()
     with pytest.raises(MXNetError):
         ex.outputs[0].asnumpy()
@@ -235,17 +235,17 @@ def test_errors_in_async_ops_surface_at_wait():
     np.testing.assert_array_equal(ex.outputs[0].asnumpy(), [[1, 1]])
 
 
-def test_sum_gradients_pass_through():
+def test_sum_gradients_pass_through(ctx):
     a = mx.sym.Variable("a")
     b = mx.sym.Variable("b")
     # The backward of a sum is its output gradient: used directly, copied per argument.
     y = a + b
-    ex = y.bind(mx.cpu(), {"a": mx.nd.ones(3), "b": mx.nd.ones(3)},
-                args_grad={"a": mx.nd.ones(3), "b": mx.nd.zeros(3)},
+    ex = y.bind(ctx, {"a": mx.nd.ones(3, ctx=ctx), "b": mx.nd.ones(3, ctx=ctx)},
+                args_grad={"a": mx.nd.ones(3, ctx=ctx), "b": mx.nd.zeros(3, ctx=ctx)},
                 grad_req={"a": "add", "b": "write"})
     ex.forward(is_train=True)
-    ex.backward(mx.nd.array([1, 2, 3]))
-    ex.backward(mx.nd.array([1, 2, 3]))
+    ex.backward(mx.nd.array([1, 2, 3], ctx=ctx))
+    ex.backward(mx.nd.array([1, 2, 3], ctx=ctx))
     np.testing.assert_array_equal(ex.grad_dict["a"].asnumpy(), [3, 5, 7])
     np.testing.assert_array_equal(ex.grad_dict["b"].asnumpy(), [1, 2, 3])
     # A residual connection: the sum's gradient feeds a layer and the shortcut.
@@ -254,11 +254,11 @@ def test_sum_gradients_pass_through():
     z = mx.sym.add_n(mx.sym.dot(x, w), x, x * 2)
     xv = np.array([[1.0, 2.0]], np.float32)
     wv = np.array([[1.0, 0.5], [-1.0, 2.0]], np.float32)
-    ex = z.bind(mx.cpu(), {"x": mx.nd.array(xv), "w": mx.nd.array(wv)},
-                args_grad={"x": mx.nd.zeros((1, 2)), "w": mx.nd.zeros((2, 2))})
+    ex = z.bind(ctx, {"x": mx.nd.array(xv, ctx=ctx), "w": mx.nd.array(wv, ctx=ctx)},
+                args_grad={"x": mx.nd.zeros((1, 2), ctx=ctx), "w": mx.nd.zeros((2, 2), ctx=ctx)})
     ex.forward(is_train=True)
     g = np.array([[1.0, -1.0]], np.float32)
-    ex.backward(mx.nd.array(g))
+    ex.backward(mx.nd.array(g, ctx=ctx))
     np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), g @ wv.T + 3 * g)
     np.testing.assert_allclose(ex.grad_dict["w"].asnumpy(), xv.T @ g)
     assert "_backward_add_n" not in ex.debug_str()

@@ -81,11 +81,11 @@ def test_documented_softmax_example_on_each_device(n_ctx):
         np.testing.assert_allclose(grad.asnumpy(), expected, rtol=1e-5, atol=1e-7)
 
 
-def test_documented_head_gradient_example():
+def test_documented_head_gradient_example(ctx):
     a = mx.sym.Variable("a")
     b = mx.sym.Variable("b")
     c = 2 * a + b
-    group = DataParallelExecutorGroup(c, [mx.cpu()], [1], [("a", (2,))], None, ["b"],
+    group = DataParallelExecutorGroup(c, [ctx], [1], [("a", (2,))], None, ["b"],
                                       True, True)
     group.set_params({"b": mx.nd.array([2, 3])}, {})
     group.forward(Batch([mx.nd.array([1, 2])], None))
@@ -260,8 +260,8 @@ def test_batch_of_another_shape_is_refused():
                        Batch([mx.nd.zeros((2, 4))], [mx.nd.zeros(3)])])
 
 
-def test_forward_without_labels_keeps_the_old_ones():
-    group = make_group(batch=2, ctxs=[mx.cpu()])
+def test_forward_without_labels_keeps_the_old_ones(ctx):
+    group = make_group(batch=2, ctxs=[ctx])
     group.forward(Batch([mx.nd.ones((2, 4))], [mx.nd.array([1, 2])]))
     group.forward(Batch([mx.nd.ones((2, 4))], None), is_train=False)
     np.testing.assert_array_equal(group.execs[0].arg_dict["softmax_label"].asnumpy(), [1, 2])
@@ -311,16 +311,16 @@ def test_shared_group_shares_parameters_and_input_memory(caplog):
     np.testing.assert_array_equal(big.param_arrays[1][1].asnumpy(), -1)
 
 
-def test_simple_bind_shared_buffer_like_mxnet():
+def test_simple_bind_shared_buffer_like_mxnet(ctx):
     net = fc_softmax()
     buf: dict = {}
     reqs = {"data": "write", "fc_weight": "write", "fc_bias": "write", "softmax_label": "null"}
     params = ["fc_weight", "fc_bias"]
-    e1 = net.simple_bind(mx.cpu(), grad_req=reqs, shared_arg_names=params, shared_buffer=buf,
+    e1 = net.simple_bind(ctx, grad_req=reqs, shared_arg_names=params, shared_buffer=buf,
                          data=(4, 5))
     assert {k: v.shape for k, v in buf.items()} == {"data": (4, 5), "grad of data": (4, 5),
                                                     "softmax_label": (4,)}
-    e2 = net.simple_bind(mx.cpu(), grad_req="write", shared_arg_names=params, shared_exec=e1,
+    e2 = net.simple_bind(ctx, grad_req="write", shared_arg_names=params, shared_exec=e1,
                          shared_buffer=buf, data=(2, 5))
     assert buf["grad of softmax_label"].shape == (2,)
     e2.arg_dict["data"][:] = 7

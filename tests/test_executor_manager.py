@@ -168,16 +168,16 @@ def test_check_arguments_finds_duplicates():
     _check_arguments(cases.mlp(mx))
 
 
-def test_bind_exec_shares_inputs_and_parameters(caplog):
+def test_bind_exec_shares_inputs_and_parameters(caplog, ctx):
     sym = cases.mlp(mx)
     params = ["fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"]
     shared: dict = {}
     shapes = {"data": (6, 5), "softmax_label": (6,)}
-    base = _bind_exec(sym, mx.cpu(), shapes, params, need_grad=True,
+    base = _bind_exec(sym, ctx, shapes, params, need_grad=True,
                       shared_data_arrays=shared)
     assert sorted(shared) == ["data", "softmax_label"]
     assert base.grad_dict["data"] is None and base.grad_dict["fc1_weight"] is not None
-    small = _bind_exec(sym, mx.cpu(), {"data": (3, 5), "softmax_label": (3,)}, params,
+    small = _bind_exec(sym, ctx, {"data": (3, 5), "softmax_label": (3,)}, params,
                        need_grad={"fc2_bias"}, base_exec=base, shared_data_arrays=shared)
     assert small.grad_dict["fc1_weight"] is None
     small.arg_dict["data"][:] = 4
@@ -185,9 +185,9 @@ def test_bind_exec_shares_inputs_and_parameters(caplog):
     small.arg_dict["fc1_bias"][:] = 9
     np.testing.assert_array_equal(base.arg_dict["fc1_bias"].asnumpy(), 9)
     with caplog.at_level(logging.WARNING):
-        _bind_exec(sym, mx.cpu(), {"data": (8, 5), "softmax_label": (8,)}, params,
+        _bind_exec(sym, ctx, {"data": (8, 5), "softmax_label": (8,)}, params,
                    base_exec=base, shared_data_arrays=shared)
     assert "larger than already allocated" in caplog.text
     assert shared["data"].shape == (8, 5)
     with pytest.raises(MXNetError, match="need_grad"):
-        _bind_exec(sym, mx.cpu(), shapes, params, need_grad="yes")
+        _bind_exec(sym, ctx, shapes, params, need_grad="yes")

@@ -6,7 +6,7 @@ import pytest
 import rsmx as mx
 
 
-def numeric_check(sym, shapes, rtol=1e-4, atol=1e-6, eps=1e-4, seed=0, skip=(), ints=None):
+def numeric_check(ctx, sym, shapes, rtol=1e-4, atol=1e-6, eps=1e-4, seed=0, skip=(), ints=None):
     """Compares the executor's gradients of ``sum(out * head)`` with central differences."""
     rng = np.random.RandomState(seed)
     ints = ints or {}
@@ -22,7 +22,7 @@ def numeric_check(sym, shapes, rtol=1e-4, atol=1e-6, eps=1e-4, seed=0, skip=(), 
     aux = {n: np.abs(rng.uniform(0.5, 1.5, s)) for n, s in zip(aux_names, aux_shapes, strict=True)}
     wrt = [n for n in args if n not in skip and n not in ints]
     grad_req = {n: ("write" if n in wrt else "null") for n in args}
-    ex = sym.simple_bind(mx.cpu(), grad_req=grad_req,
+    ex = sym.simple_bind(ctx, grad_req=grad_req,
                          type_dict={n: np.float64 for n in args}, **shapes)
     for n, v in args.items():
         ex.arg_dict[n][:] = v
@@ -30,7 +30,7 @@ def numeric_check(sym, shapes, rtol=1e-4, atol=1e-6, eps=1e-4, seed=0, skip=(), 
         ex.aux_dict[n][:] = v
     out = ex.forward(is_train=True)[0]
     head = rng.uniform(-1, 1, out.shape)
-    ex.backward(mx.nd.array(head, dtype=np.float64))
+    ex.backward(mx.nd.array(head, ctx=ctx, dtype=np.float64))
     grads = {n: ex.grad_dict[n].asnumpy() for n in wrt}
 
     def objective() -> float:
@@ -101,16 +101,16 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_numeric_gradient(case):
+def test_numeric_gradient(case, ctx):
     sym, shapes = CASES[case]
     shapes = dict(shapes)
     arg_shapes, _, _ = sym.infer_shape(**shapes)
     shapes.update(zip(sym.list_arguments(), arg_shapes, strict=True))
     ints = {"data": 5} if case == "embedding" else None
-    numeric_check(sym, shapes, ints=ints)
+    numeric_check(ctx, sym, shapes, ints=ints)
 
 
-def test_loss_outputs_give_their_own_gradient():
+def test_loss_outputs_give_their_own_gradient(ctx):
     label = mx.sym.Variable("label")
     for make, grad in [
         # As MXNet, scaled by one over the number of outputs per sample.
@@ -119,7 +119,7 @@ def test_loss_outputs_give_their_own_gradient():
         (mx.sym.MAERegressionOutput, lambda p, y: np.sign(p - y) / 2),
     ]:
         net = make(d, label)
-        ex = net.simple_bind(mx.cpu(), data=(3, 2), label=(3, 2))
+        ex = net.simple_bind(ctx, data=(3, 2), label=(3, 2))
         x = np.array([[0.5, -1.0], [2.0, 0.1], [-0.3, 0.7]], np.float32)
         y = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 0.5]], np.float32)
         p = ex.forward(is_train=True, data=x, label=y)[0].asnumpy()
@@ -128,30 +128,30 @@ def test_loss_outputs_give_their_own_gradient():
                                    atol=1e-6)
 
 
-def test_dropout_is_identity_at_inference_and_masks_in_training():
+def test_dropout_is_identity_at_inference_and_masks_in_training(ctx):
     net = mx.sym.Dropout(d, p=0.5)
-    ex = net.simple_bind(mx.cpu(), data=(200,))
+    ex = net.simple_bind(ctx, data=(200,))
     ex.arg_dict["data"][:] = 1
     np.testing.assert_array_equal(ex.forward(is_train=False)[0].asnumpy(), np.ones(200))
     out = ex.forward(is_train=True)[0].asnumpy()
     assert set(np.unique(out)) <= {0.0, 2.0} and 40 < (out == 0).sum() < 160
-    ex.backward(mx.nd.ones(200))
+    ex.backward(mx.nd.ones(200, ctx=ctx))
     np.testing.assert_array_equal(ex.grad_dict["data"].asnumpy(), out)
 
 
-def test_blockgrad_stops_gradient():
+def test_blockgrad_stops_gradient(ctx):
     w = mx.sym.Variable("w")
     net = mx.sym.BlockGrad(d * 2) + d * w
-    ex = net.simple_bind(mx.cpu(), data=(3,), w=(3,))
+    ex = net.simple_bind(ctx, data=(3,), w=(3,))
     ex.arg_dict["w"][:] = 5
     ex.forward(is_train=True)
-    ex.backward(mx.nd.ones(3))
+    ex.backward(mx.nd.ones(3, ctx=ctx))
     np.testing.assert_array_equal(ex.grad_dict["data"].asnumpy(), [5, 5, 5])
 
 
-def test_batchnorm_updates_moving_stats_in_training():
+def test_batchnorm_updates_moving_stats_in_training(ctx):
     net = mx.sym.BatchNorm(d, momentum=0.5, name="bn")
-    ex = net.simple_bind(mx.cpu(), data=(4, 2))
+    ex = net.simple_bind(ctx, data=(4, 2))
     ex.aux_dict["bn_moving_var"][:] = 1
     ex.arg_dict["data"][:] = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], np.float32)
     ex.forward(is_train=False)

@@ -21,8 +21,8 @@ REF = json.loads((FIXTURES / "init.json").read_text())
 _MOVING = {"bn_moving_mean": 0.0, "bn_moving_var": 1.0, "bn_moving_inv_var": 0.0, "bn_moving_avg": 0.0}
 
 
-def _run(init, desc, shape) -> dict:
-    arr = mx.nd.full(shape, -5.0)
+def _run(init, desc, shape, *, ctx) -> dict:
+    arr = mx.nd.full(shape, -5.0, ctx=ctx)
     try:
         init(desc, arr)
     except MXNetError as e:
@@ -32,10 +32,10 @@ def _run(init, desc, shape) -> dict:
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("case", REF["dispatch"], ids=lambda c: f"{c['name']}-{c['mode']}")
-def test_dispatch_by_name_matches_mxnet(case: dict) -> None:
+def test_dispatch_by_name_matches_mxnet(case: dict, ctx) -> None:
     name, shape = case["name"], tuple(case["shape"])
     desc = mx.init.InitDesc(name) if case["mode"] == "desc" else name
-    got = _run(mx.init.Constant(7.0), desc, shape)
+    got = _run(mx.init.Constant(7.0), desc, shape, ctx=ctx)
     if case["mode"] == "desc" and name in _MOVING:
         assert case["error"] == "ValueError"
         np.testing.assert_array_equal(got["value"], np.full(shape, _MOVING[name], np.float32))
@@ -50,13 +50,13 @@ def test_dispatch_by_name_matches_mxnet(case: dict) -> None:
 
 
 @pytest.mark.parametrize("case", REF["attrs"], ids=lambda c: c["attr"])
-def test_init_attribute_overrides_name(case: dict) -> None:
+def test_init_attribute_overrides_name(case: dict, ctx) -> None:
     desc = mx.init.InitDesc("bn_moving_mean", attrs={"__init__": case["attr"]})
-    got = _run(mx.init.Uniform(), desc, tuple(case["shape"]))
+    got = _run(mx.init.Uniform(), desc, tuple(case["shape"]), ctx=ctx)
     np.testing.assert_array_equal(got["value"], np.array(case["value"], np.float32))
 
 
-def test_dumps_and_create_round_trip() -> None:
+def test_dumps_and_create_round_trip(ctx) -> None:
     inits = {
         "zero": mx.init.Zero(), "one": mx.init.One(), "constant": mx.init.Constant(0.5),
         "constant_array": mx.init.Constant(np.array([[1.0, 2.0]])),
@@ -71,7 +71,7 @@ def test_dumps_and_create_round_trip() -> None:
             assert mx.init.create(text) == init, key
     made = mx.init.create(inits["msraprelu"].dumps())
     assert type(made) is mx.init.MSRAPrelu and made.magnitude == 2.0 / 1.01
-    assert mx.init.Constant(mx.nd.array([3.0, 4.0])).dumps() == '["constant", {"value": [3.0, 4.0]}]'
+    assert mx.init.Constant(mx.nd.array([3.0, 4.0], ctx=ctx)).dumps() == '["constant", {"value": [3.0, 4.0]}]'
 
 
 def test_create_names() -> None:
@@ -91,34 +91,34 @@ def test_create_names() -> None:
 
 
 @pytest.mark.parametrize("shape", [(1, 1, 4, 4), (2, 3, 3, 5), (1, 2, 1, 7)])
-def test_bilinear_matches_mxnet(shape: tuple) -> None:
-    arr = mx.nd.zeros(shape)
+def test_bilinear_matches_mxnet(shape: tuple, ctx) -> None:
+    arr = mx.nd.zeros(shape, ctx=ctx)
     mx.init.Bilinear()(mx.init.InitDesc("up_weight"), arr)
     np.testing.assert_array_equal(arr.asnumpy(), np.array(REF["bilinear"][str(shape)], np.float32))
 
 
 @pytest.mark.parametrize("n", [4, 8, 10])
-def test_lstm_bias_matches_mxnet(n: int) -> None:
-    arr = mx.nd.full((n,), 9.0)
+def test_lstm_bias_matches_mxnet(n: int, ctx) -> None:
+    arr = mx.nd.full((n,), 9.0, ctx=ctx)
     mx.init.LSTMBias(2.0)(mx.init.InitDesc("lstm_i2h_weight"), arr)
     np.testing.assert_array_equal(arr.asnumpy(), np.array(REF["lstm"][str(n)], np.float32))
 
 
-def _draw(init, shape, name="fc_weight", dtype="float32") -> np.ndarray:
-    arr = mx.nd.zeros(shape, dtype=dtype)
+def _draw(init, shape, name="fc_weight", dtype="float32", *, ctx) -> np.ndarray:
+    arr = mx.nd.zeros(shape, ctx=ctx, dtype=dtype)
     init(mx.init.InitDesc(name), arr)
     assert arr.dtype == np.dtype(dtype)
     return arr.asnumpy().astype(np.float64)
 
 
-def test_uniform_and_normal_statistics() -> None:
+def test_uniform_and_normal_statistics(ctx) -> None:
     mx.random.seed(11)
-    u = _draw(mx.init.Uniform(0.2), (400, 500))
+    u = _draw(mx.init.Uniform(0.2), (400, 500), ctx=ctx)
     assert u.min() >= -0.2 and u.max() < 0.2 and u.max() > 0.199 and u.min() < -0.199
     assert abs(u.mean()) < 2e-3 and u.std() == pytest.approx(0.2 / math.sqrt(3), rel=0.01)
-    n = _draw(mx.init.Normal(0.5), (400, 500))
+    n = _draw(mx.init.Normal(0.5), (400, 500), ctx=ctx)
     assert abs(n.mean()) < 5e-3 and n.std() == pytest.approx(0.5, rel=0.01)
-    d = _draw(mx.init.Normal(2.0), (300, 300), dtype="float64")
+    d = _draw(mx.init.Normal(2.0), (300, 300), dtype="float64", ctx=ctx)
     assert d.std() == pytest.approx(2.0, rel=0.02)
 
 
@@ -132,9 +132,9 @@ def test_uniform_and_normal_statistics() -> None:
         (mx.init.MSRAPrelu(factor_type="in", slope=0.0), math.sqrt(2 / (40 * 9)), False),
     ],
 )
-def test_xavier_scales(init, scale: float, uniform: bool) -> None:
+def test_xavier_scales(init, scale: float, uniform: bool, ctx) -> None:
     mx.random.seed(5)
-    w = _draw(init, (30, 40, 3, 3), name="conv_weight")
+    w = _draw(init, (30, 40, 3, 3), name="conv_weight", ctx=ctx)
     if uniform:
         assert np.abs(w).max() <= scale and np.abs(w).max() > 0.999 * scale
         assert w.std() == pytest.approx(scale / math.sqrt(3), rel=0.02)
@@ -144,35 +144,35 @@ def test_xavier_scales(init, scale: float, uniform: bool) -> None:
     assert abs(w.mean()) < 0.02 * scale
 
 
-def test_random_rules_follow_seed() -> None:
+def test_random_rules_follow_seed(ctx) -> None:
     for init in (mx.init.Uniform(), mx.init.Normal(), mx.init.Xavier(), mx.init.Orthogonal()):
         mx.random.seed(42)
-        a = _draw(init, (8, 6))
+        a = _draw(init, (8, 6), ctx=ctx)
         mx.random.seed(42)
-        b = _draw(init, (8, 6))
-        c = _draw(init, (8, 6))
+        b = _draw(init, (8, 6), ctx=ctx)
+        c = _draw(init, (8, 6), ctx=ctx)
         np.testing.assert_array_equal(a, b)
         assert not np.array_equal(b, c)
 
 
 @pytest.mark.parametrize("shape", [(6, 20), (20, 6), (4, 3, 2, 2)])
 @pytest.mark.parametrize("rand_type", ["uniform", "normal"])
-def test_orthogonal(shape: tuple, rand_type: str) -> None:
-    w = _draw(mx.init.Orthogonal(scale=2.0, rand_type=rand_type), shape).reshape(shape[0], -1)
+def test_orthogonal(shape: tuple, rand_type: str, ctx) -> None:
+    w = _draw(mx.init.Orthogonal(scale=2.0, rand_type=rand_type), shape, ctx=ctx).reshape(shape[0], -1)
     gram = w @ w.T if w.shape[0] <= w.shape[1] else w.T @ w
     np.testing.assert_allclose(gram, 4.0 * np.eye(gram.shape[0]), atol=1e-5)
 
 
-def test_xavier_errors() -> None:
+def test_xavier_errors(ctx) -> None:
     with pytest.raises(MXNetValueError, match="vector fc_weight"):
-        mx.init.Xavier()(mx.init.InitDesc("fc_weight"), mx.nd.zeros((5,)))
+        mx.init.Xavier()(mx.init.InitDesc("fc_weight"), mx.nd.zeros((5,), ctx=ctx))
     with pytest.raises(MXNetValueError, match="factor type"):
-        mx.init.Xavier(factor_type="sum")(mx.init.InitDesc("fc_weight"), mx.nd.zeros((5, 5)))
+        mx.init.Xavier(factor_type="sum")(mx.init.InitDesc("fc_weight"), mx.nd.zeros((5, 5), ctx=ctx))
     with pytest.raises(MXNetValueError, match="random type"):
-        mx.init.Xavier(rnd_type="cauchy")(mx.init.InitDesc("fc_weight"), mx.nd.zeros((5, 5)))
+        mx.init.Xavier(rnd_type="cauchy")(mx.init.InitDesc("fc_weight"), mx.nd.zeros((5, 5), ctx=ctx))
 
 
-def test_global_init_and_custom_registration() -> None:
+def test_global_init_and_custom_registration(ctx) -> None:
     @mx.init.register
     class HalfRsmx(mx.init.Initializer):
         def _init_weight(self, name, arr) -> None:
@@ -180,7 +180,7 @@ def test_global_init_and_custom_registration() -> None:
 
     desc = mx.init.InitDesc("w_weight")
     init = HalfRsmx()
-    arr = mx.nd.zeros((2, 2))
+    arr = mx.nd.zeros((2, 2), ctx=ctx)
     init(desc, arr)
     assert desc.global_init is init
     assert arr.asnumpy().tolist() == [[0.5, 0.5], [0.5, 0.5]]
@@ -191,58 +191,58 @@ def test_global_init_and_custom_registration() -> None:
         mx.init.Initializer()(mx.init.InitDesc("x_weight"), arr)
 
 
-def test_legacy_call_warns_and_checks_types() -> None:
-    arr = mx.nd.zeros((2, 2))
+def test_legacy_call_warns_and_checks_types(ctx) -> None:
+    arr = mx.nd.zeros((2, 2), ctx=ctx)
     with pytest.warns(DeprecationWarning):
         mx.init.One()("fc_weight", arr)
     assert arr.asnumpy().sum() == 4
     with pytest.warns(DeprecationWarning), pytest.raises(MXNetTypeError, match="NDArray"):
         mx.init.One()("fc_weight", np.zeros((2, 2)))
     with pytest.warns(DeprecationWarning), pytest.raises(MXNetValueError, match="6 values"):
-        mx.init.One()("stn_loc_bias", mx.nd.zeros((4,)))
+        mx.init.One()("stn_loc_bias", mx.nd.zeros((4,), ctx=ctx))
 
 
-def test_load(tmp_path: Path) -> None:
-    params = {"arg:fc_weight": mx.nd.array([[1.0, 2.0]]), "aux:bn_moving_var": mx.nd.array([3.0]), "plain": mx.nd.array([4.0])}
+def test_load(tmp_path: Path, ctx) -> None:
+    params = {"arg:fc_weight": mx.nd.array([[1.0, 2.0]], ctx=ctx), "aux:bn_moving_var": mx.nd.array([3.0], ctx=ctx), "plain": mx.nd.array([4.0], ctx=ctx)}
     path = tmp_path / "m.params"
     mx.nd.save(str(path), params)
     for source in (params, str(path)):
         init = mx.init.Load(source, default_init=mx.init.Constant(9.0))
         assert sorted(init.param) == ["bn_moving_var", "fc_weight", "plain"]
-        arr = mx.nd.zeros((1, 2))
+        arr = mx.nd.zeros((1, 2), ctx=ctx)
         init(mx.init.InitDesc("fc_weight"), arr)
         assert arr.asnumpy().tolist() == [[1.0, 2.0]]
-        other = mx.nd.zeros((3,))
+        other = mx.nd.zeros((3,), ctx=ctx)
         init(mx.init.InitDesc("new_weight"), other)
         assert other.asnumpy().tolist() == [9.0] * 3
     with pytest.raises(MXNetValueError, match=r"fc_weight .*target \(2, 2\) vs loaded \(1, 2\)"):
-        mx.init.Load(params)(mx.init.InitDesc("fc_weight"), mx.nd.zeros((2, 2)))
+        mx.init.Load(params)(mx.init.InitDesc("fc_weight"), mx.nd.zeros((2, 2), ctx=ctx))
     with pytest.raises(MXNetValueError, match="new_weight"):
-        mx.init.Load(params)(mx.init.InitDesc("new_weight"), mx.nd.zeros((2, 2)))
+        mx.init.Load(params)(mx.init.InitDesc("new_weight"), mx.nd.zeros((2, 2), ctx=ctx))
     with pytest.raises(MXNetTypeError):
-        mx.init.Load([mx.nd.zeros(1)])
+        mx.init.Load([mx.nd.zeros(1, ctx=ctx)])
 
 
-def test_mixed() -> None:
+def test_mixed(ctx) -> None:
     init = mx.init.Mixed(["bias$", "fc1_.*", ".*"], [mx.init.Zero(), mx.init.Constant(2.0), mx.init.One()])
     results = {}
     for name in ("fc1_bias", "fc1_weight", "fc2_weight"):
-        arr = mx.nd.full((2,), -1.0)
+        arr = mx.nd.full((2,), -1.0, ctx=ctx)
         init(mx.init.InitDesc(name), arr)
         results[name] = arr.asnumpy().tolist()
     # re.match anchors at the start: 'bias$' does not match 'fc1_bias'.
     assert results == {"fc1_bias": [0.0, 0.0], "fc1_weight": [2.0, 2.0], "fc2_weight": [1.0, 1.0]}
     with pytest.raises(MXNetValueError, match="conv_weight did not match"):
-        mx.init.Mixed(["fc.*"], [mx.init.One()])(mx.init.InitDesc("conv_weight"), mx.nd.zeros((1,)))
+        mx.init.Mixed(["fc.*"], [mx.init.One()])(mx.init.InitDesc("conv_weight"), mx.nd.zeros((1,), ctx=ctx))
     with pytest.raises(MXNetValueError, match="2 patterns but 1"):
         mx.init.Mixed(["a", "b"], [mx.init.One()])
 
 
-def test_verbosity_logs(caplog: pytest.LogCaptureFixture) -> None:
+def test_verbosity_logs(caplog: pytest.LogCaptureFixture, ctx) -> None:
     init = mx.init.One().set_verbosity(True)
     with caplog.at_level(logging.INFO):
-        init(mx.init.InitDesc("fc_weight"), mx.nd.zeros((2, 2)))
-        init(mx.init.InitDesc("fc_bias"), mx.nd.zeros((2,)))
+        init(mx.init.InitDesc("fc_weight"), mx.nd.zeros((2, 2), ctx=ctx))
+        init(mx.init.InitDesc("fc_bias"), mx.nd.zeros((2,), ctx=ctx))
     assert "Initialized fc_weight as weight: 1.0" in caplog.text
     assert "Initialized fc_bias as bias: 0.0" in caplog.text
 

@@ -11,28 +11,28 @@ import rsmx as mx
 DTYPES = [np.float32, np.float64, np.float16, np.uint8, np.int32, np.int8, np.int64]
 
 
-def test_array_dtype_rules():
-    assert mx.nd.array([1, 2]).dtype == np.float32
-    assert mx.nd.array(np.arange(3)).dtype == np.float32  # MXNet casts to float32
-    assert mx.nd.array(np.arange(3), dtype="int64").dtype == np.int64
-    a = mx.nd.array([1, 2], dtype=np.int32)
-    assert mx.nd.array(a).dtype == np.int32  # an NDArray source keeps its dtype
-    assert mx.nd.array(np.float32(3)).shape == ()
+def test_array_dtype_rules(ctx):
+    assert mx.nd.array([1, 2], ctx=ctx).dtype == np.float32
+    assert mx.nd.array(np.arange(3), ctx=ctx).dtype == np.float32  # MXNet casts to float32
+    assert mx.nd.array(np.arange(3), dtype="int64", ctx=ctx).dtype == np.int64
+    a = mx.nd.array([1, 2], dtype=np.int32, ctx=ctx)
+    assert mx.nd.array(a, ctx=ctx).dtype == np.int32  # an NDArray source keeps its dtype
+    assert mx.nd.array(np.float32(3), ctx=ctx).shape == ()
     for dt in DTYPES:
         x = (np.arange(12) % 7).astype(dt).reshape(3, 4)
-        y = mx.nd.array(x, dtype=dt)
+        y = mx.nd.array(x, dtype=dt, ctx=ctx)
         assert y.dtype == dt and y.shape == (3, 4) and y.size == 12 and y.ndim == 2
         np.testing.assert_array_equal(y.asnumpy(), x)
 
 
 def test_creation_functions(ctx):
     assert mx.nd.zeros((2, 3), ctx=ctx).asnumpy().tolist() == [[0] * 3] * 2
-    assert mx.nd.ones(4, dtype="int32").asnumpy().tolist() == [1] * 4
-    assert mx.nd.full((2,), 7.5).asnumpy().tolist() == [7.5, 7.5]
-    assert mx.nd.empty((3, 2)).shape == (3, 2)
-    np.testing.assert_array_equal(mx.nd.arange(2, 8, 2).asnumpy(), [2, 4, 6])
-    np.testing.assert_array_equal(mx.nd.arange(3, repeat=2).asnumpy(), [0, 0, 1, 1, 2, 2])
-    x = mx.nd.array([[1, 2], [3, 4]])
+    assert mx.nd.ones(4, dtype="int32", ctx=ctx).asnumpy().tolist() == [1] * 4
+    assert mx.nd.full((2,), 7.5, ctx=ctx).asnumpy().tolist() == [7.5, 7.5]
+    assert mx.nd.empty((3, 2), ctx=ctx).shape == (3, 2)
+    np.testing.assert_array_equal(mx.nd.arange(2, 8, 2, ctx=ctx).asnumpy(), [2, 4, 6])
+    np.testing.assert_array_equal(mx.nd.arange(3, repeat=2, ctx=ctx).asnumpy(), [0, 0, 1, 1, 2, 2])
+    x = mx.nd.array([[1, 2], [3, 4]], ctx=ctx)
     np.testing.assert_array_equal(mx.nd.zeros_like(x).asnumpy(), np.zeros((2, 2)))
     np.testing.assert_array_equal(mx.nd.ones_like(x).asnumpy(), np.ones((2, 2)))
 
@@ -63,11 +63,11 @@ def test_properties_and_transfer():
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_arithmetic_matches_numpy(dt):
+def test_arithmetic_matches_numpy(dt, ctx):
     rng = np.random.default_rng(0)
     a = rng.integers(1, 5, size=(3, 4)).astype(dt)
     b = rng.integers(1, 5, size=(4,)).astype(dt)
-    x, y = mx.nd.array(a, dtype=dt), mx.nd.array(b, dtype=dt)
+    x, y = mx.nd.array(a, dtype=dt, ctx=ctx), mx.nd.array(b, dtype=dt, ctx=ctx)
     np.testing.assert_allclose((x + y).asnumpy(), a + b, rtol=1e-3)
     np.testing.assert_allclose((x * y).asnumpy(), a * b, rtol=1e-3)
     np.testing.assert_allclose((x - 1).asnumpy(), a - dt(1), rtol=1e-3)
@@ -84,8 +84,8 @@ def test_arithmetic_matches_numpy(dt):
     np.testing.assert_array_equal((-x).asnumpy(), -a if np.dtype(dt).kind != "u" else (-a))
 
 
-def test_in_place_forms_write_the_same_memory():
-    x = mx.nd.ones((2, 2))
+def test_in_place_forms_write_the_same_memory(ctx):
+    x = mx.nd.ones((2, 2), ctx=ctx)
     view = x[1]
     x += 1
     x *= 3
@@ -97,9 +97,9 @@ def test_in_place_forms_write_the_same_memory():
     np.testing.assert_allclose(x.asnumpy(), [[1, 1], [3, 3]])
 
 
-def test_unary_functions():
+def test_unary_functions(ctx):
     a = np.array([-2.5, -0.5, 0.0, 0.5, 1.5, 2.5], dtype=np.float32)
-    x = mx.nd.array(a)
+    x = mx.nd.array(a, ctx=ctx)
     checks = {
         "negative": -a,
         "abs": np.abs(a),
@@ -118,7 +118,7 @@ def test_unary_functions():
     }
     for name, want in checks.items():
         np.testing.assert_allclose(getattr(mx.nd, name)(x).asnumpy(), want, rtol=1e-5, atol=1e-6, err_msg=name)
-    p = mx.nd.array([0.5, 1.0, 4.0])
+    p = mx.nd.array([0.5, 1.0, 4.0], ctx=ctx)
     np.testing.assert_allclose(mx.nd.sqrt(p).asnumpy(), np.sqrt([0.5, 1, 4]), rtol=1e-6)
     np.testing.assert_allclose(mx.nd.rsqrt(p).asnumpy(), 1 / np.sqrt([0.5, 1, 4]), rtol=1e-6)
     np.testing.assert_allclose(mx.nd.log(p).asnumpy(), np.log([0.5, 1, 4]), rtol=1e-6)
@@ -129,8 +129,8 @@ def test_unary_functions():
     np.testing.assert_allclose(mx.nd.minimum(x, x * 2).asnumpy(), np.minimum(a, a * 2))
 
 
-def test_first_axis_indexing_gives_views():
-    x = mx.nd.arange(12).reshape((3, 4))
+def test_first_axis_indexing_gives_views(ctx):
+    x = mx.nd.arange(12, ctx=ctx).reshape((3, 4))
     row = x[1]
     assert row.shape == (4,)
     row[:] = 0
@@ -138,29 +138,29 @@ def test_first_axis_indexing_gives_views():
     part = x[1:3]
     part += 100
     assert x.asnumpy()[2, 0] == 108
-    assert mx.nd.array([1, 2, 3])[0].shape == (1,)  # MXNet 1.x keeps one dimension
-    assert mx.nd.array([1, 2, 3])[-1].asnumpy().tolist() == [3]
+    assert mx.nd.array([1, 2, 3], ctx=ctx)[0].shape == (1,)  # MXNet 1.x keeps one dimension
+    assert mx.nd.array([1, 2, 3], ctx=ctx)[-1].asnumpy().tolist() == [3]
     with pytest.raises(IndexError):
         x[3]
 
 
-def test_setitem_forms():
-    x = mx.nd.zeros((3, 4))
+def test_setitem_forms(ctx):
+    x = mx.nd.zeros((3, 4), ctx=ctx)
     x[:] = 2
     assert x.asnumpy().sum() == 24
-    x[1] = mx.nd.ones((4,))
+    x[1] = mx.nd.ones((4,), ctx=ctx)
     x[2] = np.arange(4)
     assert x.asnumpy().tolist() == [[2] * 4, [1] * 4, [0, 1, 2, 3]]
     x[0:2] = 5
     assert x.asnumpy()[:2].tolist() == [[5] * 4] * 2
     x[:] = np.ones((3, 4)) * 7
     assert (x.asnumpy() == 7).all()
-    x[:] = mx.nd.array([1, 2, 3, 4])  # broadcast
+    x[:] = mx.nd.array([1, 2, 3, 4], ctx=ctx)  # broadcast
     assert x.asnumpy()[2].tolist() == [1, 2, 3, 4]
 
 
-def test_reshape_special_values_and_views():
-    x = mx.nd.arange(24).reshape((2, 3, 4))
+def test_reshape_special_values_and_views(ctx):
+    x = mx.nd.arange(24, ctx=ctx).reshape((2, 3, 4))
     assert x.reshape((0, -1)).shape == (2, 12)
     assert x.reshape(-1).shape == (24,)
     assert x.reshape(4, -1).shape == (4, 6)
@@ -174,9 +174,9 @@ def test_reshape_special_values_and_views():
         x.reshape((5, 5))
 
 
-def test_bad_input_is_a_clear_error_and_leaves_arrays_unchanged():
-    a = mx.nd.ones((2, 3))
-    b = mx.nd.ones((4,))
+def test_bad_input_is_a_clear_error_and_leaves_arrays_unchanged(ctx):
+    a = mx.nd.ones((2, 3), ctx=ctx)
+    b = mx.nd.ones((4,), ctx=ctx)
     with pytest.raises(mx.MXNetError, match=r"broadcast_add.*\(2, 3\).*\(4,\)"):
         a + b
     with pytest.raises(mx.MXNetError, match=r"\(2, 3\)"):
@@ -187,13 +187,13 @@ def test_bad_input_is_a_clear_error_and_leaves_arrays_unchanged():
     with pytest.raises(mx.MXNetError, match="a_min"):
         mx.nd.clip(a, a_min="x", a_max=1)
     with pytest.raises(mx.MXNetError, match="dtype"):
-        mx.nd.zeros((2,), dtype="complex64")
+        mx.nd.zeros((2,), dtype="complex64", ctx=ctx)
     with pytest.raises(mx.MXNetError, match="same context"):
         mx.nd.ones((2,), ctx=mx.cpu(0)) + mx.nd.ones((2,), ctx=mx.cpu(1))
     with pytest.raises(TypeError):
         a + "x"
     with pytest.raises(mx.MXNetError):
-        mx.nd.exp(a, out=mx.nd.zeros((3, 2)))
+        mx.nd.exp(a, out=mx.nd.zeros((3, 2), ctx=ctx))
     np.testing.assert_array_equal(a.asnumpy(), np.ones((2, 3)))
 
 
@@ -218,10 +218,10 @@ def test_many_arrays_are_freed():
     assert mx.storage.stats(ctx)["bytes_in_use"] == base
 
 
-def test_repr_and_pickle():
+def test_repr_and_pickle(ctx):
     import pickle
 
-    x = mx.nd.array([[1, 2], [3, 4]])
-    assert repr(x).endswith("<NDArray 2x2 @cpu(0)>")
+    x = mx.nd.array([[1, 2], [3, 4]], ctx=ctx)
+    assert repr(x).endswith(f"<NDArray 2x2 @{ctx}>")
     y = pickle.loads(pickle.dumps(x))
     np.testing.assert_array_equal(y.asnumpy(), x.asnumpy())

@@ -18,7 +18,7 @@ def iota(shape, dtype="float32"):
     return a.astype(dtype)
 
 
-def nd(a, ctx=None):
+def nd(a, ctx):
     return mx.nd.array(a, ctx=ctx, dtype=a.dtype)
 
 
@@ -65,9 +65,9 @@ def test_reshape_special_codes(in_shape, codes, reverse, out_shape, ctx):
     assert z.shape == out_shape
 
 
-def test_reshape_method_shares_the_codes():
+def test_reshape_method_shares_the_codes(ctx):
     a = iota((2, 3, 4))
-    x = nd(a)
+    x = nd(a, ctx)
     check(x.reshape((2, -1)), a.reshape(2, -1))
     check(x.reshape(4, -1), a.reshape(4, -1))
     check(x.reshape(shape=(0, -3)), a.reshape(2, 12))
@@ -78,26 +78,26 @@ def test_reshape_method_shares_the_codes():
     "codes",
     [(4, 5), (5, -1), (-1, -1), (-5,), (0, 0, 0, 0), (0, 0, -3), (-4, 3, 3, -2), (-4, -1, -1, -2)],
 )
-def test_reshape_errors(codes):
-    x = nd(iota((2, 3, 4)))
+def test_reshape_errors(codes, ctx):
+    x = nd(iota((2, 3, 4)), ctx)
     with pytest.raises(mx.base.MXNetError):
         mx.nd.reshape(x, shape=codes)
 
 
-def test_reshape_error_message_names_shapes():
-    x = nd(iota((2, 3)))
+def test_reshape_error_message_names_shapes(ctx):
+    x = nd(iota((2, 3)), ctx)
     with pytest.raises(
         mx.base.MXNetError, match=r"cannot reshape array of shape \(2, 3\) into shape \(4, 2\)"
     ):
         mx.nd.reshape(x, shape=(4, 2))
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.reshape(nd(iota((2, 3, 4, 5))), shape=(-4, 1, -1, -2), reverse=True)
+        mx.nd.reshape(nd(iota((2, 3, 4, 5)), ctx), shape=(-4, 1, -1, -2), reverse=True)
 
 
-def test_reshape_deprecated_target_shape():
+def test_reshape_deprecated_target_shape(ctx):
     a = iota((2, 3, 4))
-    assert mx.nd.Reshape(nd(a), target_shape=(4, 0)).shape == (4, 6)
-    assert mx.nd.Reshape(nd(a), target_shape=(4, 0), keep_highest=True).shape == (2, 12)
+    assert mx.nd.Reshape(nd(a, ctx), target_shape=(4, 0)).shape == (4, 6)
+    assert mx.nd.Reshape(nd(a, ctx), target_shape=(4, 0), keep_highest=True).shape == (2, 12)
 
 
 def test_flatten_expand_dims_squeeze(ctx):
@@ -115,16 +115,16 @@ def test_flatten_expand_dims_squeeze(ctx):
     check(mx.nd.squeeze(nd(z, ctx), axis=2), z.reshape(1, 2, 3))
     check(mx.nd.squeeze(nd(z, ctx), axis=(0, -2)), z.reshape(2, 3))
     # MXNet 1.x keeps one axis when everything is squeezed out.
-    assert mx.nd.squeeze(mx.nd.zeros((1, 1))).shape == (1,)
-    assert mx.nd.squeeze(mx.nd.zeros((1,)), axis=0).shape == (1,)
+    assert mx.nd.squeeze(mx.nd.zeros((1, 1), ctx=ctx)).shape == (1,)
+    assert mx.nd.squeeze(mx.nd.zeros((1,), ctx=ctx), axis=0).shape == (1,)
 
 
-def test_flatten_expand_dims_squeeze_errors():
-    x = nd(iota((2, 3, 4)))
+def test_flatten_expand_dims_squeeze_errors(ctx):
+    x = nd(iota((2, 3, 4)), ctx)
     for axis in (4, -5):
         with pytest.raises(mx.base.MXNetError):
             mx.nd.expand_dims(x, axis=axis)
-    z = mx.nd.zeros((1, 2, 1, 3))
+    z = mx.nd.zeros((1, 2, 1, 3), ctx=ctx)
     for axis in (1, 4, (0, 0)):
         with pytest.raises(mx.base.MXNetError):
             mx.nd.squeeze(z, axis=axis)
@@ -143,9 +143,9 @@ def test_transpose_every_dtype(dtype, ctx):
     check(x.T, a.T)
 
 
-def test_transpose_negative_axes_and_errors():
+def test_transpose_negative_axes_and_errors(ctx):
     a = iota((2, 3, 4))
-    x = nd(a)
+    x = nd(a, ctx)
     check(mx.nd.transpose(x, axes=(-1, 0, 1)), a.transpose(2, 0, 1))
     for axes in [(1, 0), (1, 1, 0), (1, 3, 0)]:
         with pytest.raises(mx.base.MXNetError):
@@ -155,9 +155,9 @@ def test_transpose_negative_axes_and_errors():
 @pytest.mark.parametrize(
     "shape,axes", [((1000, 1500), (1, 0)), ((64, 70, 80), (2, 1, 0)), ((8, 300, 200), (0, 2, 1))]
 )
-def test_transpose_large(shape, axes):
+def test_transpose_large(shape, axes, ctx):
     a = np.random.default_rng(0).standard_normal(shape).astype("float32")
-    check(mx.nd.transpose(nd(a), axes=axes), a.transpose(axes))
+    check(mx.nd.transpose(nd(a, ctx), axes=axes), a.transpose(axes))
 
 
 def test_swapaxes(ctx):
@@ -205,13 +205,13 @@ def test_depth_to_space_and_back(ctx):
     b = iota((1, 3, 6, 9))
     check(mx.nd.space_to_depth(nd(b, ctx), block_size=3), _space_to_depth(b, 3))
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.depth_to_space(nd(iota((1, 6, 2, 4))), block_size=2)
+        mx.nd.depth_to_space(nd(iota((1, 6, 2, 4)), ctx), block_size=2)
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.space_to_depth(nd(iota((1, 3, 3, 4))), block_size=2)
+        mx.nd.space_to_depth(nd(iota((1, 3, 3, 4)), ctx), block_size=2)
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.depth_to_space(nd(iota((4, 3, 2))), block_size=2)
+        mx.nd.depth_to_space(nd(iota((4, 3, 2)), ctx), block_size=2)
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.depth_to_space(nd(a), block_size=0)
+        mx.nd.depth_to_space(nd(a, ctx), block_size=0)
 
 
 # ---------------------------------------------------------------- concat, stack, split
@@ -229,23 +229,23 @@ def test_concat(dtype, ctx):
     check(mx.nd.concatenate([x, x], axis=2), np.concatenate([a, a], axis=2))
 
 
-def test_concat_large():
+def test_concat_large(ctx):
     a = np.random.default_rng(1).standard_normal((4, 300_000)).astype("float32")
     b = a[:, :1000].copy()
-    check(mx.nd.concat(nd(a), nd(b), dim=1), np.concatenate([a, b], axis=1))
-    check(mx.nd.concat(nd(a), nd(a), dim=0), np.concatenate([a, a], axis=0))
+    check(mx.nd.concat(nd(a, ctx), nd(b, ctx), dim=1), np.concatenate([a, b], axis=1))
+    check(mx.nd.concat(nd(a, ctx), nd(a, ctx), dim=0), np.concatenate([a, a], axis=0))
 
 
-def test_concat_errors():
-    x = nd(iota((2, 3, 4)))
+def test_concat_errors(ctx):
+    x = nd(iota((2, 3, 4)), ctx)
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.concat(x, nd(iota((2, 3, 5))), dim=1)
+        mx.nd.concat(x, nd(iota((2, 3, 5)), ctx), dim=1)
     with pytest.raises(mx.base.MXNetError):
         mx.nd.concat(x, x, dim=3)
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.concat(x, nd(iota((2, 3))), dim=0)
+        mx.nd.concat(x, nd(iota((2, 3)), ctx), dim=0)
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.concat(x, nd(iota((2, 3, 4), "int32")), dim=0)
+        mx.nd.concat(x, nd(iota((2, 3, 4), "int32"), ctx), dim=0)
     with pytest.raises(mx.base.MXNetError):
         mx.nd.Concat(x, x, num_args=3, dim=0)
 
@@ -257,12 +257,12 @@ def test_stack(axis, ctx):
     check(mx.nd.stack(nd(a, ctx), nd(b, ctx), axis=axis), np.stack([a, b], axis=axis))
 
 
-def test_stack_errors():
-    x = nd(iota((2, 3, 4)))
+def test_stack_errors(ctx):
+    x = nd(iota((2, 3, 4)), ctx)
     with pytest.raises(mx.base.MXNetError):
         mx.nd.stack(x, x, axis=4)
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.stack(x, nd(iota((2, 3, 5))))
+        mx.nd.stack(x, nd(iota((2, 3, 5)), ctx))
 
 
 def test_split(ctx):
@@ -284,14 +284,14 @@ def test_split(ctx):
     check(x.split(num_outputs=2, axis=2)[1], a[:, :, 2:])
     # Splitting a 1-d array with squeeze_axis gives 0-d arrays, as in MXNet 1.9.1.
     s = mx.nd.split(
-        nd(np.array([5.0, 6.0], dtype="float32")), num_outputs=2, axis=0, squeeze_axis=True
+        nd(np.array([5.0, 6.0], dtype="float32"), ctx), num_outputs=2, axis=0, squeeze_axis=True
     )
     assert s[1].shape == ()
     assert s[1].asscalar() == 6.0
 
 
-def test_split_errors():
-    x = nd(iota((2, 3, 4)))
+def test_split_errors(ctx):
+    x = nd(iota((2, 3, 4)), ctx)
     with pytest.raises(mx.base.MXNetError):
         mx.nd.split(x, num_outputs=2, axis=1)
     with pytest.raises(mx.base.MXNetError):
@@ -341,10 +341,10 @@ def _pick(rng, n):
     return None if rng.random() < 0.25 else int(rng.integers(-n - 2, n + 3))
 
 
-def test_slice_random_against_numpy():
+def test_slice_random_against_numpy(ctx):
     rng = np.random.default_rng(2)
     a = iota((5, 6, 7), "int64")
-    x = nd(a)
+    x = nd(a, ctx)
     for _ in range(200):
         nd_axes = int(rng.integers(1, 4))
         begin, end, step = [], [], []
@@ -358,8 +358,8 @@ def test_slice_random_against_numpy():
         check(mx.nd.slice(x, begin=tuple(begin), end=tuple(end), step=tuple(step)), a[key])
 
 
-def test_slice_errors():
-    x = nd(iota((2, 3, 4)))
+def test_slice_errors(ctx):
+    x = nd(iota((2, 3, 4)), ctx)
     bad = [
         {"begin": (0,), "end": (1,), "step": (0,)},
         {"begin": (0, 0, 0, 0), "end": (1, 1, 1, 1)},
@@ -396,11 +396,11 @@ def test_slice_like(ctx):
     check(mx.nd.slice_like(x, like, axes=(0, -1)), a[:1, :, :3])
     check(mx.nd.slice_like(x, mx.nd.zeros((1, 2), ctx=ctx), axes=(1,)), a[:, :2])
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.slice_like(x, mx.nd.zeros((1, 2)))
+        mx.nd.slice_like(x, mx.nd.zeros((1, 2), ctx=ctx))
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.slice_like(x, mx.nd.zeros((3, 2, 3)))
+        mx.nd.slice_like(x, mx.nd.zeros((3, 2, 3), ctx=ctx))
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.slice_like(x, mx.nd.zeros((1, 2)), axes=(2,))
+        mx.nd.slice_like(x, mx.nd.zeros((1, 2), ctx=ctx), axes=(2,))
 
 
 # ---------------------------------------------------------------- tile, repeat
@@ -412,10 +412,10 @@ def test_tile(reps, ctx):
     check(mx.nd.tile(nd(a, ctx), reps=reps), np.tile(a, reps))
 
 
-def test_tile_large_and_errors():
+def test_tile_large_and_errors(ctx):
     a = iota((300, 200), "float16")
-    check(mx.nd.tile(nd(a), reps=(3, 4)), np.tile(a, (3, 4)))
-    x = nd(iota((2, 3)))
+    check(mx.nd.tile(nd(a, ctx), reps=(3, 4)), np.tile(a, (3, 4)))
+    x = nd(iota((2, 3)), ctx)
     with pytest.raises(mx.base.MXNetError):
         mx.nd.tile(x, reps=(-1,))
     with pytest.raises(mx.base.MXNetError):
@@ -430,8 +430,8 @@ def test_repeat(axis, repeats, ctx):
     check(mx.nd.repeat(nd(a, ctx), repeats=repeats, **kwargs), np.repeat(a, repeats, axis=axis))
 
 
-def test_repeat_zero_and_errors():
-    x = nd(iota((2, 3, 4)))
+def test_repeat_zero_and_errors(ctx):
+    x = nd(iota((2, 3, 4)), ctx)
     # MXNet 1.9.1 gives a 1-d empty array for repeats=0, whatever the axis.
     assert mx.nd.repeat(x, repeats=0).shape == (0,)
     assert mx.nd.repeat(x, repeats=0, axis=1).shape == (0,)
@@ -453,14 +453,14 @@ def test_broadcast_to(dtype, ctx):
     check(x.broadcast_to((2, 5, 4)), np.broadcast_to(a, (2, 5, 4)))
 
 
-def test_broadcast_to_errors():
-    x = mx.nd.zeros((2, 1, 4))
+def test_broadcast_to_errors(ctx):
+    x = mx.nd.zeros((2, 1, 4), ctx=ctx)
     # Unlike numpy, MXNet does not add leading axes.
     for shape in [(2, 3, 5), (3, 4), (4, 2, 3, 4), (2, -1, 4), ()]:
         with pytest.raises(mx.base.MXNetError):
             mx.nd.broadcast_to(x, shape=shape)
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.broadcast_to(mx.nd.zeros((1, 4)), shape=(2, 3, 4))
+        mx.nd.broadcast_to(mx.nd.zeros((1, 4), ctx=ctx), shape=(2, 3, 4))
 
 
 def test_broadcast_like(ctx):
@@ -481,13 +481,13 @@ def test_broadcast_like(ctx):
         np.broadcast_to(b, (2, 6, 1)),
     )
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.broadcast_like(nd(b), rhs, lhs_axes=(0,), rhs_axes=(0,))
+        mx.nd.broadcast_like(nd(b, ctx), rhs, lhs_axes=(0,), rhs_axes=(0,))
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.broadcast_like(nd(b), rhs, lhs_axes=(1, 2), rhs_axes=(0,))
+        mx.nd.broadcast_like(nd(b, ctx), rhs, lhs_axes=(1, 2), rhs_axes=(0,))
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.broadcast_like(mx.nd.zeros((1, 4)), mx.nd.zeros((2, 3, 4)))
+        mx.nd.broadcast_like(mx.nd.zeros((1, 4), ctx=ctx), mx.nd.zeros((2, 3, 4), ctx=ctx))
     with pytest.raises(mx.base.MXNetError):
-        mx.nd.broadcast_like(mx.nd.zeros((2, 2, 4)), mx.nd.zeros((2, 3, 4)))
+        mx.nd.broadcast_like(mx.nd.zeros((2, 2, 4), ctx=ctx), mx.nd.zeros((2, 3, 4), ctx=ctx))
 
 
 def test_broadcast_axis(ctx):
@@ -508,31 +508,31 @@ def test_broadcast_axis(ctx):
             mx.nd.broadcast_axis(x, **kw)
 
 
-def test_broadcast_large():
+def test_broadcast_large(ctx):
     a = np.random.default_rng(3).standard_normal((1, 700)).astype("float64")
-    check(mx.nd.broadcast_to(nd(a), shape=(500, 700)), np.broadcast_to(a, (500, 700)))
+    check(mx.nd.broadcast_to(nd(a, ctx), shape=(500, 700)), np.broadcast_to(a, (500, 700)))
     c = a.reshape(700, 1)
-    check(mx.nd.broadcast_to(nd(c), shape=(700, 400)), np.broadcast_to(c, (700, 400)))
+    check(mx.nd.broadcast_to(nd(c, ctx), shape=(700, 400)), np.broadcast_to(c, (700, 400)))
 
 
 # ---------------------------------------------------------------- attributes and chaining
 
 
-def test_unknown_attribute_is_rejected():
-    x = nd(iota((2, 3)))
+def test_unknown_attribute_is_rejected(ctx):
+    x = nd(iota((2, 3)), ctx)
     with pytest.raises(mx.base.MXNetError, match="unknown argument"):
         mx.nd.transpose(x, axis=(1, 0))
     with pytest.raises(mx.base.MXNetError):
         mx.nd.slice(x, begin=(0,))
 
 
-def test_chained_ops_keep_order():
+def test_chained_ops_keep_order(ctx):
     a = iota((4, 6))
-    x = nd(a)
+    x = nd(a, ctx)
     y = mx.nd.transpose(mx.nd.reshape(x, shape=(0, 2, 3)), axes=(2, 0, 1))
     z = mx.nd.concat(*mx.nd.split(y, num_outputs=3, axis=0)[::-1], dim=0)
     want = a.reshape(4, 2, 3).transpose(2, 0, 1)[::-1]
     check(z, np.ascontiguousarray(want))
-    out = mx.nd.zeros((3, 4, 2))
+    out = mx.nd.zeros((3, 4, 2), ctx=ctx)
     mx.nd.transpose(mx.nd.reshape(x, shape=(0, 2, 3)), axes=(2, 0, 1), out=out)
     check(out, a.reshape(4, 2, 3).transpose(2, 0, 1))
