@@ -5,7 +5,7 @@ use crate::context::Context;
 use crate::engine::{self, FnProperty, Var};
 use crate::error::{Error, Result};
 use crate::kernels::{kernel_for, KernelFn};
-use crate::ndarray::{NDArray, TBlob};
+use crate::ndarray::{track_borrows, NDArray, TBlob};
 use crate::op::resource::rng_resource;
 use crate::op::{OpContext, OpRef, OpReq};
 use crate::shape::{fmt_shape, Shape};
@@ -180,7 +180,10 @@ fn push_kernel(
                 device: ctx,
                 rng: guard.as_deref_mut().map(|g| g.as_mut()),
             };
-            kernel(op.as_ref(), &mut octx, &in_blobs, &out_blobs, &req).map_err(|e| {
+            track_borrows(&in_blobs, &out_blobs, || {
+                kernel(op.as_ref(), &mut octx, &in_blobs, &out_blobs, &req)
+            })
+            .map_err(|e| {
                 if e.message().starts_with(name) {
                     e
                 } else {
@@ -195,4 +198,73 @@ fn push_kernel(
         priority,
         name,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::testutil::{f32a, f32s};
+    use crate::op::{find, Attrs};
+
+    fn build(name: &str) -> OpRef {
+        find(name).unwrap().build(&Attrs::new()).unwrap()
+    }
+
+    #[test]
+    fn writing_over_an_input_is_in_place_and_sound() {
+        // The borrow check runs in debug builds: a kernel that read and wrote the same
+        // bytes through two slices would fail here.
+        for (name, want) in [("relu", vec![0.0, 2.0]), ("square", vec![1.0, 4.0])] {
+            let a = f32a(&[2], &[-1.0, 2.0]);
+            let op = build(name);
+            invoke(
+                &op,
+                std::slice::from_ref(&a),
+                Some(vec![a.clone()]),
+                None,
+                false,
+            )
+            .unwrap();
+            assert_eq!(f32s(&a), want, "{name}");
+        }
+        let a = f32a(&[2], &[1.0, 2.0]);
+        let b = f32a(&[2], &[3.0, 4.0]);
+        invoke(
+            &build("elemwise_add"),
+            &[a.clone(), b],
+            Some(vec![a.clone()]),
+            None,
+            false,
+        )
+        .unwrap();
+        assert_eq!(f32s(&a), vec![4.0, 6.0]);
+        // The output is the second operand, the first one broadcast.
+        let r = f32a(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+        let c = f32a(&[2], &[10.0, 20.0]);
+        let sub = build("broadcast_sub");
+        invoke(&sub, &[c, r.clone()], Some(vec![r.clone()]), None, false).unwrap();
+        assert_eq!(f32s(&r), vec![9.0, 18.0, 7.0, 16.0]);
+        // Both operands are the output.
+        invoke(
+            &build("elemwise_mul"),
+            &[r.clone(), r.clone()],
+            Some(vec![r.clone()]),
+            None,
+            false,
+        )
+        .unwrap();
+        assert_eq!(f32s(&r), vec![81.0, 324.0, 49.0, 256.0]);
+        let attrs = Attrs::from([("scalar".to_string(), "2".to_string())]);
+        let rdiv = find("_rdiv_scalar").unwrap().build(&attrs).unwrap();
+        let d = f32a(&[2], &[4.0, 8.0]);
+        invoke(
+            &rdiv,
+            std::slice::from_ref(&d),
+            Some(vec![d.clone()]),
+            None,
+            false,
+        )
+        .unwrap();
+        assert_eq!(f32s(&d), vec![0.5, 0.25]);
+    }
 }

@@ -104,7 +104,7 @@ impl Executor {
             }
         }
         for z in &self.zero_grads {
-            zero_fill(z);
+            crate::ndarray::copy::fill_zeros(z);
         }
         for r in &self.groups[self.forward_groups..] {
             self.push_range(r.clone(), is_train);
@@ -144,23 +144,6 @@ impl Executor {
     pub fn planned_bytes(&self) -> usize {
         self.plan.total_bytes()
     }
-}
-
-/// Pushes a write of zeros over `a`.
-fn zero_fill(a: &NDArray) {
-    let blob = a.blob();
-    crate::engine::get().push_sync(
-        Box::new(move |_| {
-            blob.bytes_mut().fill(0);
-            Ok(())
-        }),
-        a.context(),
-        &[],
-        std::slice::from_ref(a.var()),
-        crate::engine::FnProperty::Normal,
-        0,
-        "_zeros",
-    );
 }
 
 /// Groups step indices `range` into runs for bulk execution.

@@ -6,7 +6,7 @@ pub mod cpu;
 
 use crate::context::{no_gpu_error, num_gpus, Context, DeviceType};
 use crate::error::{Error, Result};
-use crate::ndarray::TBlob;
+use crate::ndarray::{track_borrows, TBlob};
 use crate::op::{OpContext, OpReq, Operator};
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -95,7 +95,7 @@ pub fn run_kernel(
     req: &[OpReq],
 ) -> Result<()> {
     let f = kernel_for(op, ctx.device)?;
-    f(op, ctx, inputs, outputs, req)
+    track_borrows(inputs, outputs, || f(op, ctx, inputs, outputs, req))
 }
 
 #[cfg(test)]

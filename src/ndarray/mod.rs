@@ -1,14 +1,20 @@
 //! NDArray: a shape, a dtype and an offset into a shared chunk; views share the chunk and
 //! its engine variable, so writes through a view are ordered with the parent.
 
+mod blob;
+mod borrow;
 mod chunk;
+pub mod copy;
 pub mod io;
 pub mod serialize;
 
+pub use blob::{InOut, TBlob};
+pub use borrow::track_borrows;
 pub use chunk::Chunk;
+pub use copy::copy_into;
 
 use crate::context::Context;
-use crate::dtype::{DType, Element};
+use crate::dtype::DType;
 use crate::engine::{self, FnProperty, Var};
 use crate::error::{Error, Result};
 use crate::shape::{fmt_shape, size_of, Shape};
@@ -22,91 +28,6 @@ pub struct NDArray {
     /// Offset of the first element, in elements of `dtype`.
     offset: usize,
     dtype: DType,
-}
-
-/// A raw view of an array's memory for kernels: valid while the op that got it runs.
-#[derive(Clone, Debug)]
-pub struct TBlob {
-    ptr: *mut u8,
-    pub shape: Shape,
-    pub dtype: DType,
-}
-
-// SAFETY: a TBlob is handed to exactly one engine op, which the engine orders against every
-// other access to the same memory.
-unsafe impl Send for TBlob {}
-// SAFETY: as above.
-unsafe impl Sync for TBlob {}
-
-impl TBlob {
-    /// A blob over raw memory (the caller guarantees it stays valid and ordered).
-    pub fn from_raw(ptr: *mut u8, shape: Shape, dtype: DType) -> TBlob {
-        TBlob { ptr, shape, dtype }
-    }
-
-    /// Number of elements.
-    pub fn size(&self) -> usize {
-        size_of(&self.shape)
-    }
-
-    /// Start of the memory.
-    pub fn ptr(&self) -> *mut u8 {
-        self.ptr
-    }
-
-    fn check<T: Element>(&self) {
-        assert_eq!(
-            T::DTYPE,
-            self.dtype,
-            "kernel dtype {} does not match blob dtype {}",
-            T::DTYPE,
-            self.dtype
-        );
-    }
-
-    /// The elements, read-only.
-    pub fn slice<T: Element>(&self) -> &[T] {
-        self.check::<T>();
-        if self.size() == 0 {
-            return &[];
-        }
-        // SAFETY: the engine gives this op shared access to the blob's memory, which holds
-        // `size()` elements of T, aligned, for as long as the op runs.
-        unsafe { std::slice::from_raw_parts(self.ptr as *const T, self.size()) }
-    }
-
-    /// The elements, writable.
-    #[allow(clippy::mut_from_ref)]
-    pub fn slice_mut<T: Element>(&self) -> &mut [T] {
-        self.check::<T>();
-        if self.size() == 0 {
-            return &mut [];
-        }
-        // SAFETY: the engine gives this op exclusive access to the blob's memory (it is a
-        // mutable var of the op), which holds `size()` elements of T.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut T, self.size()) }
-    }
-
-    /// The raw bytes, read-only.
-    pub fn bytes(&self) -> &[u8] {
-        let n = self.size() * self.dtype.size();
-        if n == 0 {
-            return &[];
-        }
-        // SAFETY: as for `slice`.
-        unsafe { std::slice::from_raw_parts(self.ptr, n) }
-    }
-
-    /// The raw bytes, writable.
-    #[allow(clippy::mut_from_ref)]
-    pub fn bytes_mut(&self) -> &mut [u8] {
-        let n = self.size() * self.dtype.size();
-        if n == 0 {
-            return &mut [];
-        }
-        // SAFETY: as for `slice_mut`.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, n) }
-    }
 }
 
 impl NDArray {
@@ -212,11 +133,7 @@ impl NDArray {
             // SAFETY: offset + size lies within the chunk (views are checked when made).
             unsafe { base.add(self.offset * self.dtype.size()) }
         };
-        TBlob {
-            ptr,
-            shape: self.shape.clone(),
-            dtype: self.dtype,
-        }
+        TBlob::on_device(ptr, self.shape.clone(), self.dtype, self.context())
     }
 
     /// The array with the same data seen as `shape` (same number of elements).
@@ -291,72 +208,13 @@ impl NDArray {
         e.wait_for_var(self.var())
     }
 
-    /// Copies the contents out as bytes (waits for pending writes).
+    /// Copies the contents out as host bytes (waits for pending writes).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        self.wait_to_read()?;
-        Ok(self.blob().bytes().to_vec())
+        copy::to_host_bytes(self)
     }
 
-    /// Overwrites the contents from bytes, ordered after pending work.
+    /// Overwrites the contents from host bytes, ordered after pending work.
     pub fn write_bytes(&self, data: Vec<u8>) -> Result<()> {
-        let want = self.size() * self.dtype.size();
-        if data.len() != want {
-            return Err(Error::Value(format!(
-                "cannot write {} bytes into an array of shape {} and dtype {} ({want} bytes)",
-                data.len(),
-                fmt_shape(&self.shape),
-                self.dtype
-            )));
-        }
-        let blob = self.blob();
-        engine::get().push_sync(
-            Box::new(move |_| {
-                blob.bytes_mut().copy_from_slice(&data);
-                Ok(())
-            }),
-            self.context(),
-            &[],
-            std::slice::from_ref(self.var()),
-            FnProperty::Normal,
-            0,
-            "_sync_copyfrom",
-        );
-        Ok(())
+        copy::write_from_host(self, data)
     }
-}
-
-/// Copies `src` into `dst` (same shape and dtype, any contexts), ordered after pending
-/// writes to `src` and pending reads and writes of `dst`.
-pub fn copy_into(src: &NDArray, dst: &NDArray) -> Result<()> {
-    if src.shape() != dst.shape() {
-        return Err(Error::Value(format!(
-            "copyto: source shape {} does not match destination shape {}",
-            fmt_shape(src.shape()),
-            fmt_shape(dst.shape())
-        )));
-    }
-    if src.dtype() != dst.dtype() {
-        return Err(Error::Type(format!(
-            "copyto: source dtype {} does not match destination dtype {}",
-            src.dtype(),
-            dst.dtype()
-        )));
-    }
-    if src.overlaps(dst) && src.offset() == dst.offset() {
-        return Ok(());
-    }
-    let (s, d) = (src.blob(), dst.blob());
-    engine::get().push_sync(
-        Box::new(move |_| {
-            d.bytes_mut().copy_from_slice(s.bytes());
-            Ok(())
-        }),
-        dst.context(),
-        std::slice::from_ref(src.var()),
-        std::slice::from_ref(dst.var()),
-        FnProperty::Normal,
-        0,
-        "_copyto",
-    );
-    Ok(())
 }

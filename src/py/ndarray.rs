@@ -6,7 +6,7 @@ use crate::context::{Context, DeviceType};
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::imperative::invoke;
-use crate::ndarray::NDArray;
+use crate::ndarray::{copy, NDArray};
 use crate::op::{self, Attrs, OpRef};
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
@@ -321,17 +321,15 @@ impl PyNDArray {
         let nbytes = self.inner.size() * self.inner.dtype().size();
         check_numpy(dst, nbytes, self.inner.dtype())?;
         let a = self.inner.clone();
-        py.detach(|| a.wait_to_read()).py()?;
-        // SAFETY: dst is a C-contiguous numpy array of exactly nbytes bytes (checked above),
-        // and the source is not written while we copy (all writes pushed so far are done and
-        // we hold the GIL, so no new op on this array can be pushed from Python).
-        unsafe {
-            let dptr = (*dst.as_array_ptr()).data as *mut u8;
-            if nbytes > 0 {
-                std::ptr::copy_nonoverlapping(a.blob().ptr(), dptr, nbytes);
-            }
+        if nbytes == 0 {
+            return py.detach(|| a.wait_to_read()).py();
         }
-        Ok(())
+        // SAFETY: dst is a C-contiguous numpy array of exactly nbytes bytes (checked
+        // above), which nothing else writes while we hold it.
+        let out = unsafe {
+            std::slice::from_raw_parts_mut((*dst.as_array_ptr()).data as *mut u8, nbytes)
+        };
+        py.detach(|| copy::read_to_host(&a, out)).py()
     }
 
     /// Overwrites the contents from a C-contiguous numpy array of the same size and dtype,
@@ -339,15 +337,14 @@ impl PyNDArray {
     fn _copy_from_numpy(&self, src: &Bound<'_, PyUntypedArray>) -> PyResult<()> {
         let nbytes = self.inner.size() * self.inner.dtype().size();
         check_numpy(src, nbytes, self.inner.dtype())?;
-        let mut data = vec![0u8; nbytes];
-        // SAFETY: src is a C-contiguous numpy array of nbytes bytes (checked above).
-        unsafe {
-            let sptr = (*src.as_array_ptr()).data as *const u8;
-            if nbytes > 0 {
-                std::ptr::copy_nonoverlapping(sptr, data.as_mut_ptr(), nbytes);
-            }
-        }
-        self.inner.write_bytes(data).py()
+        let data = if nbytes == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: src is a C-contiguous numpy array of nbytes bytes (checked above).
+            unsafe { std::slice::from_raw_parts((*src.as_array_ptr()).data as *const u8, nbytes) }
+                .to_vec()
+        };
+        copy::write_from_host(&self.inner, data).py()
     }
 
     fn __repr__(&self) -> String {
@@ -439,12 +436,11 @@ pub fn from_numpy(
     let a = NDArray::empty(&shape, dtype, ctx).py()?;
     let nbytes = a.size() * dtype.size();
     check_numpy(src, nbytes, dtype)?;
-    // SAFETY: `a` is new, so no engine op can touch its memory yet; src holds nbytes bytes.
-    unsafe {
-        if nbytes > 0 {
-            let sptr = (*src.as_array_ptr()).data as *const u8;
-            std::ptr::copy_nonoverlapping(sptr, a.blob().ptr(), nbytes);
-        }
+    if nbytes > 0 {
+        // SAFETY: src is a C-contiguous numpy array of nbytes bytes (checked above).
+        let data =
+            unsafe { std::slice::from_raw_parts((*src.as_array_ptr()).data as *const u8, nbytes) };
+        copy::write_from_host_now(&a, data).py()?;
     }
     Ok(PyNDArray::new(a))
 }

@@ -3,15 +3,15 @@
 
 use super::grad::binary::BinaryBackward;
 use super::grad::elemwise::ScalarBackward;
-use super::map::{map1, map2_broadcast};
+use super::map::{map1, map2_broadcast, map2_broadcast_inplace, map_inplace};
 use super::num::Num;
 use super::unary::{unary_op, UnaryKind};
 use crate::dispatch_num;
-use crate::dtype::DType;
+use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
+use crate::ndarray::{InOut, TBlob};
 use crate::op::infer;
 use crate::op::{
     check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
@@ -52,7 +52,90 @@ fn truth<T: Num>(b: bool) -> T {
     }
 }
 
-/// `out = f(a, b)` with broadcasting; `swap` computes `f(b, a)` instead.
+/// Runs `$body` with `$f` bound to the element function of `$kind` on `$T`.
+macro_rules! with_binary_fn {
+    ($kind:expr, $T:ty, $f:ident => $body:expr) => {{
+        let z = <$T>::ZERO;
+        match $kind {
+            BinaryKind::Add => {
+                let $f = |x: $T, y: $T| Num::add(x, y);
+                $body
+            }
+            BinaryKind::Sub => {
+                let $f = |x: $T, y: $T| Num::sub(x, y);
+                $body
+            }
+            BinaryKind::Mul => {
+                let $f = |x: $T, y: $T| Num::mul(x, y);
+                $body
+            }
+            BinaryKind::Div => {
+                let $f = |x: $T, y: $T| Num::div(x, y);
+                $body
+            }
+            BinaryKind::Mod => {
+                let $f = |x: $T, y: $T| Num::rem(x, y);
+                $body
+            }
+            BinaryKind::Power => {
+                let $f = |x: $T, y: $T| Num::pow(x, y);
+                $body
+            }
+            BinaryKind::Maximum => {
+                let $f = |x: $T, y: $T| Num::max_of(x, y);
+                $body
+            }
+            BinaryKind::Minimum => {
+                let $f = |x: $T, y: $T| Num::min_of(x, y);
+                $body
+            }
+            BinaryKind::Hypot => {
+                let $f = |x: $T, y: $T| {
+                    <$T as Element>::from_f64(Element::to_f64(x).hypot(Element::to_f64(y)))
+                };
+                $body
+            }
+            BinaryKind::Equal => {
+                let $f = |x: $T, y: $T| truth::<$T>(x == y);
+                $body
+            }
+            BinaryKind::NotEqual => {
+                let $f = |x: $T, y: $T| truth::<$T>(x != y);
+                $body
+            }
+            BinaryKind::Greater => {
+                let $f = |x: $T, y: $T| truth::<$T>(x > y);
+                $body
+            }
+            BinaryKind::GreaterEqual => {
+                let $f = |x: $T, y: $T| truth::<$T>(x >= y);
+                $body
+            }
+            BinaryKind::Lesser => {
+                let $f = |x: $T, y: $T| truth::<$T>(x < y);
+                $body
+            }
+            BinaryKind::LesserEqual => {
+                let $f = |x: $T, y: $T| truth::<$T>(x <= y);
+                $body
+            }
+            BinaryKind::LogicalAnd => {
+                let $f = |x: $T, y: $T| truth::<$T>(x != z && y != z);
+                $body
+            }
+            BinaryKind::LogicalOr => {
+                let $f = |x: $T, y: $T| truth::<$T>(x != z || y != z);
+                $body
+            }
+            BinaryKind::LogicalXor => {
+                let $f = |x: $T, y: $T| truth::<$T>((x != z) != (y != z));
+                $body
+            }
+        }
+    }};
+}
+
+/// `out = f(a, b)` with broadcasting.
 #[allow(clippy::too_many_arguments)]
 fn kernel<T: Num>(
     kind: BinaryKind,
@@ -64,39 +147,37 @@ fn kernel<T: Num>(
     osh: &[usize],
     req: OpReq,
 ) {
-    macro_rules! m {
-        ($f:expr) => {
-            map2_broadcast(a, ash, b, bsh, out, osh, req, $f)
-        };
-    }
-    let z = T::ZERO;
-    match kind {
-        BinaryKind::Add => m!(|x: T, y: T| x.add(y)),
-        BinaryKind::Sub => m!(|x: T, y: T| x.sub(y)),
-        BinaryKind::Mul => m!(|x: T, y: T| x.mul(y)),
-        BinaryKind::Div => m!(|x: T, y: T| x.div(y)),
-        BinaryKind::Mod => m!(|x: T, y: T| x.rem(y)),
-        BinaryKind::Power => m!(|x: T, y: T| x.pow(y)),
-        BinaryKind::Maximum => m!(|x: T, y: T| x.max_of(y)),
-        BinaryKind::Minimum => m!(|x: T, y: T| x.min_of(y)),
-        BinaryKind::Hypot => m!(|x: T, y: T| T::from_f64(x.to_f64().hypot(y.to_f64()))),
-        BinaryKind::Equal => m!(|x: T, y: T| truth(x == y)),
-        BinaryKind::NotEqual => m!(|x: T, y: T| truth(x != y)),
-        BinaryKind::Greater => m!(|x: T, y: T| truth(x > y)),
-        BinaryKind::GreaterEqual => m!(|x: T, y: T| truth(x >= y)),
-        BinaryKind::Lesser => m!(|x: T, y: T| truth(x < y)),
-        BinaryKind::LesserEqual => m!(|x: T, y: T| truth(x <= y)),
-        BinaryKind::LogicalAnd => m!(|x: T, y: T| truth(x != z && y != z)),
-        BinaryKind::LogicalOr => m!(|x: T, y: T| truth(x != z || y != z)),
-        BinaryKind::LogicalXor => m!(|x: T, y: T| truth((x != z) != (y != z))),
-    }
+    with_binary_fn!(kind, T, f => map2_broadcast(a, ash, b, bsh, out, osh, req, f))
 }
 
-/// Computes `out = kind(a, b)` with broadcasting.
+/// True if `x` is exactly the memory of `out` (an in-place operand).
+fn is_out(x: &TBlob, out: &TBlob) -> bool {
+    x.ptr() == out.ptr() && x.size() == out.size()
+}
+
+/// Computes `out = kind(a, b)` with broadcasting; an input that is the output itself is
+/// read through the output (the in-place form).
 pub fn apply(kind: BinaryKind, a: &TBlob, b: &TBlob, out: &TBlob, req: OpReq) -> Result<()> {
-    dispatch_num!("binary", out.dtype, T => kernel::<T>(
-        kind, a.slice(), &a.shape, b.slice(), &b.shape, out.slice_mut(), &out.shape, req
-    ));
+    let (osh, ash, bsh) = (&out.shape, &a.shape, &b.shape);
+    match (is_out(a, out), is_out(b, out)) {
+        (false, false) => dispatch_num!("binary", out.dtype, T => kernel::<T>(
+            kind, a.slice(), ash, b.slice(), bsh, out.slice_mut(), osh, req
+        )),
+        (true, true) => dispatch_num!("binary", out.dtype, T => with_binary_fn!(kind, T, f => {
+            let add = req == OpReq::Add;
+            if req != OpReq::Null {
+                map_inplace(out.slice_mut::<T>(), |v| if add { Num::add(v, f(v, v)) } else { f(v, v) })
+            }
+        })),
+        (in_a, _) => {
+            let other = if in_a { b } else { a };
+            dispatch_num!("binary", out.dtype, T => with_binary_fn!(kind, T, f => {
+                map2_broadcast_inplace(
+                    out.slice_mut::<T>(), osh, other.slice::<T>(), &other.shape, !in_a, req, f
+                )
+            }))
+        }
+    }
     Ok(())
 }
 
@@ -211,15 +292,31 @@ struct Scalar {
     scalar: f64,
 }
 
-fn scalar_kernel<T: Num>(op: &Scalar, x: &[T], out: &mut [T], req: OpReq) {
+fn scalar_kernel<T: Num>(op: &Scalar, io: InOut<'_, T>, req: OpReq) {
     let s = T::from_f64(op.scalar);
     let one = [s];
-    if op.reverse {
-        kernel(op.kind, &one, &[1], x, &[x.len()], out, &[x.len()], req)
-    } else if op.kind == BinaryKind::Mul && req != OpReq::Add {
-        map1(x, out, req, |v: T| v.mul(s))
-    } else {
-        kernel(op.kind, x, &[x.len()], &one, &[1], out, &[x.len()], req)
+    match io {
+        InOut::Same(out) => {
+            let n = [out.len()];
+            map2_broadcast_inplace(
+                out,
+                &n,
+                &one,
+                &[1],
+                op.reverse,
+                req,
+                |x: T, y: T| with_binary_fn!(op.kind, T, f => f(x, y)),
+            )
+        }
+        InOut::Apart(x, out) => {
+            if op.reverse {
+                kernel(op.kind, &one, &[1], x, &[x.len()], out, &[x.len()], req)
+            } else if op.kind == BinaryKind::Mul && req != OpReq::Add {
+                map1(x, out, req, |v: T| v.mul(s))
+            } else {
+                kernel(op.kind, x, &[x.len()], &one, &[1], out, &[x.len()], req)
+            }
+        }
     }
 }
 
@@ -297,7 +394,7 @@ impl CpuKernel for Scalar {
         req: &[OpReq],
     ) -> Result<()> {
         dispatch_num!(self.name, inputs[0].dtype, T => scalar_kernel::<T>(
-            self, inputs[0].slice(), outputs[0].slice_mut(), req[0]
+            self, inputs[0].in_out(&outputs[0]), req[0]
         ));
         Ok(())
     }

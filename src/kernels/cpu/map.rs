@@ -2,6 +2,7 @@
 //! rayon pool for large ones, honouring the output request (write or add).
 
 use super::num::Num;
+use crate::ndarray::InOut;
 use crate::op::OpReq;
 use rayon::prelude::*;
 
@@ -46,6 +47,16 @@ pub fn map1<A: Copy + Sync, T: Num>(
         out.par_chunks_mut(c)
             .zip(a.par_chunks(c))
             .for_each(|(o, a)| body(a, o));
+    }
+}
+
+/// `out[i] (=|+=) f(x[i])` where the output may be the input itself ([`InOut`]).
+pub fn map_io<T: Num>(io: InOut<'_, T>, req: OpReq, f: impl Fn(T) -> T + Sync + Send) {
+    match (io, req) {
+        (_, OpReq::Null) => {}
+        (InOut::Same(o), OpReq::Add) => map_inplace(o, |v| v.add(f(v))),
+        (InOut::Same(o), _) => map_inplace(o, f),
+        (InOut::Apart(x, o), _) => map1(x, o, req, f),
     }
 }
 
@@ -105,6 +116,59 @@ pub fn broadcast_strides(shape: &[usize], out_shape: &[usize]) -> Vec<usize> {
         s *= shape[i];
     }
     strides
+}
+
+/// The in-place form of [`map2_broadcast`]: `out` is also one operand (the first one,
+/// or the second when `out_is_second`), `other` is broadcast to `out_shape`.
+pub fn map2_broadcast_inplace<T: Num>(
+    out: &mut [T],
+    out_shape: &[usize],
+    other: &[T],
+    other_shape: &[usize],
+    out_is_second: bool,
+    req: OpReq,
+    f: impl Fn(T, T) -> T + Sync + Send,
+) {
+    if req == OpReq::Null || out.is_empty() {
+        return;
+    }
+    let add = req == OpReq::Add;
+    let g = |o: T, v: T| {
+        let r = if out_is_second { f(v, o) } else { f(o, v) };
+        if add {
+            o.add(r)
+        } else {
+            r
+        }
+    };
+    if other.len() == 1 {
+        let v = other[0];
+        return map_inplace(out, |o| g(o, v));
+    }
+    let so = broadcast_strides(other_shape, out_shape);
+    let nd = out_shape.len();
+    let inner = out_shape[nd - 1];
+    let io = so[nd - 1];
+    let row = |r: usize, o: &mut [T]| {
+        let (mut off, mut rem) = (0usize, r);
+        for ax in (0..nd - 1).rev() {
+            let i = rem % out_shape[ax];
+            rem /= out_shape[ax];
+            off += i * so[ax];
+        }
+        for (j, oj) in o.iter_mut().enumerate() {
+            *oj = g(*oj, other[off + j * io]);
+        }
+    };
+    if out.len() < PAR_MIN {
+        out.chunks_mut(inner)
+            .enumerate()
+            .for_each(|(r, o)| row(r, o));
+    } else {
+        out.par_chunks_mut(inner)
+            .enumerate()
+            .for_each(|(r, o)| row(r, o));
+    }
 }
 
 /// `out (=|+=) f(a, b)` with numpy broadcasting of `a` and `b` to `out_shape`.

@@ -1,14 +1,14 @@
 //! Element-wise unary operators (`exp`, `tanh`, `relu`, `clip`, ...).
 
 use super::grad::elemwise::{uses_output, UnaryBackward};
-use super::map::map1;
+use super::map::{map1, map_io};
 use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
+use crate::ndarray::{InOut, TBlob};
 use crate::op::infer;
 use crate::op::{
     check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
@@ -64,12 +64,12 @@ pub enum UnaryKind {
     Clip(f64, f64),
 }
 
-fn float_kernel<F: Float + Num>(kind: UnaryKind, x: &[F], out: &mut [F], req: OpReq) {
+fn float_kernel<F: Float + Num>(kind: UnaryKind, io: InOut<'_, F>, req: OpReq) {
     let one = F::one();
     let zero = F::zero();
     macro_rules! m {
         ($f:expr) => {
-            map1(x, out, req, $f)
+            map_io(io, req, $f)
         };
     }
     match kind {
@@ -142,13 +142,13 @@ fn float_kernel<F: Float + Num>(kind: UnaryKind, x: &[F], out: &mut [F], req: Op
     }
 }
 
-fn int_kernel<T: Num>(kind: UnaryKind, x: &[T], out: &mut [T], req: OpReq) {
+fn int_kernel<T: Num>(kind: UnaryKind, io: InOut<'_, T>, req: OpReq) {
     let zero = T::ZERO;
     match kind {
-        UnaryKind::Copy => map1(x, out, req, |v| v),
-        UnaryKind::Negative => map1(x, out, req, |v: T| v.neg()),
-        UnaryKind::Abs => map1(x, out, req, |v: T| if v < zero { v.neg() } else { v }),
-        UnaryKind::Sign => map1(x, out, req, |v: T| {
+        UnaryKind::Copy => map_io(io, req, |v| v),
+        UnaryKind::Negative => map_io(io, req, |v: T| v.neg()),
+        UnaryKind::Abs => map_io(io, req, |v: T| if v < zero { v.neg() } else { v }),
+        UnaryKind::Sign => map_io(io, req, |v: T| {
             if v > zero {
                 T::ONE
             } else if v < zero {
@@ -157,16 +157,16 @@ fn int_kernel<T: Num>(kind: UnaryKind, x: &[T], out: &mut [T], req: OpReq) {
                 zero
             }
         }),
-        UnaryKind::Square => map1(x, out, req, |v: T| v.mul(v)),
-        UnaryKind::Relu => map1(x, out, req, |v: T| if v > zero { v } else { zero }),
+        UnaryKind::Square => map_io(io, req, |v: T| v.mul(v)),
+        UnaryKind::Relu => map_io(io, req, |v: T| if v > zero { v } else { zero }),
         UnaryKind::Floor
         | UnaryKind::Ceil
         | UnaryKind::Round
         | UnaryKind::Rint
         | UnaryKind::Fix
-        | UnaryKind::Trunc => map1(x, out, req, |v| v),
-        UnaryKind::LogicalNot => map1(x, out, req, |v: T| if v == zero { T::ONE } else { zero }),
-        UnaryKind::Clip(lo, hi) => map1(x, out, req, |v: T| {
+        | UnaryKind::Trunc => map_io(io, req, |v| v),
+        UnaryKind::LogicalNot => map_io(io, req, |v: T| if v == zero { T::ONE } else { zero }),
+        UnaryKind::Clip(lo, hi) => map_io(io, req, |v: T| {
             let f = v.to_f64();
             if f < lo {
                 T::from_f64(lo)
@@ -178,9 +178,13 @@ fn int_kernel<T: Num>(kind: UnaryKind, x: &[T], out: &mut [T], req: OpReq) {
         }),
         _ => {
             // Other functions compute in double precision and cast back, as MXNet does.
-            let wide: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+            let wide: Vec<f64> = io.input().iter().map(|v| v.to_f64()).collect();
             let mut res = vec![0f64; wide.len()];
-            float_kernel(kind, &wide, &mut res, OpReq::Write);
+            float_kernel(kind, InOut::Apart(&wide, &mut res), OpReq::Write);
+            let out = match io {
+                InOut::Same(o) => o,
+                InOut::Apart(_, o) => o,
+            };
             map1(&res, out, req, T::from_f64);
         }
     }
@@ -192,16 +196,16 @@ pub fn apply(kind: UnaryKind, x: &TBlob, out: &TBlob, req: OpReq) -> Result<()> 
         return Ok(());
     }
     match x.dtype {
-        DType::F32 => float_kernel::<f32>(kind, x.slice(), out.slice_mut(), req),
-        DType::F64 => float_kernel::<f64>(kind, x.slice(), out.slice_mut(), req),
+        DType::F32 => float_kernel::<f32>(kind, x.in_out(out), req),
+        DType::F64 => float_kernel::<f64>(kind, x.in_out(out), req),
         DType::F16 => {
-            let wide: Vec<f32> = x.slice::<half::f16>().iter().map(|v| v.to_f32()).collect();
+            let wide: Vec<f32> = x.to_vec::<half::f16>().iter().map(|v| v.to_f32()).collect();
             let mut res = vec![0f32; wide.len()];
-            float_kernel(kind, &wide, &mut res, OpReq::Write);
+            float_kernel(kind, InOut::Apart(&wide, &mut res), OpReq::Write);
             map1(&res, out.slice_mut::<half::f16>(), req, half::f16::from_f32);
         }
         other => {
-            dispatch_num!(kind_name(kind), other, T => int_kernel::<T>(kind, x.slice(), out.slice_mut(), req))
+            dispatch_num!(kind_name(kind), other, T => int_kernel::<T>(kind, x.in_out(out), req))
         }
     }
     Ok(())

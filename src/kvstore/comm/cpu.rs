@@ -1,20 +1,15 @@
-//! `CommCpu`: sums on the host, as prioritised CPU work, and broadcasts by parallel
-//! copies. The only place the store calls kernels.
+//! `CommCpu`: sums on the host and broadcasts through the copy path, both as prioritised
+//! CPU work. The only place the store calls kernels.
 
 use super::Comm;
 use crate::context::Context;
 use crate::engine::{self, FnProperty, Var};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::add_n::sum_into;
+use crate::ndarray::copy::copy_prioritized;
 use crate::ndarray::{NDArray, TBlob};
 use crate::op::OpReq;
-use rayon::prelude::*;
 use smallvec::SmallVec;
-
-/// Bytes below which a copy runs on one thread.
-const PAR_COPY_MIN: usize = 1 << 20;
-/// Bytes per parallel copy task.
-const COPY_CHUNK: usize = 256 << 10;
 
 /// Keeps every key on `cpu(0)` and sums there (`local`, `local_allreduce_cpu`,
 /// `local_update_cpu`). Arrays outside host memory are refused.
@@ -68,32 +63,9 @@ impl Comm for CommCpu {
                         .to_string(),
                 ));
             }
-            let (s, d) = (src.blob(), out.blob());
-            engine::get().push_sync(
-                Box::new(move |_| {
-                    copy_bytes(s.bytes(), d.bytes_mut());
-                    Ok(())
-                }),
-                out.context(),
-                std::slice::from_ref(src.var()),
-                std::slice::from_ref(out.var()),
-                FnProperty::CpuPrioritized,
-                priority,
-                "KVStoreBroadcast",
-            );
+            copy_prioritized(src, out, priority)?;
         }
         Ok(())
-    }
-}
-
-/// Copies `src` into `dst`, over several threads for large arrays.
-fn copy_bytes(src: &[u8], dst: &mut [u8]) {
-    if src.len() < PAR_COPY_MIN {
-        dst.copy_from_slice(src);
-    } else {
-        dst.par_chunks_mut(COPY_CHUNK)
-            .zip(src.par_chunks(COPY_CHUNK))
-            .for_each(|(d, s)| d.copy_from_slice(s));
     }
 }
 
@@ -129,7 +101,7 @@ mod tests {
 
     #[test]
     fn broadcast_copies_small_and_large_arrays() {
-        for n in [7, (PAR_COPY_MIN / 4) + 3 * COPY_CHUNK / 4 + 1] {
+        for n in [7, (1 << 18) + (1 << 16) * 3 / 4 + 1] {
             let src = iota(n, Context::cpu(0));
             let outs: Vec<NDArray> = (0..3).map(|i| full(&[n], 0.0, Context::cpu(i))).collect();
             let mut with_src = outs.clone();

@@ -109,7 +109,7 @@ impl Scratch {
 
 /// `x` seen with another shape of the same size.
 pub fn reshaped(x: &TBlob, shape: &[usize]) -> TBlob {
-    TBlob::from_raw(x.ptr(), Shape::from_slice(shape), x.dtype)
+    x.with_shape(shape)
 }
 
 /// `out (=|+=)` the sum of `full` over the axes along which `out`'s shape (numpy

@@ -235,7 +235,7 @@ impl CpuKernel for Softmax {
         // Written over its own input, the softmax reads a copy.
         let copy;
         let x = if super::common::overlaps(&inputs[0], &outputs[0]) {
-            copy = inputs[0].bytes().to_vec();
+            copy = inputs[0].to_host_vec();
             TBlob::from_raw(copy.as_ptr() as *mut u8, inputs[0].shape.clone(), it)
         } else {
             inputs[0].clone()
