@@ -14,12 +14,15 @@
 //! - `pool` + `idle`: work-stealing workers (crossbeam-deque) with a high-priority queue;
 //!   an op made ready by the op a worker just ran runs next on that worker, without a
 //!   queue or a wake-up; idle workers spin briefly, then park.
-//! - `threaded` (one pool) and `per_device` (a pool per device plus a priority pool);
-//!   `naive` runs every op inside `push`.
+//! - `core`: the one push path. The engine types differ only in their placement, which
+//!   says where a ready op runs: `threaded` (one pool), `per_device` (a pool per device
+//!   plus a priority pool), `naive` (inline, inside `push`). `shared` holds the state
+//!   they all keep: pending count, waits, errors, shutdown.
 //!
 //! No engine lock is held while an op body runs, and waits block on condition variables,
 //! so an op body may wait for something the waiting thread holds (the Python GIL).
 
+mod core;
 mod errors;
 mod idle;
 mod naive;
@@ -27,13 +30,17 @@ mod opr;
 mod per_device;
 mod pool;
 mod prio;
+mod shared;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod threaded;
 mod var;
 
+pub use self::core::DependencyEngine;
 pub use naive::NaiveEngine;
-pub use per_device::ThreadedEnginePerDevice;
+pub use per_device::{CpuWorkers, ThreadedEnginePerDevice};
+pub use stream::StreamHandle;
 pub use threaded::ThreadedEngine;
 pub use var::Var;
 
@@ -42,10 +49,20 @@ use crate::error::Result;
 use std::sync::OnceLock;
 
 /// What a running op knows about where it runs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunContext {
     /// The device the op was pushed for.
     pub ctx: Context,
+    /// The CUDA stream of the GPU worker running the op, on which it enqueues its work;
+    /// `None` on CPU workers.
+    pub stream: Option<StreamHandle>,
+}
+
+impl RunContext {
+    /// The context of an op run by a CPU worker (no stream).
+    pub const fn new(ctx: Context) -> RunContext {
+        RunContext { ctx, stream: None }
+    }
 }
 
 /// Kind of work, which decides the worker pool that runs it.
@@ -180,17 +197,7 @@ pub trait Engine: Send + Sync {
         prop: FnProperty,
         priority: i32,
         name: &'static str,
-    ) {
-        self.push_async(
-            Box::new(move |rctx, done| done.done(f(rctx))),
-            ctx,
-            const_vars,
-            mutable_vars,
-            prop,
-            priority,
-            name,
-        )
-    }
+    );
 
     /// Runs `deleter` once every op already pushed on `var` has finished; the variable
     /// must not be used after this call.
@@ -231,17 +238,25 @@ pub fn kind_from_env() -> EngineKind {
     })
 }
 
-/// CPU worker threads per pool: `RSMX_CPU_WORKER_NTHREADS` / `MXNET_CPU_WORKER_NTHREADS`,
-/// or the number of cores.
-pub fn cpu_workers_from_env() -> usize {
+/// The CPU worker count the user set: `RSMX_CPU_WORKER_NTHREADS` /
+/// `MXNET_CPU_WORKER_NTHREADS`, if set to a positive number.
+pub fn cpu_workers_setting() -> Option<usize> {
     env_var("RSMX_CPU_WORKER_NTHREADS", "MXNET_CPU_WORKER_NTHREADS")
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|n| *n > 0)
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        })
+}
+
+/// The number of cores this process may use.
+pub fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// CPU worker threads per pool: `RSMX_CPU_WORKER_NTHREADS` / `MXNET_CPU_WORKER_NTHREADS`,
+/// or the number of cores.
+pub fn cpu_workers_from_env() -> usize {
+    cpu_workers_setting().unwrap_or_else(cores)
 }
 
 /// Builds an engine of the given kind.
@@ -249,10 +264,32 @@ pub fn cpu_workers_from_env() -> usize {
 /// `cpu_workers` is the thread count of the ThreadedEngine's pool, or of each CPU pool of
 /// the ThreadedEnginePerDevice; the NaiveEngine has no threads.
 pub fn create(kind: EngineKind, cpu_workers: usize) -> Box<dyn Engine> {
+    create_with(kind, CpuWorkers::PerDevice(cpu_workers))
+}
+
+/// Builds an engine of the given kind whose CPU workers are `cpu` (the ThreadedEngine's
+/// one pool has the count it names).
+pub fn create_with(kind: EngineKind, cpu: CpuWorkers) -> Box<dyn Engine> {
+    let (CpuWorkers::Shared(n) | CpuWorkers::PerDevice(n)) = cpu;
     match kind {
         EngineKind::Naive => Box::new(NaiveEngine::new()),
-        EngineKind::Threaded => Box::new(ThreadedEngine::new(cpu_workers)),
-        EngineKind::ThreadedPerDevice => Box::new(ThreadedEnginePerDevice::new(cpu_workers)),
+        EngineKind::Threaded => Box::new(ThreadedEngine::new(n)),
+        EngineKind::ThreadedPerDevice => Box::new(ThreadedEnginePerDevice::with_cpu_workers(cpu)),
+    }
+}
+
+/// How CPU devices get workers, from the environment: a pool of the count the user set
+/// per CPU device (MXNet's meaning), or else one pool of a worker per core that every
+/// CPU device shares, so that several CPU contexts do not start more workers than cores.
+pub fn cpu_workers_policy() -> CpuWorkers {
+    cpu_workers_for(cpu_workers_setting(), cores())
+}
+
+/// `cpu_workers_policy` for a given setting and core count.
+fn cpu_workers_for(setting: Option<usize>, cores: usize) -> CpuWorkers {
+    match setting {
+        Some(n) => CpuWorkers::PerDevice(n),
+        None => CpuWorkers::Shared(cores),
     }
 }
 
@@ -261,6 +298,6 @@ static ENGINE: OnceLock<Box<dyn Engine>> = OnceLock::new();
 /// The process's engine, built on first use from the environment.
 pub fn get() -> &'static dyn Engine {
     ENGINE
-        .get_or_init(|| create(kind_from_env(), cpu_workers_from_env()))
+        .get_or_init(|| create_with(kind_from_env(), cpu_workers_policy()))
         .as_ref()
 }

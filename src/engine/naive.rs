@@ -1,130 +1,62 @@
 //! NaiveEngine: runs every op inside `push`, for debugging and as the reference order.
 
-use super::errors::{ErrorCell, ErrorList, ErrorRef};
-use super::opr::{dedup_vars, inherited_error, panic_error};
-use super::{AsyncFn, Engine, EngineKind, FnProperty, OnComplete, RunContext, SyncFn, Var};
+use super::core::{DependencyEngine, Placement};
+use super::opr::Runner;
+use super::shared::EngineShared;
+use super::{AsyncFn, EngineKind, FnProperty, OnComplete};
 use crate::context::Context;
-use crate::error::{Error, Result};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::{mpsc, Arc};
 
 /// The synchronous engine.
-pub struct NaiveEngine {
-    errors: ErrorList,
+pub type NaiveEngine = DependencyEngine<Inline>;
+
+/// The NaiveEngine's placement: an op runs on the pushing thread as soon as it is
+/// pushed (nothing earlier is ever still pending), async ones to their completion.
+pub struct Inline;
+
+impl Placement for Inline {
+    const KIND: EngineKind = EngineKind::Naive;
+
+    fn runner(&self, engine: &Arc<EngineShared>, _: Context, _: FnProperty) -> Runner {
+        Runner::Inline(engine.clone())
+    }
+
+    /// Waits, inside the body, for its completion, so that `push` returns only when the
+    /// op is done. A completion reported before a panic keeps its outcome (the panic is
+    /// still reported); without one, the panic fails the op.
+    fn async_body(f: AsyncFn) -> AsyncFn {
+        Box::new(move |rctx, done| {
+            let (tx, rx) = mpsc::sync_channel(1);
+            let inner = OnComplete::new(move |r| {
+                let _ = tx.send(r);
+            });
+            match catch_unwind(AssertUnwindSafe(move || f(rctx, inner))) {
+                Ok(()) => match rx.recv() {
+                    Ok(r) => done.done(r),
+                    // Dropping `done` fails the op as a forgotten completion.
+                    Err(_) => drop(done),
+                },
+                Err(p) => {
+                    if let Ok(r) = rx.try_recv() {
+                        done.done(r);
+                    }
+                    resume_unwind(p)
+                }
+            }
+        })
+    }
 }
 
 impl NaiveEngine {
     /// A new synchronous engine.
     pub fn new() -> NaiveEngine {
-        NaiveEngine {
-            errors: ErrorList::default(),
-        }
-    }
-
-    /// Stores a failed op's error on the variables it writes and in the engine's list.
-    fn record(&self, mutable_vars: &[Var], cell: ErrorRef) {
-        for v in mutable_vars {
-            v.set_error(&cell);
-        }
-        self.errors.add(&cell);
-    }
-}
-
-impl NaiveEngine {
-    /// Runs an op now unless a variable it reads carries an error. `body` returns the
-    /// op's outcome and, separately, an error that does not fail the op (a panic after
-    /// the op completed).
-    fn run(
-        &self,
-        const_vars: &[Var],
-        mutable_vars: &[Var],
-        prop: FnProperty,
-        body: impl FnOnce() -> (Result<()>, Option<Error>),
-    ) {
-        let (const_vars, mutable_vars) = dedup_vars(const_vars, mutable_vars);
-        if prop != FnProperty::DeleteVar {
-            if let Some(cell) = inherited_error(&const_vars) {
-                drop(body);
-                self.record(&mutable_vars, cell);
-                return;
-            }
-        }
-        let (result, extra) = body();
-        if let Some(e) = extra {
-            self.record(&[], ErrorCell::new(e));
-        }
-        if let Err(e) = result {
-            self.record(&mutable_vars, ErrorCell::new(e));
-        }
+        DependencyEngine::build(|_| Inline)
     }
 }
 
 impl Default for NaiveEngine {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-impl Engine for NaiveEngine {
-    fn kind(&self) -> EngineKind {
-        EngineKind::Naive
-    }
-
-    fn push_async(
-        &self,
-        f: AsyncFn,
-        ctx: Context,
-        const_vars: &[Var],
-        mutable_vars: &[Var],
-        prop: FnProperty,
-        _priority: i32,
-        name: &'static str,
-    ) {
-        self.run(const_vars, mutable_vars, prop, move || {
-            let (tx, rx) = mpsc::channel::<Result<()>>();
-            let done = OnComplete::new(move |r| {
-                let _ = tx.send(r);
-            });
-            match catch_unwind(AssertUnwindSafe(move || f(RunContext { ctx }, done))) {
-                // Completed before the panic: keep the outcome, report the panic.
-                Err(p) => match rx.try_recv() {
-                    Ok(r) => (r, Some(panic_error(name, p))),
-                    Err(_) => (Err(panic_error(name, p)), None),
-                },
-                Ok(()) => {
-                    let r = rx.recv().unwrap_or_else(|_| {
-                        Err(Error::Runtime(format!(
-                            "{name}: the op finished without reporting completion"
-                        )))
-                    });
-                    (r, None)
-                }
-            }
-        })
-    }
-
-    fn push_sync(
-        &self,
-        f: SyncFn,
-        ctx: Context,
-        const_vars: &[Var],
-        mutable_vars: &[Var],
-        prop: FnProperty,
-        _priority: i32,
-        name: &'static str,
-    ) {
-        self.run(const_vars, mutable_vars, prop, move || {
-            let r = catch_unwind(AssertUnwindSafe(move || f(RunContext { ctx })))
-                .unwrap_or_else(|p| Err(panic_error(name, p)));
-            (r, None)
-        })
-    }
-
-    fn wait_for_var(&self, var: &Var) -> Result<()> {
-        var.take_error().map_or(Ok(()), Err)
-    }
-
-    fn wait_for_all(&self) -> Result<()> {
-        self.errors.take_first().map_or(Ok(()), Err)
     }
 }

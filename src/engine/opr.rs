@@ -3,6 +3,7 @@
 
 use super::errors::{ErrorCell, ErrorRef};
 use super::pool::Pool;
+use super::shared::EngineShared;
 use super::var::Granted;
 use super::{AsyncFn, FnProperty, OnComplete, RunContext, SyncFn, Var};
 use crate::context::Context;
@@ -30,6 +31,27 @@ pub(crate) enum Body {
     Async(AsyncFn),
     /// An internal read that wakes a thread in `wait_for_var`; runs inline when ready.
     Signal(Arc<WaitSlot>),
+}
+
+/// Where an op runs once its variables let it through.
+pub(crate) enum Runner {
+    /// On a worker of this pool; the pool's engine counts the op.
+    Pool(Arc<Pool>),
+    /// At once, on the thread that makes it ready (the NaiveEngine); the engine counts it.
+    Inline(Arc<EngineShared>),
+    /// At once and uncounted: the engine's own wait signals.
+    Internal,
+}
+
+impl Runner {
+    /// The engine that counts the op and keeps its errors.
+    fn engine(&self) -> Option<&EngineShared> {
+        match self {
+            Runner::Pool(pool) => Some(&pool.engine),
+            Runner::Inline(engine) => Some(engine),
+            Runner::Internal => None,
+        }
+    }
 }
 
 /// A one-shot flag a thread can block on.
@@ -84,8 +106,6 @@ pub(crate) struct OprBlock {
     /// has queued the op on all of them. The one that brings it to zero dispatches it.
     wait: AtomicUsize,
     body: Mutex<Option<Body>>,
-    /// The body is a `Signal`: run inline instead of on a pool.
-    inline: bool,
     /// Goes to the high-priority queue of its pool.
     pub(crate) high_priority: bool,
     /// Its place in that queue: higher first.
@@ -95,9 +115,7 @@ pub(crate) struct OprBlock {
     mutable_vars: VarList,
     prop: FnProperty,
     name: &'static str,
-    /// The pool that runs it (and, through it, the engine that counts it); `None` for
-    /// internal inline ops, which the engine does not count.
-    pool: Option<Arc<Pool>>,
+    runner: Runner,
     async_state: AtomicU8,
     /// The first error found on a read variable when it let this op through.
     inherited: OnceLock<ErrorRef>,
@@ -134,11 +152,6 @@ pub(crate) fn dedup_vars(const_vars: &[Var], mutable_vars: &[Var]) -> (VarList, 
     (consts, muts)
 }
 
-/// The error an op inherits from the variables it reads, if any.
-pub(crate) fn inherited_error(const_vars: &[Var]) -> Option<ErrorRef> {
-    const_vars.iter().find_map(Var::error_cell)
-}
-
 /// `Error::Runtime("<op name>: <panic message>")` for a caught panic.
 pub(crate) fn panic_error(name: &str, payload: Box<dyn Any + Send>) -> Error {
     let msg = if let Some(s) = payload.downcast_ref::<&str>() {
@@ -155,7 +168,7 @@ impl OprBlock {
     /// Queues a new op on its variables; dispatches it if nothing holds it back.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn push(
-        pool: Option<&Arc<Pool>>,
+        runner: Runner,
         body: Body,
         ctx: Context,
         const_vars: &[Var],
@@ -165,13 +178,12 @@ impl OprBlock {
         name: &'static str,
     ) {
         let (const_vars, mutable_vars) = dedup_vars(const_vars, mutable_vars);
-        if let Some(pool) = pool {
-            pool.engine.op_pushed();
+        if let Some(engine) = runner.engine() {
+            engine.op_pushed();
         }
         let hold = const_vars.len() + mutable_vars.len() + 1;
         let op = Arc::new(OprBlock {
             wait: AtomicUsize::new(hold),
-            inline: matches!(body, Body::Signal(_)),
             body: Mutex::new(Some(body)),
             high_priority: priority > 0 || prop == FnProperty::CpuPrioritized,
             priority,
@@ -180,7 +192,7 @@ impl OprBlock {
             mutable_vars,
             prop,
             name,
-            pool: pool.cloned(),
+            runner,
             async_state: AtomicU8::new(RUNNING),
             inherited: OnceLock::new(),
         });
@@ -203,13 +215,12 @@ impl OprBlock {
         }
     }
 
-    /// Sends a ready op to its pool (or runs an inline one here). `continuation` is true
-    /// when a worker of that pool made it ready by finishing an op it just ran.
+    /// Sends a ready op to its pool, or runs it here. `continuation` is true when a worker
+    /// of that pool made it ready by finishing an op it just ran.
     fn dispatch(self: OprRef, continuation: bool) {
-        if self.inline {
-            self.execute();
-        } else if let Some(pool) = self.pool.clone() {
-            pool.submit(self, continuation);
+        match &self.runner {
+            Runner::Pool(pool) => pool.clone().submit(self, continuation),
+            Runner::Inline(_) | Runner::Internal => self.execute(),
         }
     }
 
@@ -227,7 +238,7 @@ impl OprBlock {
                 return;
             }
         }
-        let rctx = RunContext { ctx: self.ctx };
+        let rctx = RunContext::new(self.ctx);
         match body {
             Body::Sync(f) => {
                 let r = catch_unwind(AssertUnwindSafe(move || f(rctx)))
@@ -291,8 +302,8 @@ impl OprBlock {
     }
 
     fn engine_error(&self, cell: &ErrorRef) {
-        if let Some(pool) = &self.pool {
-            pool.engine.record_error(cell);
+        if let Some(engine) = self.runner.engine() {
+            engine.record_error(cell);
         }
     }
 
@@ -317,8 +328,8 @@ impl OprBlock {
         for op in granted {
             op.let_through(continuation);
         }
-        if let Some(pool) = &self.pool {
-            pool.engine.op_done();
+        if let Some(engine) = self.runner.engine() {
+            engine.op_done();
         }
     }
 }

@@ -1,12 +1,12 @@
 //! ThreadedEnginePerDevice (the default): a pool per device, created on first use, plus one
 //! pool for prioritised CPU work (`FnProperty::CpuPrioritized`) and copies.
 
-use super::opr::{Body, OprBlock};
+use super::core::{DependencyEngine, Placement};
+use super::opr::Runner;
 use super::pool::Pool;
-use super::threaded::EngineShared;
-use super::{env_var, AsyncFn, Engine, EngineKind, FnProperty, SyncFn, Var};
+use super::shared::EngineShared;
+use super::{env_var, EngineKind, FnProperty};
 use crate::context::{Context, DeviceType};
-use crate::error::Result;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -19,12 +19,29 @@ type Started = (Vec<Arc<Pool>>, Vec<JoinHandle<()>>);
 const FAST_IDS: usize = 32;
 
 /// The engine with a pool per device.
-pub struct ThreadedEnginePerDevice {
+pub type ThreadedEnginePerDevice = DependencyEngine<DevicePools>;
+
+/// How the CPU devices' ops share worker threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuWorkers {
+    /// One pool of this many workers runs the ops of every CPU device id, so that a
+    /// program using `cpu(0)` and `cpu(1)` does not start more workers than there are
+    /// cores (the default, sized to the cores).
+    Shared(usize),
+    /// A pool of this many workers per CPU device id, as MXNet's
+    /// `MXNET_CPU_WORKER_NTHREADS` asks.
+    PerDevice(usize),
+}
+
+/// The ThreadedEnginePerDevice's placement: the pool of the op's device, or the
+/// priority pool.
+pub struct DevicePools {
     shared: Arc<EngineShared>,
-    cpu_workers: usize,
+    cpu_workers: CpuWorkers,
     gpu_workers: usize,
     priority_workers: usize,
-    /// CPU pools by device id (`cpu_pinned` and `cpu_shared` run on the CPU's pool).
+    /// CPU pools by device id (`cpu_pinned` and `cpu_shared` run on the CPU's pool); with
+    /// `CpuWorkers::Shared`, only slot 0 is used.
     cpu: Box<[OnceLock<Arc<Pool>>]>,
     /// GPU pools by device id.
     gpu: Box<[OnceLock<Arc<Pool>>]>,
@@ -45,15 +62,24 @@ fn workers_from_env(rsmx_name: &str, mxnet_name: &str, default: usize) -> usize 
 }
 
 impl ThreadedEnginePerDevice {
-    /// An engine whose CPU pools have `cpu_workers` threads each. GPU pools have
-    /// `RSMX_GPU_WORKER_NTHREADS` (`MXNET_GPU_WORKER_NTHREADS`, default 2) threads, the
-    /// priority pool `RSMX_CPU_PRIORITY_NTHREADS` (`MXNET_CPU_PRIORITY_NTHREADS`,
-    /// default 4).
+    /// An engine whose CPU pools have `cpu_workers` threads each (one pool per CPU device
+    /// id). GPU pools have `RSMX_GPU_WORKER_NTHREADS` (`MXNET_GPU_WORKER_NTHREADS`,
+    /// default 2) threads, the priority pool `RSMX_CPU_PRIORITY_NTHREADS`
+    /// (`MXNET_CPU_PRIORITY_NTHREADS`, default 4).
     pub fn new(cpu_workers: usize) -> ThreadedEnginePerDevice {
+        Self::with_cpu_workers(CpuWorkers::PerDevice(cpu_workers))
+    }
+
+    /// An engine whose CPU devices share workers as `cpu` says.
+    pub fn with_cpu_workers(cpu: CpuWorkers) -> ThreadedEnginePerDevice {
+        let cpu_workers = match cpu {
+            CpuWorkers::Shared(n) => CpuWorkers::Shared(n.max(1)),
+            CpuWorkers::PerDevice(n) => CpuWorkers::PerDevice(n.max(1)),
+        };
         let slots = || (0..FAST_IDS).map(|_| OnceLock::new()).collect::<Box<[_]>>();
-        ThreadedEnginePerDevice {
-            shared: EngineShared::new(),
-            cpu_workers: cpu_workers.max(1),
+        DependencyEngine::build(|shared| DevicePools {
+            shared: shared.clone(),
+            cpu_workers,
             gpu_workers: workers_from_env(
                 "RSMX_GPU_WORKER_NTHREADS",
                 "MXNET_GPU_WORKER_NTHREADS",
@@ -69,9 +95,11 @@ impl ThreadedEnginePerDevice {
             other: Mutex::new(HashMap::new()),
             priority: OnceLock::new(),
             started: Mutex::new((Vec::new(), Vec::new())),
-        }
+        })
     }
+}
 
+impl DevicePools {
     fn start_pool(&self, workers: usize, name: &str) -> Arc<Pool> {
         let (pool, threads) = Pool::spawn(self.shared.clone(), workers, name);
         let mut started = self.started.lock();
@@ -80,105 +108,48 @@ impl ThreadedEnginePerDevice {
         pool
     }
 
-    /// Runs `f` with the pool for an op of kind `prop` on `ctx`, starting it if needed.
-    fn with_pool<R>(&self, ctx: Context, prop: FnProperty, f: impl FnOnce(&Arc<Pool>) -> R) -> R {
+    /// The pool for an op of kind `prop` on `ctx`, started if needed.
+    fn pool(&self, ctx: Context, prop: FnProperty) -> Arc<Pool> {
         let prioritized = matches!(
             prop,
             FnProperty::CpuPrioritized | FnProperty::CopyFromGpu | FnProperty::CopyToGpu
         );
         if prioritized {
-            let pool = self
+            return self
                 .priority
-                .get_or_init(|| self.start_pool(self.priority_workers, "rsmx-priority"));
-            return f(pool);
+                .get_or_init(|| self.start_pool(self.priority_workers, "rsmx-priority"))
+                .clone();
         }
         let gpu = ctx.dev_type == DeviceType::Gpu;
-        let (table, workers, kind) = if gpu {
-            (&self.gpu, self.gpu_workers, "gpu")
-        } else {
-            (&self.cpu, self.cpu_workers, "cpu")
+        let (table, workers, kind, dev_id) = match (gpu, self.cpu_workers) {
+            (true, _) => (&self.gpu, self.gpu_workers, "gpu", ctx.dev_id),
+            (false, CpuWorkers::Shared(n)) => (&self.cpu, n, "cpu", 0),
+            (false, CpuWorkers::PerDevice(n)) => (&self.cpu, n, "cpu", ctx.dev_id),
         };
-        let name = || format!("rsmx-{kind}{}", ctx.dev_id);
-        match usize::try_from(ctx.dev_id).ok().and_then(|i| table.get(i)) {
-            Some(slot) => f(slot.get_or_init(|| self.start_pool(workers, &name()))),
-            None => {
-                let pool = self
-                    .other
-                    .lock()
-                    .entry((gpu, ctx.dev_id))
-                    .or_insert_with(|| self.start_pool(workers, &name()))
-                    .clone();
-                f(&pool)
-            }
+        let name = || format!("rsmx-{kind}{dev_id}");
+        match usize::try_from(dev_id).ok().and_then(|i| table.get(i)) {
+            Some(slot) => slot
+                .get_or_init(|| self.start_pool(workers, &name()))
+                .clone(),
+            None => self
+                .other
+                .lock()
+                .entry((gpu, dev_id))
+                .or_insert_with(|| self.start_pool(workers, &name()))
+                .clone(),
         }
     }
 }
 
-impl Engine for ThreadedEnginePerDevice {
-    fn kind(&self) -> EngineKind {
-        EngineKind::ThreadedPerDevice
-    }
+impl Placement for DevicePools {
+    const KIND: EngineKind = EngineKind::ThreadedPerDevice;
 
-    fn push_async(
-        &self,
-        f: AsyncFn,
-        ctx: Context,
-        const_vars: &[Var],
-        mutable_vars: &[Var],
-        prop: FnProperty,
-        priority: i32,
-        name: &'static str,
-    ) {
-        self.with_pool(ctx, prop, |pool| {
-            let body = Body::Async(f);
-            OprBlock::push(
-                Some(pool),
-                body,
-                ctx,
-                const_vars,
-                mutable_vars,
-                prop,
-                priority,
-                name,
-            )
-        })
-    }
-
-    fn push_sync(
-        &self,
-        f: SyncFn,
-        ctx: Context,
-        const_vars: &[Var],
-        mutable_vars: &[Var],
-        prop: FnProperty,
-        priority: i32,
-        name: &'static str,
-    ) {
-        self.with_pool(ctx, prop, |pool| {
-            let body = Body::Sync(f);
-            OprBlock::push(
-                Some(pool),
-                body,
-                ctx,
-                const_vars,
-                mutable_vars,
-                prop,
-                priority,
-                name,
-            )
-        })
-    }
-
-    fn wait_for_var(&self, var: &Var) -> Result<()> {
-        self.shared.wait_var(var)
-    }
-
-    fn wait_for_all(&self) -> Result<()> {
-        self.shared.wait_all()
+    fn runner(&self, _: &Arc<EngineShared>, ctx: Context, prop: FnProperty) -> Runner {
+        Runner::Pool(self.pool(ctx, prop))
     }
 }
 
-impl Drop for ThreadedEnginePerDevice {
+impl Drop for DevicePools {
     fn drop(&mut self) {
         let (pools, threads) = std::mem::take(&mut *self.started.lock());
         self.shared.shut_down(&pools, threads);

@@ -4,7 +4,7 @@
 use super::idle::{Idle, Parked};
 use super::opr::OprRef;
 use super::prio::PriorityQueue;
-use super::threaded::EngineShared;
+use super::shared::EngineShared;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::Backoff;
 use std::cell::{Cell, RefCell};

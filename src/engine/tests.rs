@@ -4,6 +4,7 @@
 #![allow(clippy::cloned_ref_to_slice_refs)]
 
 mod errors;
+mod placement;
 mod scheduling;
 mod stress;
 

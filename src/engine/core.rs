@@ -1,0 +1,128 @@
+//! The push path every engine type shares: an op block is built, queued on its variables
+//! and, once they let it through, handed to the runner its engine's placement picks.
+
+use super::opr::{Body, OprBlock, Runner};
+use super::shared::EngineShared;
+use super::{AsyncFn, Engine, EngineKind, FnProperty, SyncFn, Var};
+use crate::context::Context;
+use crate::error::Result;
+use std::sync::Arc;
+
+/// What tells the engine types apart: where a ready op runs.
+pub(crate) trait Placement: Send + Sync {
+    /// The engine type this placement makes.
+    const KIND: EngineKind;
+
+    /// The runner for an op of kind `prop` pushed for `ctx`.
+    fn runner(&self, engine: &Arc<EngineShared>, ctx: Context, prop: FnProperty) -> Runner;
+
+    /// Adapts an async body to how this placement runs ops (by default, unchanged).
+    fn async_body(f: AsyncFn) -> AsyncFn {
+        f
+    }
+}
+
+/// A dependency engine: the shared push path, waits and error list, with `P` deciding
+/// where ready ops run. `NaiveEngine`, `ThreadedEngine` and `ThreadedEnginePerDevice` are
+/// this type with their placements.
+pub struct DependencyEngine<P> {
+    /// Dropped first: a placement with threads shuts them down when it goes.
+    place: P,
+    shared: Arc<EngineShared>,
+}
+
+impl<P> DependencyEngine<P> {
+    /// An engine whose placement is built with the engine's shared state.
+    pub(crate) fn build(place: impl FnOnce(&Arc<EngineShared>) -> P) -> DependencyEngine<P> {
+        let shared = EngineShared::new();
+        DependencyEngine {
+            place: place(&shared),
+            shared,
+        }
+    }
+}
+
+/// The one push path: placement, op block, dependencies.
+#[allow(clippy::too_many_arguments)]
+fn push<P: Placement>(
+    engine: &DependencyEngine<P>,
+    body: Body,
+    ctx: Context,
+    const_vars: &[Var],
+    mutable_vars: &[Var],
+    prop: FnProperty,
+    priority: i32,
+    name: &'static str,
+) {
+    let runner = engine.place.runner(&engine.shared, ctx, prop);
+    OprBlock::push(
+        runner,
+        body,
+        ctx,
+        const_vars,
+        mutable_vars,
+        prop,
+        priority,
+        name,
+    );
+}
+
+impl<P: Placement> Engine for DependencyEngine<P> {
+    fn kind(&self) -> EngineKind {
+        P::KIND
+    }
+
+    fn push_async(
+        &self,
+        f: AsyncFn,
+        ctx: Context,
+        const_vars: &[Var],
+        mutable_vars: &[Var],
+        prop: FnProperty,
+        priority: i32,
+        name: &'static str,
+    ) {
+        let body = Body::Async(P::async_body(f));
+        push(
+            self,
+            body,
+            ctx,
+            const_vars,
+            mutable_vars,
+            prop,
+            priority,
+            name,
+        );
+    }
+
+    fn push_sync(
+        &self,
+        f: SyncFn,
+        ctx: Context,
+        const_vars: &[Var],
+        mutable_vars: &[Var],
+        prop: FnProperty,
+        priority: i32,
+        name: &'static str,
+    ) {
+        let body = Body::Sync(f);
+        push(
+            self,
+            body,
+            ctx,
+            const_vars,
+            mutable_vars,
+            prop,
+            priority,
+            name,
+        );
+    }
+
+    fn wait_for_var(&self, var: &Var) -> Result<()> {
+        self.shared.wait_var(var)
+    }
+
+    fn wait_for_all(&self) -> Result<()> {
+        self.shared.wait_all()
+    }
+}
