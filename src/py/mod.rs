@@ -66,6 +66,27 @@ fn list_ops() -> Vec<(String, Vec<String>, Vec<String>, bool, Vec<String>, Strin
         .collect()
 }
 
+/// `(name, type, default or None, doc)` of each attribute operator `name` declares in
+/// full; empty for an operator that lists attribute names only.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn op_param_docs(name: &str) -> PyResult<Vec<(String, String, Option<String>, String)>> {
+    let def = op::find(name).py()?;
+    Ok(def
+        .params
+        .declared()
+        .iter()
+        .map(|p| {
+            (
+                p.name.to_string(),
+                p.ty.to_string(),
+                p.default.map(str::to_string),
+                p.doc.to_string(),
+            )
+        })
+        .collect())
+}
+
 /// Blocks until all pushed work is done; raises the first error since the last call.
 #[pyfunction]
 fn waitall(py: Python<'_>) -> PyResult<()> {
@@ -126,6 +147,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ndarray::from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(invoke, m)?)?;
     m.add_function(wrap_pyfunction!(list_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(op_param_docs, m)?)?;
     m.add_function(wrap_pyfunction!(waitall, m)?)?;
     m.add_function(wrap_pyfunction!(engine_type, m)?)?;
     m.add_function(wrap_pyfunction!(storage_stats, m)?)?;

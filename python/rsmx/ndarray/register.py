@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from .._op_doc import op_docstring
 from ..base import _Null
 from ..context import Context, current_context
 
@@ -101,11 +102,7 @@ def make_op_function(
 
     op_function.__name__ = name
     op_function.__qualname__ = name
-    op_function.__doc__ = (
-        f"{doc}\n\nInputs: {', '.join(inputs) or 'none'}"
-        + (" (any number)" if variadic else "")
-        + f"\nAttributes: {', '.join(params) or 'none'}"
-    )
+    op_function.__doc__ = op_docstring(name, doc, inputs, variadic, params, "NDArray")
     return op_function
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _core
+from .._op_doc import op_docstring
 from ..attribute import AttrScope
 from ..base import MXNetTypeError, _Null
 from ..name import NameManager
@@ -57,11 +58,14 @@ def make_sym_function(
 
     sym_function.__name__ = func_name
     sym_function.__qualname__ = func_name
-    sym_function.__doc__ = (
-        f"{doc}\n\nInputs: {', '.join(inputs) or 'none'}"
-        + (" (any number)" if variadic else "")
-        + f"\nAttributes: {', '.join(params) or 'none'}\n"
-        "Also takes ``name`` (the node's name) and ``attr`` (a dict of attributes)."
+    sym_function.__doc__ = op_docstring(
+        op_name,
+        doc,
+        inputs,
+        variadic,
+        params,
+        "Symbol",
+        "Also takes ``name`` (the node's name) and ``attr`` (a dict of attributes).",
     )
     return sym_function
 
