@@ -183,7 +183,7 @@ impl FusedOptimizer {
             let call = op_call(&s.cfg, &rates, n == 1, mp && own_mp_ops);
             (call, mp, own_mp_ops)
         };
-        let op = self.ops.get(key, call)?;
+        let op = self.ops.get(call)?;
         let ctx = Some(weight.context());
         if mp && !own_mp_ops {
             // Update the float32 copy with a float32 gradient, then round into the weight.

@@ -1,22 +1,45 @@
 //! Which registered update operator runs one fused update, with the attributes MXNet's
-//! Python optimizer passes it, and a per-key cache of the operators built.
+//! Python optimizer passes it, and a cache of the operators built.
 
 use super::config::{Config, OptKind};
-use super::ParamKey;
 use crate::error::Result;
 use crate::op::{self, Attrs, OpRef};
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
-/// An attribute value.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// An attribute value; equal when written the same (floats compare by their bits).
+#[derive(Debug, Clone, Copy)]
 enum Val {
     F(f64),
     B(bool),
 }
 
+impl Val {
+    fn bits(self) -> (bool, u64) {
+        match self {
+            Val::F(x) => (false, x.to_bits()),
+            Val::B(b) => (true, u64::from(b)),
+        }
+    }
+}
+
+impl PartialEq for Val {
+    fn eq(&self, other: &Val) -> bool {
+        self.bits() == other.bits()
+    }
+}
+
+impl Eq for Val {}
+
+impl Hash for Val {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.bits().hash(state)
+    }
+}
+
 /// One update operator: its registered name and its attributes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct OpCall {
     pub name: &'static str,
     attrs: Vec<(&'static str, Val)>,
@@ -36,7 +59,7 @@ impl OpCall {
     fn new(name: &'static str) -> OpCall {
         OpCall {
             name,
-            attrs: Vec::new(),
+            attrs: Vec::with_capacity(9),
         }
     }
 
@@ -189,24 +212,29 @@ pub(super) fn op_call(c: &Config, r: &Rates, has_mom: bool, mp: bool) -> OpCall 
     }
 }
 
-/// The operator last built for each key: a key's hyperparameters usually stay the same
-/// from one update to the next (a constant learning rate), so most updates build nothing.
+/// The operators built lately, by call. Updates in one step mostly share their
+/// attributes (one learning rate, one Adam step count), so most updates build nothing
+/// even while the rate changes from step to step.
 #[derive(Default)]
 pub(super) struct OpCache {
-    by_key: Mutex<HashMap<ParamKey, (OpCall, OpRef)>>,
+    ops: Mutex<HashMap<OpCall, OpRef>>,
 }
 
+/// More distinct calls than this empties the cache (old rates are not seen again).
+const CACHE_LIMIT: usize = 64;
+
 impl OpCache {
-    /// The operator for `call`, built unless `key`'s last one was the same.
-    pub fn get(&self, key: &ParamKey, call: OpCall) -> Result<OpRef> {
-        let mut by_key = self.by_key.lock();
-        if let Some((last, op)) = by_key.get(key) {
-            if *last == call {
-                return Ok(op.clone());
-            }
+    /// The operator for `call`, built unless built lately.
+    pub fn get(&self, call: OpCall) -> Result<OpRef> {
+        let mut ops = self.ops.lock();
+        if let Some(op) = ops.get(&call) {
+            return Ok(op.clone());
         }
         let op = call.build()?;
-        by_key.insert(key.clone(), (call, op.clone()));
+        if ops.len() >= CACHE_LIMIT {
+            ops.clear();
+        }
+        ops.insert(call, op.clone());
         Ok(op)
     }
 }

@@ -242,16 +242,21 @@ fn every_update_builds_through_the_registry() {
             }
         }
     }
-    // The operator last built for a key is reused while its attributes stay the same.
+    // An operator built lately is reused for the same attributes.
     let cfg = Config::parse("sgd", &params(&[("momentum", "0.9")])).unwrap();
     let cache = OpCache::default();
-    let key = ParamKey::Int(0);
-    let a = cache.get(&key, op_call(&cfg, &r, true, false)).unwrap();
-    let b = cache.get(&key, op_call(&cfg, &r, true, false)).unwrap();
-    assert!(std::sync::Arc::ptr_eq(&a, &b));
+    let a = cache.get(op_call(&cfg, &r, true, false)).unwrap();
     let r2 = Rates { lr: 0.2, ..r };
-    let c = cache.get(&key, op_call(&cfg, &r2, true, false)).unwrap();
+    let c = cache.get(op_call(&cfg, &r2, true, false)).unwrap();
     assert!(!std::sync::Arc::ptr_eq(&a, &c));
+    let b = cache.get(op_call(&cfg, &r, true, false)).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&a, &b));
+    let zero = Rates { lr: -0.0, ..r };
+    let d = cache.get(op_call(&cfg, &zero, true, false)).unwrap();
+    let e = cache
+        .get(op_call(&cfg, &Rates { lr: 0.0, ..r }, true, false))
+        .unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&d, &e));
 }
 
 #[test]
