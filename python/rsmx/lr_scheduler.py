@@ -5,9 +5,11 @@ including its mutable state (``FactorScheduler`` and ``MultiFactorScheduler`` lo
 ``base_lr`` in place as updates pass their steps) and its ``logging.info`` messages.
 
 The built-in schedulers can also describe themselves as a JSON object (see
-:meth:`LRScheduler._fused_config`) so the Rust ``FusedOptimizer`` can evaluate the same
-schedule without calling back into Python. A user subclass has no such description, and
-the KVStore then runs the Python updater instead.
+:meth:`LRScheduler._fused_config`) so the Rust ``FusedOptimizer`` can run the same
+schedule without calling back into Python. Once an optimizer runs in the core, its
+scheduler is bound to the core's copy: calling it and its changing fields (``base_lr``,
+``count``, ``cur_step_ind``) read and write the core's state, which is the only one. A
+user subclass has no description, and the KVStore then runs the Python updater instead.
 """
 
 from __future__ import annotations
@@ -26,6 +28,59 @@ __all__ = [
     "PolyScheduler",
     "CosineScheduler",
 ]
+
+
+class _CoreField:
+    """An attribute of an object that a core optimizer may own.
+
+    Unbound (the object's ``_fused`` is None), the value lives in the instance's
+    ``__dict__`` under the same name, so pickles and plain use see an ordinary attribute.
+    Bound, ``get(obj, fused)`` and ``put(obj, fused, value)`` read and write the core's
+    state instead.
+    """
+
+    def __init__(self, get: Any, put: Any) -> None:
+        self.get = get
+        self.put = put
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        fused = obj.__dict__.get("_fused")
+        if fused is not None:
+            return self.get(obj, fused)
+        try:
+            return obj.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}") from None
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        fused = obj.__dict__.get("_fused")
+        if fused is None:
+            obj.__dict__[self.name] = value
+        else:
+            self.put(obj, fused, value)
+
+
+def _sched_field(name: str) -> _CoreField:
+    """A field of the scheduler's state, kept in the core's schedule once bound."""
+
+    def get(obj: Any, fused: Any) -> Any:
+        state = json.loads(fused.lr_scheduler_state())
+        if name not in state:
+            raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
+        return state[name]
+
+    def put(obj: Any, fused: Any, value: Any) -> None:
+        state = json.loads(fused.lr_scheduler_state())
+        state[name] = value
+        fused.set_lr_scheduler_state(json.dumps(state))
+
+    return _CoreField(get, put)
 
 
 class LRScheduler:
@@ -128,17 +183,42 @@ class LRScheduler:
         return None if cfg is None else json.dumps(cfg, sort_keys=True)
 
 
-    def _load_fused_state(self, text: str) -> None:
-        """Takes over the state of the core's copy of this schedule (its JSON from
-        ``FusedOptimizer.lr_scheduler_state``), so a saved optimizer resumes where the
-        core's schedule was."""
-        cfg = json.loads(text)
-        for key in ("base_lr", "count", "cur_step_ind"):
-            if key in cfg and hasattr(self, key):
-                setattr(self, key, type(getattr(self, key))(cfg[key]))
+class _CoreSchedule(LRScheduler):
+    """A built-in schedule, which the core can run: once bound to a core optimizer (by
+    :meth:`_bind`), its rate and changing fields are the core's."""
+
+    _fused: Any = None
+    base_lr = _sched_field("base_lr")
+    count = _sched_field("count")
+    cur_step_ind = _sched_field("cur_step_ind")
+
+    def _bind(self, fused: Any) -> None:
+        """Hands the schedule's state over to ``fused``'s copy, which owns it from now on."""
+        for name in ("base_lr", "count", "cur_step_ind"):
+            self.__dict__.pop(name, None)
+        self.__dict__["_fused"] = fused
+
+    def __call__(self, num_update: int) -> float:
+        fused = self._fused
+        if fused is not None:
+            return fused.scheduler_rate(num_update)
+        return self._rate(num_update)
+
+    def _rate(self, num_update: int) -> float:
+        raise NotImplementedError("must override this")
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        fused = state.pop("_fused", None)
+        if fused is not None:
+            core = json.loads(fused.lr_scheduler_state())
+            for name in ("base_lr", "count", "cur_step_ind"):
+                if name in core:
+                    state[name] = core[name]
+        return state
 
 
-class FactorScheduler(LRScheduler):
+class FactorScheduler(_CoreSchedule):
     """Multiplies the learning rate by ``factor`` every ``step`` updates.
 
     After warm-up the rate is ``base_lr * factor ** floor((num_update - 1) / step)``,
@@ -177,7 +257,7 @@ class FactorScheduler(LRScheduler):
         self.stop_factor_lr = stop_factor_lr
         self.count = 0
 
-    def __call__(self, num_update: int) -> float:
+    def _rate(self, num_update: int) -> float:
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         # A loop, not a test: a resumed run may jump several steps at once.
@@ -207,7 +287,7 @@ class FactorScheduler(LRScheduler):
         return cfg
 
 
-class MultiFactorScheduler(LRScheduler):
+class MultiFactorScheduler(_CoreSchedule):
     """Multiplies the learning rate by ``factor`` as updates pass each listed step.
 
     After warm-up, with ``k`` steps strictly below ``num_update``, the rate is
@@ -246,7 +326,7 @@ class MultiFactorScheduler(LRScheduler):
         self.factor = factor
         self.count = 0
 
-    def __call__(self, num_update: int) -> float:
+    def _rate(self, num_update: int) -> float:
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         while self.cur_step_ind < len(self.step) and num_update > self.step[self.cur_step_ind]:
@@ -268,7 +348,7 @@ class MultiFactorScheduler(LRScheduler):
         return cfg
 
 
-class PolyScheduler(LRScheduler):
+class PolyScheduler(_CoreSchedule):
     """Polynomial decay from ``base_lr`` to ``final_lr`` over ``max_update`` updates.
 
     After warm-up, while ``num_update <= max_update``, the rate is
@@ -309,7 +389,7 @@ class PolyScheduler(LRScheduler):
         self.final_lr = final_lr
         self.max_steps = self.max_update - self.warmup_steps
 
-    def __call__(self, num_update: int) -> float:
+    def _rate(self, num_update: int) -> float:
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         if num_update <= self.max_update:
@@ -330,7 +410,7 @@ class PolyScheduler(LRScheduler):
         return cfg
 
 
-class CosineScheduler(LRScheduler):
+class CosineScheduler(_CoreSchedule):
     """Cosine decay from ``base_lr`` to ``final_lr`` over ``max_update`` updates.
 
     After warm-up, while ``num_update <= max_update``, the rate is
@@ -368,7 +448,7 @@ class CosineScheduler(LRScheduler):
         self.final_lr = final_lr
         self.max_steps = self.max_update - self.warmup_steps
 
-    def __call__(self, num_update: int) -> float:
+    def _rate(self, num_update: int) -> float:
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         if num_update <= self.max_update:

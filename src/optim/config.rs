@@ -79,6 +79,10 @@ pub struct Config {
     pub lamda1: f64,
     pub beta: f64,
     pub wd_lh: f64,
+    /// Dense updates ignore it, but the operators take it (sgd, adam).
+    pub lazy_update: bool,
+    /// SGD updates as MXNet's aggregated updater does (`aggregate_num` > 0).
+    pub aggregate: bool,
 }
 
 struct Reader<'a>(&'a HashMap<String, String>);
@@ -263,6 +267,8 @@ impl Config {
             lamda1: r.float("lamda1", 0.01)?,
             beta: r.float("beta", 1.0)?,
             wd_lh: r.float("wd_lh", 0.0)?,
+            lazy_update: r.bool("lazy_update", true)?,
+            aggregate: r.int("aggregate_num", 4)? > 0,
         })
     }
 

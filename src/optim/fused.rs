@@ -1,13 +1,15 @@
 //! `FusedOptimizer`: MXNet's built-in optimizers as the KVStore runs them, each update
-//! one fused operator pushed to the engine, with MXNet's update counting and lr/wd rules.
+//! one registered update operator pushed to the engine. It owns the optimizer's rules and
+//! state (update counts, `num_update`, learning rate and schedule, multipliers); a Python
+//! optimizer bound to it reads them from here.
 
 use super::config::{Config, OptKind};
+use super::ops::{op_call, OpCache, Rates};
 use super::scheduler::LrScheduler;
 use super::ParamKey;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::imperative::invoke_at;
-use crate::kernels::cpu::optim::{update_op, Hyper, Kind};
 use crate::ndarray::NDArray;
 use crate::op::{self, Attrs};
 use crate::shape::fmt_shape;
@@ -24,39 +26,51 @@ struct Dynamic {
     counts: HashMap<i32, HashMap<ParamKey, i64>>,
 }
 
-/// A built-in optimizer whose updates are fused operators; `Send + Sync`.
-pub struct FusedOptimizer {
-    cfg: Config,
-    dynamic: Mutex<Dynamic>,
-}
-
-/// One update to push: the op and its arrays.
-struct Plan {
-    kind: Kind,
-    h: Hyper,
-    inputs: Vec<NDArray>,
-    out: NDArray,
-}
-
-impl FusedOptimizer {
-    /// The optimizer MXNet registers as `name` (case-insensitive) with `params` as strings.
-    pub fn new(name: &str, params: &HashMap<String, String>) -> Result<FusedOptimizer> {
-        let cfg = Config::parse(name, params)?;
-        let dynamic = Dynamic {
-            lr: cfg.lr,
-            rescale_grad: cfg.rescale_grad,
-            scheduler: cfg.scheduler.clone(),
-            num_update: cfg.num_update,
-            counts: HashMap::from([(0, HashMap::new())]),
-        };
-        Ok(FusedOptimizer {
-            cfg,
-            dynamic: Mutex::new(dynamic),
-        })
+impl Dynamic {
+    /// Counts one more update of `key` on device `dev` (MXNet's `_update_count`; a key's
+    /// count starts at `begin`) and returns the key's count.
+    fn count(&mut self, dev: i32, key: &ParamKey, begin: i64) -> i64 {
+        let count = self
+            .counts
+            .entry(dev)
+            .or_default()
+            .entry(key.clone())
+            .or_insert(begin);
+        *count += 1;
+        let t = *count;
+        self.num_update = self.num_update.max(t);
+        t
     }
 
-    fn multi_precision(&self, weight: &NDArray) -> bool {
-        self.cfg.multi_precision && weight.dtype() == DType::F16
+    /// The learning rate before multipliers: the schedule's at `num_update` (which may
+    /// step the schedule), else the set rate.
+    fn base_lr(&mut self) -> f64 {
+        let n = self.num_update;
+        match self.scheduler.as_mut() {
+            Some(s) => s.lr(n),
+            None => self.lr,
+        }
+    }
+}
+
+/// The settings and the state, under one lock.
+struct Inner {
+    cfg: Config,
+    d: Dynamic,
+}
+
+impl Inner {
+    /// The learning rates of `keys` (MXNet's `_get_lrs`: one schedule value, times each
+    /// key's multiplier).
+    fn lrs(&mut self, keys: &[ParamKey]) -> Vec<f64> {
+        let base = self.d.base_lr();
+        let c = &self.cfg;
+        keys.iter().map(|k| base * c.mult(&c.lr_mult, k)).collect()
+    }
+
+    /// The weight decay of `key` (MXNet's `_get_wd`).
+    fn wd(&self, key: &ParamKey) -> f64 {
+        self.cfg.wd * self.cfg.mult(&self.cfg.wd_mult, key)
     }
 
     /// Number of inner states (without the float32 master copy).
@@ -71,18 +85,59 @@ impl FusedOptimizer {
         }
     }
 
+    fn multi_precision(&self, weight: &NDArray) -> bool {
+        self.cfg.multi_precision && weight.dtype() == DType::F16
+    }
+}
+
+/// A built-in optimizer whose updates are fused operators; `Send + Sync`.
+pub struct FusedOptimizer {
+    inner: Mutex<Inner>,
+    ops: OpCache,
+}
+
+impl FusedOptimizer {
+    /// The optimizer MXNet registers as `name` (case-insensitive) with `params` as strings.
+    pub fn new(name: &str, params: &HashMap<String, String>) -> Result<FusedOptimizer> {
+        let cfg = Config::parse(name, params)?;
+        let d = Dynamic {
+            lr: cfg.lr,
+            rescale_grad: cfg.rescale_grad,
+            scheduler: cfg.scheduler.clone(),
+            num_update: cfg.num_update,
+            counts: HashMap::from([(0, HashMap::new())]),
+        };
+        Ok(FusedOptimizer {
+            inner: Mutex::new(Inner { cfg, d }),
+            ops: OpCache::default(),
+        })
+    }
+
+    /// Replaces the settings (weight decay, clipping, multipliers, the optimizer's own
+    /// hyperparameters) with `params`, keeping the counts, learning rate, schedule and
+    /// gradient scale as they are. The optimizer stays the same kind.
+    pub fn reconfigure(&self, params: &HashMap<String, String>) -> Result<()> {
+        let mut s = self.inner.lock();
+        let name = format!("{:?}", s.cfg.kind);
+        s.cfg = Config::parse(&name, params)?;
+        Ok(())
+    }
+
     /// Zero-filled states for `weight` (and a float32 copy of a float16 weight under
     /// multi-precision), in the order the module docs give.
     pub fn create_state(&self, key: &ParamKey, weight: &NDArray) -> Result<Vec<NDArray>> {
         let _ = key;
-        let mp = self.multi_precision(weight);
+        let (kind, n, mp) = {
+            let s = self.inner.lock();
+            (s.cfg.kind, s.inner_states(), s.multi_precision(weight))
+        };
         let dtype = if mp { DType::F32 } else { weight.dtype() };
-        let mut states = (0..self.inner_states())
+        let mut states = (0..n)
             .map(|_| zeros(weight, dtype))
             .collect::<Result<Vec<_>>>()?;
         if mp {
             let w32 = cast(weight, DType::F32, None, 0)?;
-            match self.cfg.kind {
+            match kind {
                 OptKind::Sgd | OptKind::Nag => states.push(w32),
                 _ => states.insert(0, w32),
             }
@@ -100,182 +155,95 @@ impl FusedOptimizer {
         state: &[NDArray],
         priority: i32,
     ) -> Result<()> {
-        let mp = self.multi_precision(weight);
-        let want = self.inner_states() + usize::from(mp);
-        if state.len() != want {
-            return Err(Error::Value(format!(
-                "FusedOptimizer.update: {:?} expects {want} state array(s) for key {key} \
-                 (weight {} {}), got {}",
-                self.cfg.kind,
-                fmt_shape(weight.shape()),
-                weight.dtype(),
-                state.len()
-            )));
-        }
-        let (lr, wd, t, rescale) = self.count_and_rates(key, weight)?;
-        let plan = self.plan(lr, wd, t, rescale, weight, grad, state, mp);
+        let (call, mp, own_mp_ops) = {
+            let mut s = self.inner.lock();
+            let mp = s.multi_precision(weight);
+            let n = s.inner_states();
+            let want = n + usize::from(mp);
+            if state.len() != want {
+                return Err(Error::Value(format!(
+                    "FusedOptimizer.update: {:?} expects {want} state array(s) for key {key} \
+                     (weight {} {}), got {}",
+                    s.cfg.kind,
+                    fmt_shape(weight.shape()),
+                    weight.dtype(),
+                    state.len()
+                )));
+            }
+            let begin = s.cfg.begin_num_update;
+            let t = s.d.count(weight.context().dev_id, key, begin);
+            let lr = s.lrs(std::slice::from_ref(key))[0];
+            let rates = Rates {
+                lr,
+                wd: s.wd(key),
+                t,
+                rescale_grad: s.d.rescale_grad,
+            };
+            // SGD and NAG have `mp_*` operators; the others update the float32 copy.
+            let own_mp_ops = matches!(s.cfg.kind, OptKind::Sgd | OptKind::Nag);
+            let call = op_call(&s.cfg, &rates, n == 1, mp && own_mp_ops);
+            (call, mp, own_mp_ops)
+        };
+        let op = self.ops.get(call)?;
         let ctx = Some(weight.context());
-        if mp && !matches!(self.cfg.kind, OptKind::Sgd | OptKind::Nag) {
+        if mp && !own_mp_ops {
             // Update the float32 copy with a float32 gradient, then round into the weight.
-            let mut p = plan;
             let w32 = state[0].clone();
-            p.inputs[1] = cast(grad, DType::F32, None, priority)?;
-            p.out = w32.clone();
-            invoke_at(
-                &update_op(p.kind, p.h),
-                &p.inputs,
-                Some(vec![p.out]),
-                ctx,
-                false,
-                priority,
-            )?;
+            let mut ins = vec![w32.clone(), cast(grad, DType::F32, None, priority)?];
+            ins.extend(state[1..].iter().cloned());
+            invoke_at(&op, &ins, Some(vec![w32.clone()]), ctx, false, priority)?;
             cast(&w32, weight.dtype(), Some(weight.clone()), priority)?;
             return Ok(());
         }
-        invoke_at(
-            &update_op(plan.kind, plan.h),
-            &plan.inputs,
-            Some(vec![plan.out]),
-            ctx,
-            false,
-            priority,
-        )?;
+        let mut ins = vec![weight.clone(), grad.clone()];
+        ins.extend(state.iter().cloned());
+        invoke_at(&op, &ins, Some(vec![weight.clone()]), ctx, false, priority)?;
         Ok(())
     }
 
-    /// Counts one update of `key` and returns (lr, wd, the key's count, rescale_grad).
-    fn count_and_rates(&self, key: &ParamKey, weight: &NDArray) -> Result<(f64, f64, i64, f64)> {
-        let c = &self.cfg;
-        let mut d = self.dynamic.lock();
-        let begin = c.begin_num_update;
-        let table = d.counts.entry(weight.context().dev_id).or_default();
-        let count = table.entry(key.clone()).or_insert(begin);
-        *count += 1;
-        let t = *count;
-        d.num_update = d.num_update.max(t);
-        let num_update = d.num_update;
-        let base = match d.scheduler.as_mut() {
-            Some(s) => s.lr(num_update),
-            None => d.lr,
-        };
-        let lr = base * c.mult(&c.lr_mult, key);
-        let wd = c.wd * c.mult(&c.wd_mult, key);
-        Ok((lr, wd, t, d.rescale_grad))
+    /// Counts one update of `key` on device `dev_id` and returns its count, for a Python
+    /// optimizer bound to this one.
+    pub fn count_update(&self, key: &ParamKey, dev_id: i32) -> i64 {
+        let mut s = self.inner.lock();
+        let begin = s.cfg.begin_num_update;
+        s.d.count(dev_id, key, begin)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn plan(
-        &self,
-        lr: f64,
-        wd: f64,
-        t: i64,
-        rescale_grad: f64,
-        weight: &NDArray,
-        grad: &NDArray,
-        state: &[NDArray],
-        mp: bool,
-    ) -> Plan {
-        let c = &self.cfg;
-        // MXNet's optimizers pass `clip_gradient` to the C++ ops only when it is truthy.
-        let op_clip = c.clip_gradient.filter(|v| *v != 0.0).unwrap_or(-1.0);
-        let py_clip = c.clip_gradient.unwrap_or(-1.0);
-        let positive_mom = if c.momentum > 0.0 { c.momentum } else { 0.0 };
-        let mut h = Hyper {
-            lr,
-            wd,
-            rescale_grad,
-            clip_gradient: op_clip,
-            momentum: positive_mom,
-            beta1: c.beta1,
-            beta2: c.beta2,
-            epsilon: c.epsilon,
-            gamma1: c.gamma1,
-            gamma2: c.gamma2,
-            clip_weights: c.clip_weights.filter(|v| *v != 0.0).unwrap_or(-1.0),
-            lamda1: c.lamda1,
-            beta: c.beta,
-            wd_lh: c.wd_lh,
-            rho: c.rho,
-        };
-        let (w, g) = (weight.clone(), grad.clone());
-        // Under multi-precision (not SGD/NAG) the inner update runs on the float32 copy.
-        let (base, inner) = if mp && !matches!(c.kind, OptKind::Sgd | OptKind::Nag) {
-            (state[0].clone(), &state[1..])
-        } else {
-            (w.clone(), state)
-        };
-        let mut ins = vec![base.clone(), g];
-        ins.extend(inner.iter().cloned());
-        let kind = match c.kind {
-            OptKind::Sgd => match (mp, c.momentum > 0.0) {
-                (false, true) => Kind::SgdMom,
-                (false, false) => {
-                    ins.truncate(2);
-                    Kind::AggSgd
-                }
-                (true, true) => Kind::MpSgdMom,
-                (true, false) => {
-                    ins = vec![
-                        ins[0].clone(),
-                        ins[1].clone(),
-                        state[state.len() - 1].clone(),
-                    ];
-                    Kind::AggMpSgd
-                }
-            },
-            OptKind::Nag => match (mp, inner.len() > usize::from(mp)) {
-                (false, true) => Kind::NagMom,
-                (false, false) => Kind::Sgd,
-                (true, true) => Kind::MpNagMom,
-                (true, false) => Kind::MpSgd,
-            },
-            OptKind::Adam => {
-                let coef1 = 1.0 - c.beta1.powf(t as f64);
-                let coef2 = 1.0 - c.beta2.powf(t as f64);
-                h.lr = lr * (coef2.sqrt() / coef1);
-                Kind::Adam
-            }
-            OptKind::AdaGrad => {
-                h.clip_gradient = py_clip;
-                Kind::AdaGrad
-            }
-            OptKind::AdaDelta => {
-                h.clip_gradient = py_clip;
-                Kind::AdaDelta
-            }
-            OptKind::RmsProp if c.centered => Kind::RmsPropAlex,
-            OptKind::RmsProp => Kind::RmsProp,
-            OptKind::Signum if inner.is_empty() => Kind::SignSgd,
-            OptKind::Signum => Kind::Signum,
-            OptKind::Ftrl => Kind::Ftrl,
-        };
-        Plan {
-            kind,
-            h: h.rounded(kind),
-            inputs: ins,
-            out: base,
-        }
+    /// The learning rates of `keys`, multipliers applied (may step the schedule).
+    pub fn lrs(&self, keys: &[ParamKey]) -> Vec<f64> {
+        self.inner.lock().lrs(keys)
+    }
+
+    /// The weight decays of `keys`, multipliers applied.
+    pub fn wds(&self, keys: &[ParamKey]) -> Vec<f64> {
+        let s = self.inner.lock();
+        keys.iter().map(|k| s.wd(k)).collect()
     }
 
     /// The number of updates of the most-updated key (MXNet's `num_update`).
     pub fn num_update(&self) -> i64 {
-        self.dynamic.lock().num_update
+        self.inner.lock().d.num_update
     }
 
     /// The current learning rate (MXNet's `learning_rate` property).
     pub fn learning_rate(&self) -> f64 {
-        let mut d = self.dynamic.lock();
-        let n = d.num_update;
-        match d.scheduler.as_mut() {
-            Some(s) => s.lr(n),
-            None => d.lr,
-        }
+        self.inner.lock().d.base_lr()
+    }
+
+    /// The learning rate set without a schedule (MXNet's `optimizer.lr`).
+    pub fn lr(&self) -> f64 {
+        self.inner.lock().d.lr
+    }
+
+    /// Sets `lr`, whether or not a scheduler decides the rate (MXNet's `optimizer.lr = x`).
+    pub fn set_lr(&self, lr: f64) {
+        self.inner.lock().d.lr = lr;
     }
 
     /// Sets the learning rate; an error when a scheduler sets it, as in MXNet.
     pub fn set_learning_rate(&self, lr: f64) -> Result<()> {
-        let mut d = self.dynamic.lock();
-        if d.scheduler.is_some() {
+        let mut s = self.inner.lock();
+        if s.d.scheduler.is_some() {
             return Err(Error::Value(
                 "LRScheduler of the optimizer has already been defined. Note that \
                  set_learning_rate can mutate the value of the learning rate of the optimizer \
@@ -283,23 +251,42 @@ impl FusedOptimizer {
                     .into(),
             ));
         }
-        d.lr = lr;
+        s.d.lr = lr;
         Ok(())
+    }
+
+    /// The gradient scale.
+    pub fn rescale_grad(&self) -> f64 {
+        self.inner.lock().d.rescale_grad
     }
 
     /// Sets the gradient scale (Gluon's Trainer changes it with the batch size).
     pub fn set_rescale_grad(&self, rescale_grad: f64) {
-        self.dynamic.lock().rescale_grad = rescale_grad;
+        self.inner.lock().d.rescale_grad = rescale_grad;
     }
 
     /// The scheduler's current state as JSON, if there is a scheduler.
     pub fn lr_scheduler_json(&self) -> Option<String> {
-        self.dynamic.lock().scheduler.as_ref().map(|s| s.to_json())
+        self.inner.lock().d.scheduler.as_ref().map(|s| s.to_json())
+    }
+
+    /// Replaces the scheduler's state with the JSON description `text`.
+    pub fn set_lr_scheduler_json(&self, text: &str) -> Result<()> {
+        let sched = LrScheduler::from_json(text)?;
+        self.inner.lock().d.scheduler = Some(sched);
+        Ok(())
+    }
+
+    /// The schedule's rate at `num_update` (stepping it as MXNet's scheduler call does), or
+    /// None without a scheduler.
+    pub fn scheduler_rate(&self, num_update: i64) -> Option<f64> {
+        let mut s = self.inner.lock();
+        s.d.scheduler.as_mut().map(|sch| sch.lr(num_update))
     }
 
     /// The update counts per device id and key.
     pub fn counts(&self) -> HashMap<i32, HashMap<ParamKey, i64>> {
-        self.dynamic.lock().counts.clone()
+        self.inner.lock().d.counts.clone()
     }
 
     /// Restores update counts (and `num_update`, if given; else the largest count or the
@@ -309,7 +296,7 @@ impl FusedOptimizer {
         counts: HashMap<i32, HashMap<ParamKey, i64>>,
         num_update: Option<i64>,
     ) {
-        let mut d = self.dynamic.lock();
+        let d = &mut self.inner.lock().d;
         let most = counts.values().flat_map(|t| t.values()).copied().max();
         d.num_update = num_update.unwrap_or_else(|| most.unwrap_or(0).max(d.num_update));
         d.counts = counts;

@@ -2,6 +2,17 @@
 //! (`sgd`, `ccsgd`, `nag`, `adam`, `adagrad`, `rmsprop`, `adadelta`, `signum`, `ftrl`) as
 //! fused update operators, with no Python on the per-key path.
 //!
+//! # Who owns what
+//!
+//! While a built-in Python optimizer runs here, this object owns its rules and state:
+//! the update counts (per device and key) and `num_update`, the learning rate and the
+//! schedule's state, the gradient scale; the Python optimizer reads and writes them here
+//! (`count_update`, `lrs`, `wds`, `scheduler_rate`, ...) and sends changed settings with
+//! `reconfigure`. Each update is the registered operator MXNet's Python optimizer calls
+//! (`sgd_mom_update`, `adam_update`, ...; `_rsmx_adagrad_update`, `_rsmx_adadelta_update`
+//! and the single-weight aggregated `_rsmx_agg_sgd_update` / `_rsmx_agg_mp_sgd_update`),
+//! built through the registry with the attributes that optimizer passes (see `ops`).
+//!
 //! # Parameters
 //!
 //! `FusedOptimizer::new(name, params)` takes the optimizer's attributes *after* its
@@ -16,8 +27,9 @@
 //!   keys, or an object `{"name": mult}`. Without `wd_mult`, MXNet's default applies
 //!   (0 for names in `idx2name` not ending in `_weight` or `_gamma`).
 //! - `idx2name`: JSON `[[index, name], ...]` or `{"index": name}`.
-//! - Per optimizer: `momentum`, `lazy_update` (sgd, nag, signum; signum's momentum
-//!   defaults to 0.9), `wd_lh` (signum), `beta1`, `beta2`, `epsilon` (adam),
+//! - Per optimizer: `momentum` (sgd, nag, signum; signum's defaults to 0.9),
+//!   `lazy_update` (sgd, adam), `aggregate_num` (sgd: above 0, the default 4, updates as
+//!   MXNet's aggregated updater does), `wd_lh` (signum), `beta1`, `beta2`, `epsilon` (adam),
 //!   `eps` (adagrad, 1e-7; also read as `float_stable_eps`), `gamma1` (0.9), `gamma2`
 //!   (0.9), `epsilon`, `centered`, `clip_weights` (rmsprop), `rho` (0.9), `epsilon` (1e-5)
 //!   (adadelta), `lamda1` (0.01), `beta` (1) (ftrl). Unknown keys are ignored.
@@ -47,6 +59,7 @@
 
 mod config;
 mod fused;
+mod ops;
 pub mod scheduler;
 #[cfg(test)]
 mod tests;

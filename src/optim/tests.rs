@@ -208,3 +208,86 @@ fn multi_precision_keeps_float32_copies() {
         assert!(master[0] < 1.0 && master[0] > 0.5, "{name}: {master:?}");
     }
 }
+
+#[test]
+fn every_update_builds_through_the_registry() {
+    use super::config::Config;
+    use super::ops::{op_call, OpCache, Rates};
+    let r = Rates {
+        lr: 0.1,
+        wd: 0.01,
+        t: 3,
+        rescale_grad: 0.5,
+    };
+    for name in [
+        "sgd", "nag", "signum", "adam", "adagrad", "rmsprop", "adadelta", "ftrl",
+    ] {
+        for (centered, agg) in [("False", "4"), ("True", "0")] {
+            let p = params(&[
+                ("clip_gradient", "0.5"),
+                ("clip_weights", "2"),
+                ("centered", centered),
+                ("aggregate_num", agg),
+                ("momentum", "0.9"),
+            ]);
+            let cfg = Config::parse(name, &p).unwrap();
+            for (has_mom, mp) in [(false, false), (true, false), (false, true), (true, true)] {
+                let call = op_call(&cfg, &r, has_mom, mp);
+                if let Err(e) = call.build() {
+                    panic!(
+                        "{name} ({has_mom}, {mp}): {} does not build: {e}",
+                        call.name
+                    );
+                }
+            }
+        }
+    }
+    // An operator built lately is reused for the same attributes.
+    let cfg = Config::parse("sgd", &params(&[("momentum", "0.9")])).unwrap();
+    let cache = OpCache::default();
+    let a = cache.get(op_call(&cfg, &r, true, false)).unwrap();
+    let r2 = Rates { lr: 0.2, ..r };
+    let c = cache.get(op_call(&cfg, &r2, true, false)).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&a, &c));
+    let b = cache.get(op_call(&cfg, &r, true, false)).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&a, &b));
+    let zero = Rates { lr: -0.0, ..r };
+    let d = cache.get(op_call(&cfg, &zero, true, false)).unwrap();
+    let e = cache
+        .get(op_call(&cfg, &Rates { lr: 0.0, ..r }, true, false))
+        .unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&d, &e));
+}
+
+#[test]
+fn counting_and_rates_for_a_bound_python_optimizer() {
+    let sched = r#"{"type": "FactorScheduler", "step": 1, "factor": 0.5, "base_lr": 1.0}"#;
+    let opt = FusedOptimizer::new(
+        "sgd",
+        &params(&[
+            ("lr_scheduler", sched),
+            ("wd", "0.1"),
+            ("idx2name", r#"[[0, "a_weight"], [1, "a_bias"]]"#),
+            ("lr_mult", r#"[["a_bias", 2.0]]"#),
+        ]),
+    )
+    .unwrap();
+    let (k0, k1) = (ParamKey::Int(0), ParamKey::Int(1));
+    assert_eq!(opt.count_update(&k0, 0), 1);
+    assert_eq!(opt.count_update(&k0, 1), 1);
+    assert_eq!(opt.count_update(&k0, 0), 2);
+    assert_eq!(opt.num_update(), 2);
+    assert_eq!(opt.lrs(&[k0.clone(), k1.clone()]), vec![0.5, 1.0]);
+    assert_eq!(opt.wds(&[k0.clone(), k1.clone()]), vec![0.1, 0.0]);
+    assert_eq!(opt.scheduler_rate(5), Some(0.5f64.powi(4)));
+    // New settings keep the counts and the schedule.
+    opt.reconfigure(&params(&[("wd", "0.3")])).unwrap();
+    assert_eq!(opt.wds(std::slice::from_ref(&k1)), vec![0.3]);
+    assert_eq!(opt.num_update(), 2);
+    assert!(opt.lr_scheduler_json().unwrap().contains("\"count\":4"));
+    assert!(opt.set_lr_scheduler_json("{").is_err());
+    opt.set_lr(0.7);
+    assert_eq!(opt.lr(), 0.7);
+    opt.set_rescale_grad(0.25);
+    assert_eq!(opt.rescale_grad(), 0.25);
+}

@@ -98,10 +98,50 @@ impl PyFusedOptimizer {
         })
     }
 
+    /// Replaces the settings (not the counts, rate, schedule or gradient scale).
+    fn reconfigure(&self, params: HashMap<String, String>) -> PyResult<()> {
+        self.inner.reconfigure(&params).py()
+    }
+
+    /// Counts one update of `key` on device `device_id`; returns the key's count.
+    #[pyo3(signature = (key, device_id=0))]
+    fn count_update(&self, key: &Bound<'_, PyAny>, device_id: i32) -> PyResult<i64> {
+        Ok(self.inner.count_update(&key_of(key)?, device_id))
+    }
+
+    /// The learning rates of `keys`, multipliers applied.
+    fn lrs(&self, keys: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<f64>> {
+        let keys = keys.iter().map(key_of).collect::<PyResult<Vec<_>>>()?;
+        Ok(self.inner.lrs(&keys))
+    }
+
+    /// The weight decays of `keys`, multipliers applied.
+    fn wds(&self, keys: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<f64>> {
+        let keys = keys.iter().map(key_of).collect::<PyResult<Vec<_>>>()?;
+        Ok(self.inner.wds(&keys))
+    }
+
     /// The number of updates of the most-updated key.
     #[getter]
     fn num_update(&self) -> i64 {
         self.inner.num_update()
+    }
+
+    /// The learning rate set without a schedule.
+    #[getter]
+    fn lr(&self) -> f64 {
+        self.inner.lr()
+    }
+
+    /// Sets the learning rate used without a schedule, with or without one set.
+    fn set_lr(&self, lr: f64) {
+        self.inner.set_lr(lr)
+    }
+
+    /// The gradient scale.
+    #[getter]
+    fn rescale_grad(&self) -> f64 {
+        self.inner.rescale_grad()
     }
 
     /// The current learning rate.
@@ -123,6 +163,16 @@ impl PyFusedOptimizer {
     /// The scheduler's current state as JSON, or None.
     fn lr_scheduler_state(&self) -> Option<String> {
         self.inner.lr_scheduler_json()
+    }
+
+    /// Replaces the scheduler's state with its JSON description.
+    fn set_lr_scheduler_state(&self, text: &str) -> PyResult<()> {
+        self.inner.set_lr_scheduler_json(text).py()
+    }
+
+    /// The schedule's rate at `num_update` (stepping it), or None without a schedule.
+    fn scheduler_rate(&self, num_update: i64) -> Option<f64> {
+        self.inner.scheduler_rate(num_update)
     }
 
     /// Update counts: `{device_id: {key: count}}`.

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-from .. import _core
 from ..ndarray import NDArray
 
 
@@ -30,42 +29,26 @@ def _refill(template: Any, arrays: list[NDArray]) -> Any:
 
 
 def fused_optimizer(optimizer: Any) -> Any:
-    """The core's fused version of ``optimizer``, or None when it has none (a subclass,
-    a custom schedule), carrying over its update counts."""
-    config = getattr(optimizer, "_fused_config", lambda: None)()
-    if config is None:
-        return None
-    name, params = config
-    fused = _core.FusedOptimizer(name, params)
-    fused.set_counts(optimizer._all_index_update_counts, optimizer.num_update)
-    return fused
+    """The core's optimizer that runs ``optimizer`` (which is bound to it and reads its
+    counts, rate and schedule from it), or None when it has none (a subclass, a custom
+    schedule)."""
+    core = getattr(optimizer, "_core_optimizer", None)
+    return None if core is None else core()
 
 
 class FusedUpdater:
-    """A store's built-in optimizer: updates run in the core; this object keeps the
-    Python optimizer in step for saving and restoring states."""
+    """A store's built-in optimizer: updates run in the core, whose optimizer owns the
+    counts and schedule; this object saves and restores the states in
+    :class:`rsmx.optimizer.Updater`'s format."""
 
     def __init__(self, handle: Any, optimizer: Any, fused: Any) -> None:
         self._handle = handle
         self.optimizer = optimizer
-        self.fused = fused
         handle.set_optimizer(fused)
-
-    def _synced_optimizer(self) -> Any:
-        """The Python optimizer with the core's counts and schedule copied in."""
-        opt = self.optimizer
-        counts = self.fused.get_counts()
-        opt._all_index_update_counts = counts
-        opt._index_update_count = counts.setdefault(0, {})
-        opt.num_update = self.fused.num_update
-        sched = self.fused.lr_scheduler_state()
-        if sched is not None and opt.lr_scheduler is not None:
-            opt.lr_scheduler._load_fused_state(sched)
-        return opt
 
     def get_states(self, dump_optimizer: bool = False) -> bytes:
         """The states in :meth:`rsmx.optimizer.Updater.get_states`'s format."""
-        opt = self._synced_optimizer()
+        opt = self.optimizer
         states = {}
         for key, arrays in self._handle.states():
             weight = self._handle.stored(key)
@@ -80,7 +63,7 @@ class FusedUpdater:
             states, optimizer = loaded
             fused = fused_optimizer(optimizer)
             if fused is not None:
-                self.optimizer, self.fused = optimizer, fused
+                self.optimizer = optimizer
                 self._handle.set_optimizer(fused)
         else:
             states = loaded

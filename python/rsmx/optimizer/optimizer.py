@@ -4,6 +4,13 @@ An optimizer turns a gradient into an in-place change of a weight. It keeps the 
 learning rate (or a schedule), weight decay, gradient rescaling and clipping, the
 per-parameter multipliers of both rates, and the update counts that drive schedules and
 bias corrections, all with MXNet 1.x's names and rules.
+
+Who owns those rules and that state: a built-in optimizer with a built-in schedule (or
+none) that a KVStore runs is bound to the core's ``FusedOptimizer`` (see
+:meth:`Optimizer._core_optimizer`), which from then on owns the counts, the learning rate,
+the schedule and the gradient scale; the Python attributes read and write it, and
+counting and rate look-ups made from Python go to it. Any other optimizer (a user
+subclass, a custom schedule, or one not yet bound) counts and looks up rates here.
 """
 
 from __future__ import annotations
@@ -14,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import _core
 from ..base import MXNetNotImplementedError, MXNetValueError
-from ..lr_scheduler import LRScheduler
+from ..lr_scheduler import LRScheduler, _CoreField
 from ..ndarray import NDArray, cast
 
 __all__ = ["Optimizer", "register", "create"]
@@ -30,6 +38,24 @@ def _nd(name: str) -> Any:
     if f is None:
         raise MXNetNotImplementedError(f"operator '{name}' is not available in this rsmx build")
     return f
+
+
+def _set_num_update(obj: Any, fused: Any, value: int) -> None:
+    fused.set_counts(fused.get_counts(), int(value))
+
+
+def _current_counts(obj: Any, fused: Any) -> dict[Any, int]:
+    return fused.get_counts().get(obj.__dict__.get("_device_id", 0), {})
+
+
+def _set_current_counts(obj: Any, fused: Any, value: dict[Any, int]) -> None:
+    counts = fused.get_counts()
+    counts[obj.__dict__.get("_device_id", 0)] = dict(value)
+    fused.set_counts(counts, fused.num_update)
+
+
+# What a bound optimizer keeps in the core (the rest is settings, sent on change).
+_CORE_STATE = ("num_update", "_all_index_update_counts", "_index_update_count", "lr", "rescale_grad")
 
 
 class Optimizer:
@@ -70,6 +96,16 @@ class Optimizer:
     """
 
     opt_registry: dict[str, type] = {}
+
+    # The core's optimizer owning this one's counts, rate and schedule, once bound.
+    _fused: Any = None
+    num_update = _CoreField(lambda o, f: f.num_update, _set_num_update)
+    _all_index_update_counts = _CoreField(
+        lambda o, f: f.get_counts(), lambda o, f, v: f.set_counts(dict(v))
+    )
+    _index_update_count = _CoreField(_current_counts, _set_current_counts)
+    lr = _CoreField(lambda o, f: f.lr, lambda o, f, v: f.set_lr(float(v)))
+    rescale_grad = _CoreField(lambda o, f: f.rescale_grad, lambda o, f, v: f.set_rescale_grad(float(v)))
 
     def __init__(
         self,
@@ -182,6 +218,8 @@ class Optimizer:
     @property
     def learning_rate(self) -> float:
         """The current learning rate."""
+        if self._fused is not None:
+            return self._fused.learning_rate
         if self.lr_scheduler is not None:
             return self.lr_scheduler(self.num_update)
         return self.lr
@@ -224,6 +262,7 @@ class Optimizer:
                 if name in attr and "__lr_mult__" in attr[name]:
                     self.lr_mult[name] = float(attr[name]["__lr_mult__"])
         self.lr_mult.update(args_lr_mult)
+        self._reconfigure()
 
     def set_wd_mult(self, args_wd_mult: dict[Any, float]) -> None:
         """Sets per-parameter weight-decay multipliers.
@@ -247,9 +286,13 @@ class Optimizer:
                 if name in attr and "__wd_mult__" in attr[name]:
                     self.wd_mult[name] = float(attr[name]["__wd_mult__"])
         self.wd_mult.update(args_wd_mult)
+        self._reconfigure()
 
     def _set_current_context(self, device_id: int) -> None:
         """Switches to the update counts of device ``device_id``."""
+        self.__dict__["_device_id"] = device_id
+        if self._fused is not None:
+            return
         if device_id not in self._all_index_update_counts:
             self._all_index_update_counts[device_id] = {}
         self._index_update_count = self._all_index_update_counts[device_id]
@@ -258,6 +301,11 @@ class Optimizer:
         """Counts one more update of ``index`` (an index or a list of them)."""
         if not isinstance(index, (list, tuple)):
             index = [index]
+        fused = self._fused
+        if fused is not None:
+            for idx in index:
+                fused.count_update(idx, self.__dict__.get("_device_id", 0))
+            return
         for idx in index:
             if idx not in self._index_update_count:
                 self._index_update_count[idx] = self.begin_num_update
@@ -275,6 +323,8 @@ class Optimizer:
 
     def _get_lrs(self, indices: list[Any]) -> list[float]:
         """The learning rates of the parameters ``indices``, multipliers applied."""
+        if self._fused is not None:
+            return self._fused.lrs(list(indices))
         lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
         return [lr * self._mult(i, "lr_mult", self.lr_mult) for i in indices]
 
@@ -284,6 +334,8 @@ class Optimizer:
 
     def _get_wds(self, indices: list[Any]) -> list[float]:
         """The weight decays of the parameters ``indices``, multipliers applied."""
+        if self._fused is not None:
+            return self._fused.wds(list(indices))
         return [self.wd * self._mult(i, "wd_mult", self.wd_mult) for i in indices]
 
     def _get_wd(self, index: Any) -> float:
@@ -410,6 +462,52 @@ class Optimizer:
             cfg[k] = _fmt(v)
         return (name, cfg)
 
+    def _core_optimizer(self) -> Any:
+        """The core's ``FusedOptimizer`` that owns this optimizer's rules and state, made
+        and bound on the first call; None when the core cannot reproduce the optimizer
+        (see :meth:`_fused_config`).
+
+        Binding hands the update counts, learning rate, gradient scale and schedule state
+        over to the core object, which owns them from then on: this object's attributes
+        and its scheduler read and write the core's values, and later changes of the
+        settings (``wd``, ``set_lr_mult``, ...) are sent to it.
+        """
+        fused = self._fused
+        if fused is not None:
+            return fused
+        config = self._fused_config()
+        if config is None:
+            return None
+        fused = _core.FusedOptimizer(*config)
+        fused.set_counts(self._all_index_update_counts, self.num_update)
+        for name in _CORE_STATE:
+            self.__dict__.pop(name, None)
+        self.__dict__["_fused"] = fused
+        if self.lr_scheduler is not None:
+            self.lr_scheduler._bind(fused)
+        return fused
+
+    def _reconfigure(self) -> None:
+        """Sends the settings to the bound core optimizer, if any."""
+        fused = self.__dict__.get("_fused")
+        if fused is not None:
+            config = self._fused_config()
+            if config is None:
+                raise MXNetValueError(
+                    "this optimizer runs in the core, which cannot reproduce its new settings"
+                )
+            fused.reconfigure(config[1])
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "lr_scheduler" and self.__dict__.get("_fused") is not None:
+            raise MXNetValueError(
+                "cannot replace the lr_scheduler of an optimizer a KVStore runs in the core; "
+                "create a new optimizer and call set_optimizer again"
+            )
+        object.__setattr__(self, name, value)
+        if not name.startswith("_") and name not in _CORE_STATE:
+            self._reconfigure()
+
     def _fused_clip(self) -> float:
         """Gradient clipping as the fused operators take it: off (-1) unless set to a
         non-zero value, as the operator-based updates test it."""
@@ -420,6 +518,13 @@ class Optimizer:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["param_dict"]
+        if state.pop("_fused", None) is not None:
+            # A snapshot of what the core owns, for an unbound copy.
+            for name in ("num_update", "lr", "rescale_grad"):
+                state[name] = getattr(self, name)
+            counts = self._all_index_update_counts
+            state["_all_index_update_counts"] = counts
+            state["_index_update_count"] = counts.setdefault(state.get("_device_id", 0), {})
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -84,7 +84,10 @@ class SGD(_MomentumMixin, Optimizer):
     def _update_impl(
         self, indices: Any, weights: Any, grads: Any, states: Any, multi_precision: bool = False
     ) -> None:
-        if not isinstance(indices, (list, tuple)):
+        # A list of weights (what the updater hands over when aggregating) is updated as
+        # MXNet's multi_sgd_update does: without momentum, its rounding differs.
+        aggregate = isinstance(indices, (list, tuple))
+        if not aggregate:
             indices, weights, grads, states = [indices], [weights], [grads], [states]
         for w, g in zip(weights, grads, strict=True):
             assert isinstance(w, NDArray) and isinstance(g, NDArray)
@@ -102,10 +105,14 @@ class SGD(_MomentumMixin, Optimizer):
             if not multi_precision:
                 if s is not None:
                     _nd("sgd_mom_update")(w, g, s, out=w, lazy_update=self.lazy_update, lr=lr, wd=wd, **kwargs)
+                elif aggregate:
+                    _nd("_rsmx_agg_sgd_update")(w, g, out=w, lr=lr, wd=wd, **kwargs)
                 else:
                     _nd("sgd_update")(w, g, out=w, lazy_update=self.lazy_update, lr=lr, wd=wd, **kwargs)
             elif s[0] is not None:
                 _nd("mp_sgd_mom_update")(w, g, s[0], s[1], out=w, lr=lr, wd=wd, **kwargs)
+            elif aggregate:
+                _nd("_rsmx_agg_mp_sgd_update")(w, g, s[1], out=w, lr=lr, wd=wd, **kwargs)
             else:
                 _nd("mp_sgd_update")(w, g, s[1], out=w, lr=lr, wd=wd, **kwargs)
 
@@ -121,7 +128,11 @@ class SGD(_MomentumMixin, Optimizer):
         self._update_impl(index, weight, grad, state, multi_precision=use_mp)
 
     def _fused_hyperparams(self) -> dict[str, Any]:
-        return {"momentum": self.momentum, "lazy_update": bool(self.lazy_update)}
+        return {
+            "momentum": self.momentum,
+            "lazy_update": bool(self.lazy_update),
+            "aggregate_num": int(self.aggregate_num),
+        }
 
 
 @register
