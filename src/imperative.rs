@@ -4,8 +4,8 @@
 use crate::context::Context;
 use crate::engine::{self, FnProperty, Var};
 use crate::error::{Error, Result};
-use crate::kernels::{kernel_for, KernelFn};
-use crate::ndarray::{track_borrows, NDArray, TBlob};
+use crate::kernels::{call_kernel, kernel_for, KernelFn};
+use crate::ndarray::{NDArray, TBlob};
 use crate::op::resource::rng_resource;
 use crate::op::{OpContext, OpRef, OpReq};
 use crate::shape::{fmt_shape, Shape};
@@ -180,10 +180,7 @@ fn push_kernel(
                 device: ctx,
                 rng: guard.as_deref_mut().map(|g| g.as_mut()),
             };
-            track_borrows(&in_blobs, &out_blobs, || {
-                kernel(op.as_ref(), &mut octx, &in_blobs, &out_blobs, &req)
-            })
-            .map_err(|e| {
+            call_kernel(kernel, op.as_ref(), &mut octx, &in_blobs, &out_blobs, &req).map_err(|e| {
                 if e.message().starts_with(name) {
                     e
                 } else {

@@ -1,7 +1,9 @@
 //! rsmx: MXNet 1.x's execution core in Rust: dependency engine, memory pool, NDArray and
 //! operators, with a Python extension module (`rsmx._core`) behind the `python` feature.
 
-/// A fast allocator for the many small allocations of the op hot path.
+/// A fast allocator for the many small allocations of the op hot path (the system one
+/// under Miri, which cannot run C code).
+#[cfg(not(miri))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

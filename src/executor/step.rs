@@ -4,8 +4,8 @@
 use crate::context::Context;
 use crate::engine::{self, FnProperty, Var};
 use crate::error::Result;
-use crate::kernels::{kernel_for, KernelFn};
-use crate::ndarray::{track_borrows, NDArray, TBlob};
+use crate::kernels::{call_kernel, kernel_for, KernelFn};
+use crate::ndarray::{NDArray, TBlob};
 use crate::op::resource::{rng_resource, RngResource};
 use crate::op::{OpContext, OpRef, OpReq};
 use std::sync::Arc;
@@ -103,15 +103,14 @@ impl OpStep {
             device: self.ctx,
             rng: guard.as_deref_mut().map(|g| g.as_mut()),
         };
-        track_borrows(&self.in_blobs, &self.out_blobs, || {
-            (self.kernel)(
-                self.op.as_ref(),
-                &mut octx,
-                &self.in_blobs,
-                &self.out_blobs,
-                &self.req,
-            )
-        })
+        call_kernel(
+            self.kernel,
+            self.op.as_ref(),
+            &mut octx,
+            &self.in_blobs,
+            &self.out_blobs,
+            &self.req,
+        )
         .map_err(|e| {
             let name = self.op.name();
             if e.message().starts_with(name) {

@@ -85,6 +85,29 @@ pub fn has_kernel(op: &dyn Operator, dev: DeviceType) -> bool {
     table().get(op, dev).is_some()
 }
 
+/// Calls `kernel` of `op` with its borrows checked; a panic inside the kernel (a kernel
+/// bug) becomes an error naming the op, so the engine can store it on the outputs.
+pub fn call_kernel(
+    kernel: KernelFn,
+    op: &dyn Operator,
+    ctx: &mut OpContext,
+    inputs: &[TBlob],
+    outputs: &[TBlob],
+    req: &[OpReq],
+) -> Result<()> {
+    let run = std::panic::AssertUnwindSafe(|| {
+        track_borrows(inputs, outputs, || kernel(op, ctx, inputs, outputs, req))
+    });
+    std::panic::catch_unwind(run).unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "the kernel panicked".to_string());
+        Err(Error::Runtime(format!("{}: {msg}", op.name())))
+    })
+}
+
 /// Runs `op`'s kernel for `ctx.device` now, on the calling thread, prefixing errors with
 /// the op's name.
 pub fn run_kernel(
@@ -95,7 +118,7 @@ pub fn run_kernel(
     req: &[OpReq],
 ) -> Result<()> {
     let f = kernel_for(op, ctx.device)?;
-    track_borrows(inputs, outputs, || f(op, ctx, inputs, outputs, req))
+    call_kernel(f, op, ctx, inputs, outputs, req)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! rayon pool for large ones, honouring the output request (write or add).
 
 use super::num::Num;
-use crate::ndarray::InOut;
+use crate::ndarray::{InOut, TBlob};
 use crate::op::OpReq;
 use rayon::prelude::*;
 
@@ -57,6 +57,25 @@ pub fn map_io<T: Num>(io: InOut<'_, T>, req: OpReq, f: impl Fn(T) -> T + Sync + 
         (InOut::Same(o), OpReq::Add) => map_inplace(o, |v| v.add(f(v))),
         (InOut::Same(o), _) => map_inplace(o, f),
         (InOut::Apart(x, o), _) => map1(x, o, req, f),
+    }
+}
+
+/// `out (=|+=) f(a, b)` element-wise over blobs of one type, either of which may be the
+/// output itself (the in-place form).
+pub fn map2_blobs<T: Num>(
+    a: &TBlob,
+    b: &TBlob,
+    out: &TBlob,
+    req: OpReq,
+    f: impl Fn(T, T) -> T + Sync + Send,
+) {
+    let is_out = |x: &TBlob| x.ptr() == out.ptr() && x.size() == out.size() && x.size() > 0;
+    let n = [out.size()];
+    match (is_out(a), is_out(b)) {
+        (false, false) => map2(a.slice(), b.slice(), out.slice_mut(), req, f),
+        (true, true) => map_io(InOut::Same(out.slice_mut()), req, |v| f(v, v)),
+        (true, false) => map2_broadcast_inplace(out.slice_mut(), &n, b.slice(), &n, false, req, f),
+        (false, true) => map2_broadcast_inplace(out.slice_mut(), &n, a.slice(), &n, true, req, f),
     }
 }
 
@@ -144,6 +163,18 @@ pub fn map2_broadcast_inplace<T: Num>(
     if other.len() == 1 {
         let v = other[0];
         return map_inplace(out, |o| g(o, v));
+    }
+    if other.len() == out.len() {
+        let body = |o: &mut [T], v: &[T]| o.iter_mut().zip(v).for_each(|(o, &v)| *o = g(*o, v));
+        if out.len() < PAR_MIN {
+            body(out, other);
+        } else {
+            let c = chunk_len(out.len());
+            out.par_chunks_mut(c)
+                .zip(other.par_chunks(c))
+                .for_each(|(o, v)| body(o, v));
+        }
+        return;
     }
     let so = broadcast_strides(other_shape, out_shape);
     let nd = out_shape.len();

@@ -38,10 +38,11 @@ fn widened<W: Num>(b: &TBlob) -> Result<Vec<W>> {
     if b.dtype == DType::F16 && W::DTYPE == DType::F32 {
         use half::slice::HalfFloatSliceExt;
         let mut w = vec![0f32; b.size()];
-        b.slice::<f16>().convert_to_f32_slice(&mut w);
+        b.to_vec::<f16>().convert_to_f32_slice(&mut w);
         return Ok(w.into_iter().map(|v| W::from_f64(v as f64)).collect());
     }
-    dispatch_num!("gradient", b.dtype, T => Ok(b.slice::<T>().iter().map(|&v| W::from_f64(Element::to_f64(v))).collect()))
+    // A copy: the output may be this very input (in place), written after the read.
+    dispatch_num!("gradient", b.dtype, T => Ok(b.to_vec::<T>().into_iter().map(|v| W::from_f64(Element::to_f64(v))).collect()))
 }
 
 /// Runs `k` on `ins` into `out`: directly when every blob is f32 (or every blob f64),
@@ -63,11 +64,9 @@ pub fn with_float(
     };
     let all = |t: DType| ins.iter().all(|b| b.dtype == t) && out.dtype == t;
     if all(DType::F32) {
-        let v: Vec<&[f32]> = ins.iter().map(|b| b.slice::<f32>()).collect();
-        k.run(&v, out.slice_mut::<f32>(), req);
+        run_same::<f32>(k, ins, out, req);
     } else if all(DType::F64) {
-        let v: Vec<&[f64]> = ins.iter().map(|b| b.slice::<f64>()).collect();
-        k.run(&v, out.slice_mut::<f64>(), req);
+        run_same::<f64>(k, ins, out, req);
     } else if all(DType::F16) {
         let w = ins
             .iter()
@@ -88,6 +87,19 @@ pub fn with_float(
         dispatch_num!(op, out.dtype, T => map1(&res, out.slice_mut::<T>(), req, <T as Element>::from_f64));
     }
     Ok(())
+}
+
+/// Runs `k` with every blob of type `F`. An input that is the output itself (in place)
+/// is read from a copy, so no slice is shared and mutable at once.
+fn run_same<F: Float + Num>(k: &impl FloatKernel, ins: &[&TBlob], out: &TBlob, req: OpReq) {
+    if ins.iter().any(|b| b.ptr() == out.ptr() && b.size() > 0) {
+        let copies: Vec<Vec<F>> = ins.iter().map(|b| b.to_vec::<F>()).collect();
+        let v: Vec<&[F]> = copies.iter().map(|c| &c[..]).collect();
+        k.run(&v, out.slice_mut::<F>(), req);
+    } else {
+        let v: Vec<&[F]> = ins.iter().map(|b| b.slice::<F>()).collect();
+        k.run(&v, out.slice_mut::<F>(), req);
+    }
 }
 
 /// Scratch memory for one array, aligned for every element type.

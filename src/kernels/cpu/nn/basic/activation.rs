@@ -4,7 +4,7 @@ use super::common::{float_dtype, ld, same_shape, st, unary};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::cpu::fastmath::{tanh_f32, FastMath};
-use crate::kernels::cpu::map::map2;
+use crate::kernels::cpu::map::map2_blobs;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
@@ -88,12 +88,11 @@ fn forward_f32(act: Act, x: &TBlob, out: &TBlob, req: OpReq) -> bool {
 
 /// float32 backward from the forward output, as `forward_f32`.
 fn backward_f32(act: Act, inputs: &[TBlob], out: &TBlob, req: OpReq) -> bool {
-    let (g, v) = (inputs[0].slice::<f32>(), inputs[1].slice::<f32>());
-    let o = out.slice_mut::<f32>();
+    let (g, v) = (&inputs[0], &inputs[1]);
     match act {
-        Act::Relu => map2(g, v, o, req, |g, v| if v > 0.0 { g } else { 0.0 }),
-        Act::Tanh => map2(g, v, o, req, |g, v| g * (1.0 - v * v)),
-        Act::Sigmoid => map2(g, v, o, req, |g, v| g * (v * (1.0 - v))),
+        Act::Relu => map2_blobs(g, v, out, req, |g: f32, v| if v > 0.0 { g } else { 0.0 }),
+        Act::Tanh => map2_blobs(g, v, out, req, |g: f32, v| g * (1.0 - v * v)),
+        Act::Sigmoid => map2_blobs(g, v, out, req, |g: f32, v| g * (v * (1.0 - v))),
         _ => return false,
     }
     true
@@ -199,8 +198,7 @@ impl CpuKernel for ActivationBackward {
             return Ok(());
         }
         dispatch_float!(self.name(), inputs[0].dtype, T, F => {
-            let (g, v) = (inputs[0].slice::<T>(), inputs[1].slice::<T>());
-            map2(g, v, outputs[0].slice_mut::<T>(), req[0], |g, v| {
+            map2_blobs(&inputs[0], &inputs[1], &outputs[0], req[0], |g: T, v: T| {
                 st::<F, T>(ld::<T, F>(g) * act.derivative(ld::<T, F>(v)))
             });
         });
