@@ -36,9 +36,11 @@ test-rust:
 	cargo test
 
 test-python: build
+	# RSMX_CHECK_BORROWS: every kernel's slices of its blobs are checked for in-place
+	# soundness (a shared and a mutable slice over the same bytes is an error).
 	for e in $(ENGINES); do \
 		echo "== pytest under $$e"; \
-		RSMX_ENGINE_TYPE=$$e $(PY) -m pytest -q -p no:cacheprovider tests || exit 1; \
+		RSMX_CHECK_BORROWS=1 RSMX_ENGINE_TYPE=$$e $(PY) -m pytest -q -p no:cacheprovider tests || exit 1; \
 	done
 
 test: lint test-rust test-python
