@@ -223,3 +223,11 @@ def test_pickle_and_copy():
     net = mlp()
     assert pickle.loads(pickle.dumps(net)).tojson() == net.tojson()
     assert copy.deepcopy(net).tojson() == net.tojson()
+
+
+def test_operator_docstrings_show_declared_attributes():
+    for f in (mx.nd.FullyConnected, mx.sym.FullyConnected):
+        doc = f.__doc__
+        assert "num_hidden : int, required" in doc
+        assert "flatten : boolean, optional, default=True" in doc
+        assert "Whether to disable bias parameter." in doc

@@ -10,6 +10,7 @@ use crate::ndarray::{track_borrows, TBlob};
 use crate::op::{OpContext, OpReq, Operator};
 use std::any::TypeId;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 
 /// A device's kernel for one operator type: computes `outputs` from `inputs` as `req`
@@ -30,10 +31,33 @@ fn device_class(dev: DeviceType) -> DeviceType {
     }
 }
 
+/// Hashes a table key by folding the words written to it: a `TypeId` is already a hash,
+/// so the lookup on every push skips a general-purpose hash.
+#[derive(Default)]
+struct FoldHasher(u64);
+
+impl Hasher for FoldHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
 /// The kernels of every device type, by the operator's Rust type.
 #[derive(Default)]
 pub struct Kernels {
-    table: HashMap<(TypeId, DeviceType), KernelFn>,
+    table: HashMap<(TypeId, DeviceType), KernelFn, BuildHasherDefault<FoldHasher>>,
 }
 
 impl Kernels {

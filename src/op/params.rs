@@ -447,6 +447,40 @@ mod tests {
     }
 
     #[test]
+    fn declared_attributes_give_defaults_and_errors() {
+        const DECLS: &[Param] = &[
+            Param::required("num_hidden", "int", "Outputs."),
+            Param::new("flatten", "boolean", "True", "Flatten the input."),
+            Param::new("axis", "Shape(tuple) or None", "None", "Axes."),
+        ];
+        let a = attrs(&[("num_hidden", "4")]);
+        let p = Params::declared("fc", &a, DECLS).unwrap();
+        assert_eq!(p.get::<i64>("num_hidden").unwrap(), 4);
+        assert!(p.get::<bool>("flatten").unwrap());
+        assert_eq!(p.get::<Option<Vec<i64>>>("axis").unwrap(), None);
+        let e = Params::declared("fc", &attrs(&[("flat", "1")]), DECLS)
+            .err()
+            .unwrap();
+        assert!(e
+            .to_string()
+            .contains("possible arguments: num_hidden, flatten, axis"));
+        let none = attrs(&[]);
+        let p = Params::declared("fc", &none, DECLS).unwrap();
+        let e = p.get::<i64>("num_hidden").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "fc: required argument 'num_hidden' is missing"
+        );
+        let a = attrs(&[("num_hidden", "x")]);
+        let p = Params::declared("fc", &a, DECLS).unwrap();
+        assert!(p
+            .get::<i64>("num_hidden")
+            .unwrap_err()
+            .to_string()
+            .contains("expected an integer"));
+    }
+
+    #[test]
     fn rejects_unknown_and_malformed() {
         let a = attrs(&[("axes", "1")]);
         let e = Params::new("sum", &a, &["axis"]).err().unwrap();

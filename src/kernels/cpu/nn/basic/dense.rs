@@ -10,8 +10,8 @@ use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{
-    assign_shape, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
-    Params, Registry,
+    assign_shape, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Param,
+    ParamList, Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use num_traits::Float;
@@ -322,8 +322,8 @@ fn column_sums<T: Num, F: Float + 'static + Send + Sync>(
 }
 
 fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(NAME, attrs, PARAMS)?;
-    let num_hidden = p.int_required("num_hidden")?;
+    let p = Params::declared(NAME, attrs, PARAMS)?;
+    let num_hidden: i64 = p.get("num_hidden")?;
     if num_hidden < 1 {
         return Err(Error::Value(format!(
             "{NAME}: num_hidden must be positive, got {num_hidden}"
@@ -331,12 +331,26 @@ fn create(attrs: &Attrs) -> Result<OpRef> {
     }
     Ok(Arc::new(Fc {
         num_hidden: num_hidden as usize,
-        no_bias: p.bool("no_bias", false)?,
-        flatten: p.bool("flatten", true)?,
+        no_bias: p.get("no_bias")?,
+        flatten: p.get("flatten")?,
     }))
 }
 
-const PARAMS: &[&str] = &["num_hidden", "no_bias", "flatten"];
+const PARAMS: &[Param] = &[
+    Param::required("num_hidden", "int", "Number of hidden nodes of the output."),
+    Param::new(
+        "no_bias",
+        "boolean",
+        "False",
+        "Whether to disable bias parameter.",
+    ),
+    Param::new(
+        "flatten",
+        "boolean",
+        "True",
+        "Whether to collapse all but the first axis of the input data tensor.",
+    ),
+];
 
 /// Registers `FullyConnected`.
 pub fn register(r: &mut Registry) {
@@ -345,7 +359,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "weight", "bias"],
         variadic: false,
-        params: ParamList::Names(PARAMS),
+        params: ParamList::Declared(PARAMS),
         doc: "Applies a linear transformation: Y = XWᵀ + b.",
         create: Box::new(create),
     });
