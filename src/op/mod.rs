@@ -2,12 +2,22 @@
 //! parsing, shape and type inference, gradient, in-place options and the resources an
 //! operator needs. Kernels are attached per device type in `kernels/`.
 
+pub mod elemwise;
+pub mod grad;
+pub mod indexing;
 pub mod infer;
+pub mod init;
+pub mod linalg;
+pub mod optim;
 pub mod params;
+pub mod random;
+pub mod reduce;
 mod registry;
 pub mod resource;
+pub mod sorting;
 #[cfg(test)]
 pub mod testutil;
+pub mod transform;
 
 pub use params::{Attrs, Param, Params};
 pub use registry::{find, list_ops, OpDef, ParamList, Registry};

@@ -76,7 +76,18 @@ fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {
         let mut r = Registry::default();
+        super::elemwise::add_n::register(&mut r);
+        super::elemwise::unary::register(&mut r);
+        super::elemwise::binary::register(&mut r);
+        super::init::register(&mut r);
+        super::reduce::register(&mut r);
+        super::linalg::register(&mut r);
+        super::transform::register(&mut r);
+        super::indexing::register(&mut r);
+        super::sorting::register(&mut r);
+        super::random::register(&mut r);
         crate::kernels::cpu::register_all(&mut r);
+        super::optim::register(&mut r);
         let mut defs = Vec::new();
         let mut by_name = HashMap::new();
         for def in r.defs {

@@ -1,24 +1,19 @@
-//! Indexing operators: `take`, `pick`, `one_hot`, `where`, `Cast`, `gather_nd`, `scatter_nd`.
+//! CPU kernels of the indexing operators: `take`, `pick`, `one_hot`, `where`, `Cast`,
+//! `gather_nd`, `scatter_nd`.
 
-use super::grad::indexing::{
-    CastBackward, GatherNdBackward, PickBackward, TakeBackward, WhereBackward,
-};
 use super::map::PAR_MIN;
 use super::num::Num;
 use crate::dispatch_dtype;
-use crate::dtype::{DType, Element};
+use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    check_inputs, shape_err, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    ParamList, Params, Registry,
-};
-use crate::shape::{fmt_shape, norm_axis, size_of, Shape};
+use crate::op::indexing::{Cast, GatherNd, IndexMode, OneHot, Pick, ScatterNd, Take, Where};
+use crate::op::{OpContext, OpReq};
+use crate::shape::{fmt_shape, norm_axis, size_of};
 use half::f16;
 use rayon::prelude::*;
-use std::sync::Arc;
 
 // ---------------------------------------------------------------------------------------
 // Element helpers shared with the sorting operators.
@@ -104,8 +99,11 @@ macro_rules! cast_small_int {
         }
     };
 }
+
 cast_small_int!(u8);
+
 cast_small_int!(i8);
+
 cast_small_int!(i32);
 
 impl CastElem for i64 {
@@ -230,25 +228,6 @@ fn put_row<T: Elem>(dst: &mut [T], src: &[T], add: bool) {
     }
 }
 
-fn shape_dims(op: &str, key: &str, dims: &[i64]) -> Result<Shape> {
-    dims.iter()
-        .map(|&d| {
-            usize::try_from(d)
-                .map_err(|_| Error::Value(format!("{op}: {key} {dims:?} has a negative dimension")))
-        })
-        .collect()
-}
-
-// ---------------------------------------------------------------------------------------
-// take
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum IndexMode {
-    Clip,
-    Wrap,
-    Raise,
-}
-
 /// Maps an index into `[0, n)` as `mode` says; `None` if it is out of range in raise mode.
 #[inline(always)]
 pub(crate) fn fix_index(i: i64, n: usize, mode: IndexMode) -> Option<usize> {
@@ -257,61 +236,6 @@ pub(crate) fn fix_index(i: i64, n: usize, mode: IndexMode) -> Option<usize> {
         IndexMode::Clip => Some(i.clamp(0, n - 1) as usize),
         IndexMode::Wrap => Some(i.rem_euclid(n) as usize),
         IndexMode::Raise => (0..n).contains(&i).then_some(i as usize),
-    }
-}
-
-fn mode_param(p: &Params, allowed: &[&'static str]) -> Result<IndexMode> {
-    Ok(match p.choice("mode", "clip", allowed)? {
-        "wrap" => IndexMode::Wrap,
-        "raise" => IndexMode::Raise,
-        _ => IndexMode::Clip,
-    })
-}
-
-struct Take {
-    axis: i64,
-    mode: IndexMode,
-}
-
-impl Operator for Take {
-    fn name(&self) -> &'static str {
-        "take"
-    }
-
-    fn gradient(&self) -> Grad {
-        let op = Arc::new(TakeBackward {
-            axis: self.axis,
-            mode: self.mode,
-        });
-        Grad::Op(Gradient {
-            op,
-            ograds: vec![0],
-            inputs: vec![1, 0],
-            outputs: vec![],
-            grad_of: vec![0],
-        })
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("take", inputs, 2)?;
-        let (a, idx) = (&inputs[0], &inputs[1]);
-        if a.is_empty() {
-            return Err(shape_err(
-                "take",
-                "the data must have at least one dimension",
-                a,
-            ));
-        }
-        let axis = norm_axis(self.axis, a.len(), "take")?;
-        let mut out = Shape::new();
-        out.extend_from_slice(&a[..axis]);
-        out.extend_from_slice(idx);
-        out.extend_from_slice(&a[axis + 1..]);
-        Ok(vec![out])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![inputs[0]])
     }
 }
 
@@ -360,89 +284,6 @@ impl CpuKernel for Take {
     }
 }
 
-fn create_take(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("take", attrs, &["axis", "mode"])?;
-    Ok(Arc::new(Take {
-        axis: p.int("axis", 0)?,
-        mode: mode_param(&p, &["clip", "raise", "wrap"])?,
-    }))
-}
-
-// ---------------------------------------------------------------------------------------
-// pick
-
-struct Pick {
-    axis: i64,
-    keepdims: bool,
-    mode: IndexMode,
-}
-
-impl Pick {
-    fn out_shape(&self, data: &[usize]) -> Result<(usize, Shape)> {
-        let axis = norm_axis(self.axis, data.len(), "pick")?;
-        let mut out = Shape::from_slice(data);
-        if self.keepdims || data.len() == 1 {
-            // A 1-d input keeps one element, as MXNet 1.x's reductions do.
-            out[axis] = 1;
-        } else {
-            out.remove(axis);
-        }
-        Ok((axis, out))
-    }
-}
-
-impl Operator for Pick {
-    fn name(&self) -> &'static str {
-        "pick"
-    }
-
-    fn gradient(&self) -> Grad {
-        let op = Arc::new(PickBackward {
-            axis: self.axis,
-            mode: self.mode,
-        });
-        Grad::Op(Gradient {
-            op,
-            ograds: vec![0],
-            inputs: vec![0, 1],
-            outputs: vec![],
-            grad_of: vec![0],
-        })
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("pick", inputs, 2)?;
-        let (data, index) = (&inputs[0], &inputs[1]);
-        if data.is_empty() {
-            return Err(shape_err(
-                "pick",
-                "the data must have at least one dimension",
-                data,
-            ));
-        }
-        let (axis, out) = self.out_shape(data)?;
-        let mut kept = Shape::from_slice(data);
-        kept[axis] = 1;
-        let mut removed = Shape::from_slice(data);
-        removed.remove(axis);
-        if index.as_slice() != kept.as_slice() && index.as_slice() != removed.as_slice() {
-            return Err(Error::Value(format!(
-                "pick: index shape {} does not match data shape {} with axis {}: expected {} or {}",
-                fmt_shape(index),
-                fmt_shape(data),
-                self.axis,
-                fmt_shape(&removed),
-                fmt_shape(&kept)
-            )));
-        }
-        Ok(vec![out])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![inputs[0]])
-    }
-}
-
 impl CpuKernel for Pick {
     fn forward(
         &self,
@@ -478,31 +319,6 @@ impl CpuKernel for Pick {
     }
 }
 
-fn create_pick(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("pick", attrs, &["axis", "keepdims", "mode"])?;
-    let axis = match p.raw("axis") {
-        None => -1,
-        Some(_) => p.opt_int("axis")?.ok_or_else(|| {
-            Error::Value("pick: axis=None is not supported by pick; an axis must be given".into())
-        })?,
-    };
-    Ok(Arc::new(Pick {
-        axis,
-        keepdims: p.bool("keepdims", false)?,
-        mode: mode_param(&p, &["clip", "wrap"])?,
-    }))
-}
-
-// ---------------------------------------------------------------------------------------
-// one_hot
-
-struct OneHot {
-    depth: usize,
-    on: f64,
-    off: f64,
-    dtype: DType,
-}
-
 fn one_hot_kernel<T: CastElem>(
     idx: &[i64],
     depth: usize,
@@ -530,27 +346,6 @@ fn one_hot_kernel<T: CastElem>(
     });
 }
 
-impl Operator for OneHot {
-    fn name(&self) -> &'static str {
-        "one_hot"
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Zero
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("one_hot", inputs, 1)?;
-        let mut out = inputs[0].clone();
-        out.push(self.depth);
-        Ok(vec![out])
-    }
-
-    fn infer_type(&self, _: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![self.dtype])
-    }
-}
-
 impl CpuKernel for OneHot {
     fn forward(
         &self,
@@ -570,108 +365,8 @@ impl CpuKernel for OneHot {
     }
 }
 
-fn create_one_hot(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(
-        "one_hot",
-        attrs,
-        &["depth", "on_value", "off_value", "dtype"],
-    )?;
-    let depth = p.int_required("depth")?;
-    let depth = usize::try_from(depth).map_err(|_| {
-        Error::Value(format!(
-            "one_hot: depth must be a non-negative integer, got {depth}"
-        ))
-    })?;
-    let dtype = p.opt_dtype("dtype")?.unwrap_or(DType::F32);
-    if dtype == DType::Bool {
-        return Err(Error::Type(
-            "one_hot: dtype bool is not supported; use a numeric dtype".into(),
-        ));
-    }
-    Ok(Arc::new(OneHot {
-        depth,
-        on: p.float("on_value", 1.0)?,
-        off: p.float("off_value", 0.0)?,
-        dtype,
-    }))
-}
-
-// ---------------------------------------------------------------------------------------
-// where
-
-struct Where;
-
 pub(crate) fn truth(blob: &TBlob) -> Vec<bool> {
     dispatch_dtype!(blob.dtype, T => blob.slice::<T>().iter().map(|&v| bool::from_scalar(v.to_scalar())).collect())
-}
-
-impl Operator for Where {
-    fn name(&self) -> &'static str {
-        "where"
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        // x, y and the output share one shape; a condition of that rank takes it too.
-        let (cond, xy) = inputs.split_at_mut(1);
-        crate::op::infer::same_shape("where", xy, outputs)?;
-        if let (Some(c), Some(x)) = (&cond[0], &xy[0]) {
-            if c.len() == x.len() {
-                crate::op::assign_shape("where", "condition", &mut cond[0], x)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Op(Gradient {
-            op: Arc::new(WhereBackward),
-            ograds: vec![0],
-            inputs: vec![0],
-            outputs: vec![],
-            grad_of: vec![1, 2],
-        })
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("where", inputs, 3)?;
-        let (c, x, y) = (&inputs[0], &inputs[1], &inputs[2]);
-        if x != y {
-            return Err(Error::Value(format!(
-                "where: x and y must have the same shape, got {} and {}",
-                fmt_shape(x),
-                fmt_shape(y)
-            )));
-        }
-        let rows_ok = c.len() == 1 && !x.is_empty() && c[0] == x[0];
-        if c != x && !rows_ok {
-            return Err(Error::Value(format!(
-                "where: condition must have the shape of x {} or be 1-d with x.shape[0] elements, got {}",
-                fmt_shape(x),
-                fmt_shape(c)
-            )));
-        }
-        Ok(vec![x.clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        if inputs.len() != 3 {
-            return Err(Error::Value(format!(
-                "where: expected 3 input(s), got {}",
-                inputs.len()
-            )));
-        }
-        if inputs[1] != inputs[2] {
-            return Err(Error::Type(format!(
-                "where: x and y must have the same dtype, got {} and {}",
-                inputs[1], inputs[2]
-            )));
-        }
-        Ok(vec![inputs[1]])
-    }
 }
 
 impl CpuKernel for Where {
@@ -706,13 +401,6 @@ impl CpuKernel for Where {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Cast
-
-struct Cast {
-    dtype: DType,
-}
-
 fn cast_kernel<S: CastElem, D: CastElem>(src: &[S], out: &mut [D], add: bool) {
     for_rows(out, PAR_MIN / 8, |r, o| {
         let s = &src[r * (PAR_MIN / 8)..];
@@ -734,33 +422,6 @@ pub(crate) fn cast_blob(src: &TBlob, out: &TBlob, req: OpReq) {
     dispatch_dtype!(src.dtype, S => dispatch_dtype!(out.dtype, D => cast_kernel::<S, D>(src.slice(), out.slice_mut(), add)))
 }
 
-impl Operator for Cast {
-    fn name(&self) -> &'static str {
-        "Cast"
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        crate::op::infer::same_shape("Cast", inputs, outputs)
-    }
-
-    fn gradient(&self) -> Grad {
-        Gradient::simple(Arc::new(CastBackward), &[0], &[], 1)
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("Cast", inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
-    }
-
-    fn infer_type(&self, _: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![self.dtype])
-    }
-}
-
 impl CpuKernel for Cast {
     fn forward(
         &self,
@@ -772,15 +433,6 @@ impl CpuKernel for Cast {
         cast_blob(&inputs[0], &outputs[0], req[0]);
         Ok(())
     }
-}
-
-fn create_cast(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("Cast", attrs, &["dtype"])?;
-    p.required("dtype")?;
-    let dtype = p
-        .opt_dtype("dtype")?
-        .ok_or_else(|| Error::Value("Cast: required argument 'dtype' is missing".into()))?;
-    Ok(Arc::new(Cast { dtype }))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -831,43 +483,6 @@ pub(crate) fn nd_offsets(
         .collect()
 }
 
-struct GatherNd;
-
-impl Operator for GatherNd {
-    fn name(&self) -> &'static str {
-        "gather_nd"
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Op(Gradient {
-            op: Arc::new(GatherNdBackward),
-            ograds: vec![0],
-            inputs: vec![1, 0],
-            outputs: vec![],
-            grad_of: vec![0],
-        })
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("gather_nd", inputs, 2)?;
-        let (data, idx) = (&inputs[0], &inputs[1]);
-        if idx.is_empty() || idx[0] == 0 || idx[0] > data.len() {
-            return Err(Error::Value(format!(
-                "gather_nd: indices shape {} must be (M, ...) with 0 < M <= data.ndim ({}) ",
-                fmt_shape(idx),
-                data.len()
-            )));
-        }
-        let mut out = Shape::from_slice(&idx[1..]);
-        out.extend_from_slice(&data[idx[0]..]);
-        Ok(vec![out])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![inputs[0]])
-    }
-}
-
 impl CpuKernel for GatherNd {
     fn forward(
         &self,
@@ -892,49 +507,6 @@ impl CpuKernel for GatherNd {
             });
         });
         Ok(())
-    }
-}
-
-struct ScatterNd {
-    shape: Shape,
-}
-
-impl Operator for ScatterNd {
-    fn name(&self) -> &'static str {
-        "scatter_nd"
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Op(Gradient {
-            op: Arc::new(GatherNd),
-            ograds: vec![0],
-            inputs: vec![1],
-            outputs: vec![],
-            grad_of: vec![0],
-        })
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("scatter_nd", inputs, 2)?;
-        let (data, idx) = (&inputs[0], &inputs[1]);
-        let bad = idx.is_empty() || idx[0] == 0 || idx[0] > self.shape.len() || {
-            let mut want = Shape::from_slice(&idx[1..]);
-            want.extend_from_slice(&self.shape[idx[0]..]);
-            want != *data
-        };
-        if bad {
-            return Err(Error::Value(format!(
-                "scatter_nd: data shape {} and indices shape {} do not fit output shape {}: data must be indices.shape[1:] + shape[indices.shape[0]:]",
-                fmt_shape(data),
-                fmt_shape(idx),
-                fmt_shape(&self.shape)
-            )));
-        }
-        Ok(vec![self.shape.clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![inputs[0]])
     }
 }
 
@@ -977,85 +549,6 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<Cast>(k);
     cpu::add::<GatherNd>(k);
     cpu::add::<ScatterNd>(k);
-}
-
-// ---------------------------------------------------------------------------------------
-
-/// Registers the indexing operators.
-pub fn register(r: &mut Registry) {
-    r.add(OpDef {
-        name: "take",
-        aliases: &[],
-        inputs: &["a", "indices"],
-        variadic: false,
-        params: ParamList::Names(&["axis", "mode"]),
-        doc: "Takes elements from an array along an axis at the given indices.",
-        create: Box::new(create_take),
-    });
-    r.add(OpDef {
-        name: "pick",
-        aliases: &["choose_element_0index"],
-        inputs: &["data", "index"],
-        variadic: false,
-        params: ParamList::Names(&["axis", "keepdims", "mode"]),
-        doc: "Picks one element per position along an axis, at the given indices.",
-        create: Box::new(create_pick),
-    });
-    r.add(OpDef {
-        name: "one_hot",
-        aliases: &[],
-        inputs: &["indices"],
-        variadic: false,
-        params: ParamList::Names(&["depth", "on_value", "off_value", "dtype"]),
-        doc: "One-hot encoding of integer indices, in a new last axis of size depth.",
-        create: Box::new(create_one_hot),
-    });
-    r.add(OpDef {
-        name: "where",
-        aliases: &[],
-        inputs: &["condition", "x", "y"],
-        variadic: false,
-        params: ParamList::Names(&[]),
-        doc: "Elements of x where condition is non-zero, else of y.",
-        create: Box::new(|attrs| {
-            Params::new("where", attrs, &[])?;
-            Ok(Arc::new(Where) as OpRef)
-        }),
-    });
-    r.add(OpDef {
-        name: "Cast",
-        aliases: &["cast"],
-        inputs: &["data"],
-        variadic: false,
-        params: ParamList::Names(&["dtype"]),
-        doc: "Converts every element to dtype (floats truncate toward zero).",
-        create: Box::new(create_cast),
-    });
-    r.add(OpDef {
-        name: "gather_nd",
-        aliases: &[],
-        inputs: &["data", "indices"],
-        variadic: false,
-        params: ParamList::Names(&[]),
-        doc: "Gathers slices of data at the N-d indices given by the first axis of indices.",
-        create: Box::new(|attrs| {
-            Params::new("gather_nd", attrs, &[])?;
-            Ok(Arc::new(GatherNd) as OpRef)
-        }),
-    });
-    r.add(OpDef {
-        name: "scatter_nd",
-        aliases: &[],
-        inputs: &["data", "indices"],
-        variadic: false,
-        params: ParamList::Names(&["shape"]),
-        doc: "Scatters data into a zero array of the given shape at the N-d indices.",
-        create: Box::new(|attrs| {
-            let p = Params::new("scatter_nd", attrs, &["shape"])?;
-            let shape = shape_dims("scatter_nd", "shape", &p.tuple_required("shape")?)?;
-            Ok(Arc::new(ScatterNd { shape }) as OpRef)
-        }),
-    });
 }
 
 #[cfg(test)]

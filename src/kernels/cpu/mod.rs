@@ -19,20 +19,9 @@ pub mod unary;
 
 use crate::op::Registry;
 
-/// Registers every CPU operator family.
+/// Registers the operator families whose definitions still live beside their kernels.
 pub fn register_all(r: &mut Registry) {
-    add_n::register(r);
-    unary::register(r);
-    binary::register(r);
-    init::register(r);
-    reduce::register(r);
-    linalg::register(r);
-    transform::register(r);
-    indexing::register(r);
-    sorting::register(r);
-    random::register(r);
     nn::register(r);
-    optim::register(r);
 }
 
 use crate::context::DeviceType;

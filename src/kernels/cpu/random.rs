@@ -1,23 +1,22 @@
-//! Random samplers: `_random_*` (parameters from attributes), `_random_*_like`, `_sample_*` (parameters per element from arrays), `_sample_multinomial` and `_shuffle`.
+//! CPU kernels of the random samplers: `_random_*` (parameters from attributes),
+//! `_random_*_like`, `_sample_*` (parameters per element from arrays),
+//! `_sample_multinomial` and `_shuffle`.
 
 use super::indexing::{store, CastElem, Elem, Scalar};
 use crate::dispatch_dtype;
-use crate::dtype::{DType, Element};
-use crate::error::{Error, Result};
+use crate::dtype::Element;
+use crate::error::Result;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    check_inputs, same_dtype, Attrs, Grad, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
-    Params, Registry, ResourceRequest,
-};
-use crate::shape::{fmt_shape, size_of, Shape};
+use crate::op::random::{Dist, Multinomial, Random, Sample, Shuffle};
+use crate::op::{OpContext, OpReq};
+use crate::shape::size_of;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1, Gamma, Poisson, StandardNormal};
 use rand_pcg::Pcg64Mcg;
 use rayon::prelude::*;
-use std::sync::Arc;
 
 /// Outputs longer than this are drawn in chunks of this many elements, each from its own
 /// generator seeded from the device's, in parallel; the result depends only on the seed.
@@ -70,19 +69,6 @@ fn poisson(r: &mut Pcg64Mcg, lam: f64) -> f64 {
         Ok(p) => p.sample(r),
         Err(_) => f64::NAN,
     }
-}
-
-/// A distribution with its parameters.
-#[derive(Debug, Clone, Copy)]
-enum Dist {
-    Uniform { low: f64, high: f64 },
-    Normal { loc: f64, scale: f64 },
-    RandInt { low: i64, high: i64 },
-    Exponential { lam: f64 },
-    Gamma { alpha: f64, beta: f64 },
-    Poisson { lam: f64 },
-    NegBinomial { k: f64, p: f64 },
-    GenNegBinomial { mu: f64, alpha: f64 },
 }
 
 impl Dist {
@@ -158,60 +144,6 @@ fn fill_dist(dist: Dist, out: &TBlob, rng: &mut Pcg64Mcg, add: bool) {
     })
 }
 
-// ---------------------------------------------------------------------------------------
-// _random_* and _random_*_like
-
-/// A sampler whose parameters are attributes.
-struct Random {
-    name: &'static str,
-    dist: Dist,
-    /// Shape and dtype from attributes, or `None` to take the input's (`*_like`).
-    out: Option<(Shape, DType)>,
-}
-
-impl Operator for Random {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Zero
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        match &self.out {
-            Some((s, _)) => {
-                check_inputs(self.name, inputs, 0)?;
-                Ok(vec![s.clone()])
-            }
-            None => {
-                check_inputs(self.name, inputs, 1)?;
-                Ok(vec![inputs[0].clone()])
-            }
-        }
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        match &self.out {
-            Some((_, t)) => Ok(vec![*t]),
-            None => {
-                let t = same_dtype(self.name, inputs)?;
-                if !t.is_float() {
-                    return Err(Error::Type(format!(
-                        "{}: only floating-point types are supported, not {t}",
-                        self.name
-                    )));
-                }
-                Ok(vec![t])
-            }
-        }
-    }
-
-    fn resources(&self) -> &'static [ResourceRequest] {
-        &[ResourceRequest::Random]
-    }
-}
-
 impl CpuKernel for Random {
     fn forward(
         &self,
@@ -229,310 +161,8 @@ impl CpuKernel for Random {
     }
 }
 
-fn require(ok: bool, op: &str, msg: &str) -> Result<()> {
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Value(format!("{op}: {msg}")))
-    }
-}
-
-/// Reads a distribution's parameters from attributes and checks them as MXNet does.
-fn dist_from(kind: &str, p: &Params) -> Result<Dist> {
-    let op = p.op();
-    Ok(match kind {
-        "uniform" => {
-            let (low, high) = (p.float("low", 0.0)?, p.float("high", 1.0)?);
-            require(
-                high >= low,
-                op,
-                &format!("low ({low}) must be less than or equal to high ({high})"),
-            )?;
-            require(
-                low.is_finite() && high.is_finite(),
-                op,
-                "low and high must be finite",
-            )?;
-            Dist::Uniform { low, high }
-        }
-        "normal" => {
-            let (loc, scale) = (p.float("loc", 0.0)?, p.float("scale", 1.0)?);
-            require(
-                scale > 0.0,
-                op,
-                &format!("scale must be positive, got {scale}"),
-            )?;
-            Dist::Normal { loc, scale }
-        }
-        "exponential" => {
-            let lam = p.float("lam", 1.0)?;
-            require(lam > 0.0, op, &format!("lam must be positive, got {lam}"))?;
-            Dist::Exponential { lam }
-        }
-        "gamma" => {
-            let (alpha, beta) = (p.float("alpha", 1.0)?, p.float("beta", 1.0)?);
-            require(
-                alpha > 0.0,
-                op,
-                &format!("alpha must be positive, got {alpha}"),
-            )?;
-            require(
-                beta > 0.0,
-                op,
-                &format!("beta must be positive, got {beta}"),
-            )?;
-            Dist::Gamma { alpha, beta }
-        }
-        "poisson" => {
-            let lam = p.float("lam", 1.0)?;
-            require(
-                lam >= 0.0,
-                op,
-                &format!("lam must be non-negative, got {lam}"),
-            )?;
-            Dist::Poisson { lam }
-        }
-        "negative_binomial" => {
-            let (k, pr) = (p.int("k", 1)?, p.float("p", 1.0)?);
-            require(k >= 0, op, &format!("k must be non-negative, got {k}"))?;
-            require(
-                pr > 0.0 && pr <= 1.0,
-                op,
-                &format!("p must be in (0, 1], got {pr}"),
-            )?;
-            Dist::NegBinomial { k: k as f64, p: pr }
-        }
-        _ => {
-            let (mu, alpha) = (p.float("mu", 1.0)?, p.float("alpha", 1.0)?);
-            require(mu >= 0.0, op, &format!("mu must be non-negative, got {mu}"))?;
-            require(
-                alpha >= 0.0,
-                op,
-                &format!("alpha must be non-negative, got {alpha}"),
-            )?;
-            Dist::GenNegBinomial { mu, alpha }
-        }
-    })
-}
-
-/// The `shape` attribute of a sampler: required, non-negative dimensions.
-fn shape_attr(p: &Params, default: Option<&[i64]>) -> Result<Shape> {
-    let dims = match (p.opt_tuple("shape")?, default) {
-        (Some(d), _) => d,
-        (None, Some(d)) => d.to_vec(),
-        (None, None) => {
-            return Err(Error::Value(format!(
-                "{}: the output shape must be given (shape=...)",
-                p.op()
-            )))
-        }
-    };
-    dims.iter()
-        .map(|&d| {
-            usize::try_from(d).map_err(|_| {
-                Error::Value(format!(
-                    "{}: shape {dims:?} has a negative dimension",
-                    p.op()
-                ))
-            })
-        })
-        .collect()
-}
-
-/// The `dtype` attribute, `None`/absent giving `default`, limited to `allowed`.
-fn dtype_attr(p: &Params, default: DType, allowed: &[DType]) -> Result<DType> {
-    let d = p.opt_dtype("dtype")?.unwrap_or(default);
-    if !allowed.contains(&d) {
-        return Err(Error::Type(format!(
-            "{}: dtype {d} is not supported; use one of {}",
-            p.op(),
-            allowed
-                .iter()
-                .map(|t| t.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    }
-    Ok(d)
-}
-
-const FLOATS: &[DType] = &[DType::F16, DType::F32, DType::F64];
-
-/// (op name, aliases, distribution kind, parameter names)
-type RandomEntry = (
-    &'static str,
-    &'static [&'static str],
-    &'static str,
-    &'static [&'static str],
-);
-
-const RANDOM_OPS: &[RandomEntry] = &[
-    (
-        "_random_uniform",
-        &["uniform", "random_uniform"],
-        "uniform",
-        &["low", "high"],
-    ),
-    (
-        "_random_normal",
-        &["normal", "random_normal"],
-        "normal",
-        &["loc", "scale"],
-    ),
-    (
-        "_random_exponential",
-        &["random_exponential"],
-        "exponential",
-        &["lam"],
-    ),
-    (
-        "_random_gamma",
-        &["random_gamma"],
-        "gamma",
-        &["alpha", "beta"],
-    ),
-    ("_random_poisson", &["random_poisson"], "poisson", &["lam"]),
-    (
-        "_random_negative_binomial",
-        &["random_negative_binomial"],
-        "negative_binomial",
-        &["k", "p"],
-    ),
-    (
-        "_random_generalized_negative_binomial",
-        &["random_generalized_negative_binomial"],
-        "generalized_negative_binomial",
-        &["mu", "alpha"],
-    ),
-];
-
-const LIKE_OPS: &[(&str, &str)] = &[
-    ("_random_uniform_like", "uniform"),
-    ("_random_normal_like", "normal"),
-    ("_random_exponential_like", "exponential"),
-    ("_random_gamma_like", "gamma"),
-    ("_random_poisson_like", "poisson"),
-    ("_random_negative_binomial_like", "negative_binomial"),
-    (
-        "_random_generalized_negative_binomial_like",
-        "generalized_negative_binomial",
-    ),
-];
-
-fn create_random(i: usize, attrs: &Attrs) -> Result<OpRef> {
-    let (name, _, kind, params) = RANDOM_OPS[i];
-    let mut allowed: Vec<&str> = params.to_vec();
-    allowed.extend(["shape", "ctx", "dtype"]);
-    let p = Params::new(name, attrs, &allowed)?;
-    let dist = dist_from(kind, &p)?;
-    Ok(Arc::new(Random {
-        name,
-        dist,
-        out: Some((shape_attr(&p, None)?, dtype_attr(&p, DType::F32, FLOATS)?)),
-    }))
-}
-
-fn create_like(i: usize, attrs: &Attrs) -> Result<OpRef> {
-    let (name, kind) = LIKE_OPS[i];
-    let params = RANDOM_OPS
-        .iter()
-        .find(|e| e.2 == kind)
-        .map_or(&[][..], |e| e.3);
-    let p = Params::new(name, attrs, params)?;
-    Ok(Arc::new(Random {
-        name,
-        dist: dist_from(kind, &p)?,
-        out: None,
-    }))
-}
-
-fn create_randint(attrs: &Attrs) -> Result<OpRef> {
-    let name = "_random_randint";
-    let p = Params::new(name, attrs, &["low", "high", "shape", "ctx", "dtype"])?;
-    let (low, high) = (p.int_required("low")?, p.int_required("high")?);
-    require(
-        low < high,
-        name,
-        &format!("low ({low}) must be less than high ({high})"),
-    )?;
-    let dtype = dtype_attr(&p, DType::I32, &[DType::I32, DType::I64])?;
-    if dtype == DType::I32 {
-        require(
-            low >= i32::MIN as i64 && high <= i32::MAX as i64 + 1,
-            name,
-            &format!("[{low}, {high}) does not fit dtype int32; use dtype='int64'"),
-        )?;
-    }
-    Ok(Arc::new(Random {
-        name,
-        dist: Dist::RandInt { low, high },
-        out: Some((shape_attr(&p, None)?, dtype)),
-    }))
-}
-
-// ---------------------------------------------------------------------------------------
-// _sample_*: parameters per element from input arrays
-
-/// A sampler whose parameters come from arrays of one shape; every parameter element gets
-/// `shape` draws.
-struct Sample {
-    name: &'static str,
-    kind: &'static str,
-    nparams: usize,
-    shape: Shape,
-    dtype: DType,
-}
-
-impl Sample {
-    fn dist(&self, a: f64, b: f64) -> Dist {
-        match self.kind {
-            "uniform" => Dist::Uniform { low: a, high: b },
-            "normal" => Dist::Normal { loc: a, scale: b },
-            "exponential" => Dist::Exponential { lam: a },
-            "gamma" => Dist::Gamma { alpha: a, beta: b },
-            "poisson" => Dist::Poisson { lam: a },
-            "negative_binomial" => Dist::NegBinomial { k: a, p: b },
-            _ => Dist::GenNegBinomial { mu: a, alpha: b },
-        }
-    }
-}
-
 fn f64s(blob: &TBlob) -> Vec<f64> {
     dispatch_dtype!(blob.dtype, T => blob.slice::<T>().iter().map(|v| v.to_f64()).collect())
-}
-
-impl Operator for Sample {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Zero
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, self.nparams)?;
-        if let Some(other) = inputs.iter().find(|s| *s != &inputs[0]) {
-            return Err(Error::Value(format!(
-                "{}: all parameter arrays must have the same shape, got {} and {}",
-                self.name,
-                fmt_shape(&inputs[0]),
-                fmt_shape(other)
-            )));
-        }
-        let mut out = inputs[0].clone();
-        out.extend_from_slice(&self.shape);
-        Ok(vec![out])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        same_dtype(self.name, inputs)?;
-        Ok(vec![self.dtype])
-    }
-
-    fn resources(&self) -> &'static [ResourceRequest] {
-        &[ResourceRequest::Random]
-    }
 }
 
 impl CpuKernel for Sample {
@@ -566,128 +196,6 @@ impl CpuKernel for Sample {
             }
         }));
         Ok(())
-    }
-}
-
-/// (op name, alias, distribution kind, parameter input names)
-type SampleEntry = (
-    &'static str,
-    &'static [&'static str],
-    &'static str,
-    &'static [&'static str],
-);
-
-const SAMPLE_OPS: &[SampleEntry] = &[
-    (
-        "_sample_uniform",
-        &["sample_uniform"],
-        "uniform",
-        &["low", "high"],
-    ),
-    (
-        "_sample_normal",
-        &["sample_normal"],
-        "normal",
-        &["mu", "sigma"],
-    ),
-    (
-        "_sample_exponential",
-        &["sample_exponential"],
-        "exponential",
-        &["lam"],
-    ),
-    (
-        "_sample_gamma",
-        &["sample_gamma"],
-        "gamma",
-        &["alpha", "beta"],
-    ),
-    ("_sample_poisson", &["sample_poisson"], "poisson", &["lam"]),
-    (
-        "_sample_negative_binomial",
-        &["sample_negative_binomial"],
-        "negative_binomial",
-        &["k", "p"],
-    ),
-    (
-        "_sample_generalized_negative_binomial",
-        &["sample_generalized_negative_binomial"],
-        "generalized_negative_binomial",
-        &["mu", "alpha"],
-    ),
-];
-
-fn create_sample(i: usize, attrs: &Attrs) -> Result<OpRef> {
-    let (name, _, kind, inputs) = SAMPLE_OPS[i];
-    let p = Params::new(name, attrs, &["shape", "dtype"])?;
-    Ok(Arc::new(Sample {
-        name,
-        kind,
-        nparams: inputs.len(),
-        shape: shape_attr(&p, Some(&[]))?,
-        dtype: dtype_attr(&p, DType::F32, FLOATS)?,
-    }))
-}
-
-// ---------------------------------------------------------------------------------------
-// _sample_multinomial
-
-struct Multinomial {
-    shape: Shape,
-    get_prob: bool,
-    dtype: DType,
-}
-
-impl Operator for Multinomial {
-    fn name(&self) -> &'static str {
-        "_sample_multinomial"
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Zero
-    }
-
-    fn num_outputs(&self) -> usize {
-        if self.get_prob {
-            2
-        } else {
-            1
-        }
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("_sample_multinomial", inputs, 1)?;
-        let data = &inputs[0];
-        if data.is_empty() || data[data.len() - 1] == 0 {
-            return Err(Error::Value(format!(
-                "_sample_multinomial: data must have a last axis of probabilities, got shape {}",
-                fmt_shape(data)
-            )));
-        }
-        let mut out = Shape::from_slice(&data[..data.len() - 1]);
-        out.extend_from_slice(&self.shape);
-        if out.is_empty() {
-            out.push(1);
-        }
-        Ok(vec![out; self.num_outputs()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        let t = same_dtype("_sample_multinomial", inputs)?;
-        if !t.is_float() {
-            return Err(Error::Type(format!(
-                "_sample_multinomial: probabilities must be floating-point, not {t}"
-            )));
-        }
-        Ok(if self.get_prob {
-            vec![self.dtype, t]
-        } else {
-            vec![self.dtype]
-        })
-    }
-
-    fn resources(&self) -> &'static [ResourceRequest] {
-        &[ResourceRequest::Random]
     }
 }
 
@@ -741,28 +249,6 @@ impl CpuKernel for Multinomial {
     }
 }
 
-fn create_multinomial(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(
-        "_sample_multinomial",
-        attrs,
-        &["shape", "get_prob", "dtype"],
-    )?;
-    Ok(Arc::new(Multinomial {
-        shape: shape_attr(&p, Some(&[]))?,
-        get_prob: p.bool("get_prob", false)?,
-        dtype: dtype_attr(
-            &p,
-            DType::I32,
-            &[DType::F16, DType::F32, DType::F64, DType::I32, DType::U8],
-        )?,
-    }))
-}
-
-// ---------------------------------------------------------------------------------------
-// _shuffle
-
-struct Shuffle;
-
 fn shuffle_rows<T: Elem>(src: &[T], out: &mut [T], row: usize, order: &[usize], add: bool) {
     // Copy first: the output may be the input (in-place shuffle).
     let src = src.to_vec();
@@ -770,25 +256,6 @@ fn shuffle_rows<T: Elem>(src: &[T], out: &mut [T], row: usize, order: &[usize], 
         for (o, &v) in dst.iter_mut().zip(&src[j * row..(j + 1) * row]) {
             store(o, v, add);
         }
-    }
-}
-
-impl Operator for Shuffle {
-    fn name(&self) -> &'static str {
-        "_shuffle"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("_shuffle", inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
-    }
-
-    fn resources(&self) -> &'static [ResourceRequest] {
-        &[ResourceRequest::Random]
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
     }
 }
 
@@ -823,79 +290,6 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<Sample>(k);
     cpu::add::<Multinomial>(k);
     cpu::add::<Shuffle>(k);
-}
-
-// ---------------------------------------------------------------------------------------
-
-/// Registers the random operators.
-pub fn register(r: &mut Registry) {
-    for (i, (name, aliases, _, params)) in RANDOM_OPS.iter().enumerate() {
-        r.add(OpDef {
-            name,
-            aliases,
-            inputs: &[],
-            variadic: false,
-            params: ParamList::Names(params),
-            doc: "Draws samples of a distribution with the given parameters into a new array of the given shape.",
-            create: Box::new(move |attrs| create_random(i, attrs)),
-        });
-    }
-    r.add(OpDef {
-        name: "_random_randint",
-        aliases: &["random_randint"],
-        inputs: &[],
-        variadic: false,
-        params: ParamList::Names(&["low", "high", "shape", "ctx", "dtype"]),
-        doc: "Draws integers uniformly from [low, high).",
-        create: Box::new(create_randint),
-    });
-    for (i, (name, kind)) in LIKE_OPS.iter().enumerate() {
-        let params = RANDOM_OPS
-            .iter()
-            .find(|e| e.2 == *kind)
-            .map_or(&[][..], |e| e.3);
-        r.add(OpDef {
-            name,
-            aliases: &[],
-            inputs: &["data"],
-            variadic: false,
-            params: ParamList::Names(params),
-            doc: "Draws samples of a distribution into an array of the input's shape and dtype.",
-            create: Box::new(move |attrs| create_like(i, attrs)),
-        });
-    }
-    for (i, (name, aliases, _, inputs)) in SAMPLE_OPS.iter().enumerate() {
-        r.add(OpDef {
-            name,
-            aliases,
-            inputs,
-            variadic: false,
-            params: ParamList::Names(&["shape", "dtype"]),
-            doc: "Draws `shape` samples for every element of the parameter arrays.",
-            create: Box::new(move |attrs| create_sample(i, attrs)),
-        });
-    }
-    r.add(OpDef {
-        name: "_sample_multinomial",
-        aliases: &["sample_multinomial"],
-        inputs: &["data"],
-        variadic: false,
-        params: ParamList::Names(&["shape", "get_prob", "dtype"]),
-        doc: "Draws categories from the probabilities in the last axis of data.",
-        create: Box::new(create_multinomial),
-    });
-    r.add(OpDef {
-        name: "_shuffle",
-        aliases: &["shuffle"],
-        inputs: &["data"],
-        variadic: false,
-        params: ParamList::Names(&[]),
-        doc: "Shuffles the array along its first axis.",
-        create: Box::new(|attrs| {
-            Params::new("_shuffle", attrs, &[])?;
-            Ok(Arc::new(Shuffle) as OpRef)
-        }),
-    });
 }
 
 #[cfg(test)]

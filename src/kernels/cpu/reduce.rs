@@ -1,13 +1,14 @@
-//! Reductions over axes (`sum`, `mean`, `prod`, `max`, `min`, `nansum`, `nanprod`, `norm`)
-//! and index reductions (`argmax`, `argmin`, `argmax_channel`).
+//! CPU kernels of the reductions over axes (`sum`, `mean`, `prod`, `max`, `min`,
+//! `nansum`, `nanprod`, `norm`) and index reductions (`argmax`, `argmin`,
+//! `argmax_channel`).
 //!
-//! A reduction merges neighbouring axes that are all reduced or all kept, then removes the
-//! reduced groups innermost first. Each step views its input as (outer, reduced, inner):
-//! with `inner == 1` the reduced axis is contiguous and is folded with several independent
-//! accumulators (vectorisable); otherwise whole rows are combined element-wise. Large inputs
-//! are split across the rayon pool over output blocks, columns or the reduced axis.
+//! A reduction merges neighbouring axes that are all reduced or all kept, then removes
+//! the reduced groups innermost first. Each step views its input as (outer, reduced,
+//! inner): with `inner == 1` the reduced axis is contiguous and is folded with several
+//! independent accumulators (vectorisable); otherwise whole rows are combined
+//! element-wise. Large inputs are split across the rayon pool over output blocks, columns
+//! or the reduced axis.
 
-use super::grad::reduce::ReduceBackward;
 use super::map::{map1, PAR_MIN};
 use super::num::Num;
 use crate::dispatch_num;
@@ -16,104 +17,12 @@ use crate::error::{Error, Result};
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
-    Params, Registry,
-};
-use crate::shape::{fmt_shape, Shape};
+use crate::op::reduce::{reduce_axes, ArgReduce, Reduce, ReduceKind};
+use crate::op::{OpContext, OpReq};
+use crate::shape::fmt_shape;
 use half::f16;
 use num_traits::Float;
 use rayon::prelude::*;
-use std::sync::Arc;
-
-/// The reductions over axes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReduceKind {
-    Sum,
-    Mean,
-    Prod,
-    Max,
-    Min,
-    NanSum,
-    NanProd,
-    /// Sum of absolute values (`norm` with `ord=1`).
-    Norm1,
-    /// Square root of the sum of squares (`norm` with `ord=2`).
-    Norm2,
-}
-
-fn fmt_axes(axes: &[i64]) -> String {
-    match axes.len() {
-        1 => format!("({},)", axes[0]),
-        _ => format!(
-            "({})",
-            axes.iter()
-                .map(|a| a.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-/// Which axes of `shape` are reduced and the output shape, as MXNet's reduce ops decide
-/// them: no axis (or an empty tuple) reduces everything; `exclude` reduces the axes not
-/// named; a result without axes has shape `(1,)` unless `keepdims` keeps them all as 1.
-pub fn reduce_axes(
-    op: &str,
-    shape: &[usize],
-    axis: Option<&[i64]>,
-    keepdims: bool,
-    exclude: bool,
-) -> Result<(Vec<bool>, Shape)> {
-    let nd = shape.len();
-    let mask = match axis {
-        None | Some([]) => vec![true; nd],
-        Some(axes) => {
-            let mut mask = vec![false; nd];
-            for &a in axes {
-                let n = if a < 0 { a + nd as i64 } else { a };
-                if n < 0 || n >= nd as i64 {
-                    return Err(Error::Index(format!(
-                        "{op}: axis {a} is out of range for an array of shape {}",
-                        fmt_shape(shape)
-                    )));
-                }
-                if mask[n as usize] {
-                    return Err(Error::Value(format!(
-                        "{op}: axis {n} appears more than once in axis={} for an array of shape {}",
-                        fmt_axes(axes),
-                        fmt_shape(shape)
-                    )));
-                }
-                mask[n as usize] = true;
-            }
-            if exclude {
-                mask.iter_mut().for_each(|m| *m = !*m);
-            }
-            mask
-        }
-    };
-    let out: Shape = if keepdims {
-        shape
-            .iter()
-            .zip(&mask)
-            .map(|(&d, &m)| if m { 1 } else { d })
-            .collect()
-    } else {
-        let kept: Shape = shape
-            .iter()
-            .zip(&mask)
-            .filter(|(_, &m)| !m)
-            .map(|(&d, _)| d)
-            .collect();
-        if kept.is_empty() {
-            Shape::from_slice(&[1])
-        } else {
-            kept
-        }
-    };
-    Ok((mask, out))
-}
 
 /// An associative combination with its identity.
 trait Combine<A>: Copy + Send + Sync + 'static {
@@ -123,10 +32,13 @@ trait Combine<A>: Copy + Send + Sync + 'static {
 
 #[derive(Clone, Copy)]
 struct AddC;
+
 #[derive(Clone, Copy)]
 struct MulC;
+
 #[derive(Clone, Copy)]
 struct MaxC;
+
 #[derive(Clone, Copy)]
 struct MinC;
 
@@ -185,8 +97,10 @@ impl<A: Num> Combine<A> for MinC {
 
 /// Independent accumulators in the contiguous fold.
 const LANES: usize = 16;
+
 /// Elements folded before their partial result joins the total (bounds rounding growth).
 const BLOCK: usize = 4096;
+
 /// Columns combined at a time in a row reduction, so the accumulators stay in cache.
 const COLS: usize = 16384;
 
@@ -743,66 +657,6 @@ pub fn reduce(
     }
 }
 
-fn no_bool(op: &str, t: DType) -> Result<DType> {
-    if t == DType::Bool {
-        return Err(Error::Type(format!("{op}: dtype bool is not supported")));
-    }
-    Ok(t)
-}
-
-/// A reduction over axes.
-struct Reduce {
-    name: &'static str,
-    kind: ReduceKind,
-    axis: Option<Vec<i64>>,
-    keepdims: bool,
-    exclude: bool,
-    out_dtype: Option<DType>,
-}
-
-impl Operator for Reduce {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, 1)?;
-        let (_, out) = reduce_axes(
-            self.name,
-            &inputs[0],
-            self.axis.as_deref(),
-            self.keepdims,
-            self.exclude,
-        )?;
-        Ok(vec![out])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        let t = no_bool(self.name, crate::op::same_dtype(self.name, inputs)?)?;
-        Ok(vec![self.out_dtype.unwrap_or(t)])
-    }
-
-    fn gradient(&self) -> Grad {
-        let name = match self.kind {
-            ReduceKind::Sum => "_backward_sum",
-            ReduceKind::Mean => "_backward_mean",
-            ReduceKind::Prod => "_backward_prod",
-            ReduceKind::Max => "_backward_max",
-            ReduceKind::Min => "_backward_min",
-            ReduceKind::NanSum => "_backward_nansum",
-            ReduceKind::NanProd => "_backward_nanprod",
-            ReduceKind::Norm1 | ReduceKind::Norm2 => "_backward_norm",
-        };
-        let op = Arc::new(ReduceBackward {
-            name,
-            kind: self.kind,
-            axis: self.axis.clone(),
-            exclude: self.exclude,
-        });
-        Gradient::simple(op, &[0], &[0], 1)
-    }
-}
-
 impl CpuKernel for Reduce {
     fn forward(
         &self,
@@ -821,24 +675,6 @@ impl CpuKernel for Reduce {
         )?;
         reduce(self.name, self.kind, x, &mask, &outputs[0], req[0])
     }
-}
-
-/// A reduction operator by kind, for callers in the core (`axis` `None` reduces all).
-pub fn reduce_op(
-    name: &'static str,
-    kind: ReduceKind,
-    axis: Option<Vec<i64>>,
-    keepdims: bool,
-    exclude: bool,
-) -> OpRef {
-    Arc::new(Reduce {
-        name,
-        kind,
-        axis,
-        keepdims,
-        exclude,
-        out_dtype: None,
-    })
 }
 
 #[inline(always)]
@@ -1062,85 +898,6 @@ fn arg_kernel<T: Num, const MAX: bool>(
     idx
 }
 
-/// `argmax`, `argmin` and `argmax_channel`: the index along one axis (or of the flattened
-/// array), in the input's dtype as MXNet gives it.
-struct ArgReduce {
-    name: &'static str,
-    max: bool,
-    axis: Option<i64>,
-    keepdims: bool,
-}
-
-impl ArgReduce {
-    fn axis(&self, shape: &[usize]) -> Result<Option<usize>> {
-        let Some(a) = self.axis else { return Ok(None) };
-        let nd = shape.len() as i64;
-        if a < -nd || a >= nd {
-            return Err(Error::Index(format!(
-                "{}: axis {a} is out of range for an array of shape {}",
-                self.name,
-                fmt_shape(shape)
-            )));
-        }
-        Ok(Some(if a < 0 { a + nd } else { a } as usize))
-    }
-}
-
-impl Operator for ArgReduce {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Zero
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, 1)?;
-        let shape = &inputs[0];
-        let out: Shape = match self.axis(shape)? {
-            None if self.keepdims => Shape::from_elem(1, shape.len()),
-            None => Shape::from_slice(&[1]),
-            Some(a) if self.keepdims => {
-                let mut s = shape.clone();
-                s[a] = 1;
-                s
-            }
-            Some(a) => {
-                let s: Shape = shape
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| *i != a)
-                    .map(|(_, &d)| d)
-                    .collect();
-                if s.is_empty() {
-                    Shape::from_slice(&[1])
-                } else {
-                    s
-                }
-            }
-        };
-        let axis_len = self
-            .axis(shape)?
-            .map_or(shape.iter().product(), |a| shape[a]);
-        if axis_len == 0 && out.iter().product::<usize>() > 0 {
-            return Err(Error::Value(format!(
-                "{}: cannot take the index of an extreme over an empty axis, got shape {}",
-                self.name,
-                fmt_shape(shape)
-            )));
-        }
-        Ok(vec![out])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![no_bool(
-            self.name,
-            crate::op::same_dtype(self.name, inputs)?,
-        )?])
-    }
-}
-
 impl CpuKernel for ArgReduce {
     fn forward(
         &self,
@@ -1186,172 +943,6 @@ impl CpuKernel for ArgReduce {
 pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<Reduce>(k);
     cpu::add::<ArgReduce>(k);
-}
-
-type Entry = (
-    &'static str,
-    &'static [&'static str],
-    ReduceKind,
-    &'static str,
-);
-
-const REDUCE_OPS: &[Entry] = &[
-    (
-        "sum",
-        &["sum_axis"],
-        ReduceKind::Sum,
-        "Sum of array elements over the given axes.",
-    ),
-    (
-        "mean",
-        &[],
-        ReduceKind::Mean,
-        "Mean of array elements over the given axes.",
-    ),
-    (
-        "prod",
-        &[],
-        ReduceKind::Prod,
-        "Product of array elements over the given axes.",
-    ),
-    (
-        "max",
-        &["max_axis"],
-        ReduceKind::Max,
-        "Maximum of array elements over the given axes.",
-    ),
-    (
-        "min",
-        &["min_axis"],
-        ReduceKind::Min,
-        "Minimum of array elements over the given axes.",
-    ),
-    (
-        "nansum",
-        &[],
-        ReduceKind::NanSum,
-        "Sum over the given axes, NaN counted as zero.",
-    ),
-    (
-        "nanprod",
-        &[],
-        ReduceKind::NanProd,
-        "Product over the given axes, NaN counted as one.",
-    ),
-];
-
-const REDUCE_PARAMS: &[&str] = &["axis", "keepdims", "exclude"];
-const NORM_PARAMS: &[&str] = &["ord", "axis", "out_dtype", "keepdims"];
-const ARG_PARAMS: &[&str] = &["axis", "keepdims"];
-
-fn create_norm(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("norm", attrs, NORM_PARAMS)?;
-    let kind = match p.int("ord", 2)? {
-        1 => ReduceKind::Norm1,
-        2 => ReduceKind::Norm2,
-        o => {
-            return Err(Error::Value(format!(
-                "norm: ord={o} is not supported; norm only supports ord=1 and ord=2"
-            )))
-        }
-    };
-    let out_dtype = match p.choice(
-        "out_dtype",
-        "None",
-        &[
-            "None", "float16", "float32", "float64", "int32", "int64", "int8",
-        ],
-    )? {
-        "None" => None,
-        name => Some(DType::from_name(name)?),
-    };
-    Ok(Arc::new(Reduce {
-        name: "norm",
-        kind,
-        axis: p.opt_tuple("axis")?,
-        keepdims: p.bool("keepdims", false)?,
-        exclude: false,
-        out_dtype,
-    }))
-}
-
-fn create_arg(name: &'static str, max: bool, attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(name, attrs, ARG_PARAMS)?;
-    Ok(Arc::new(ArgReduce {
-        name,
-        max,
-        axis: p.opt_int("axis")?,
-        keepdims: p.bool("keepdims", false)?,
-    }))
-}
-
-/// Registers the reduce operators.
-pub fn register(r: &mut Registry) {
-    for &(name, aliases, kind, doc) in REDUCE_OPS {
-        r.add(OpDef {
-            name,
-            aliases,
-            inputs: &["data"],
-            variadic: false,
-            params: ParamList::Names(REDUCE_PARAMS),
-            doc,
-            create: Box::new(move |attrs: &Attrs| -> Result<OpRef> {
-                let p = Params::new(name, attrs, REDUCE_PARAMS)?;
-                Ok(reduce_op(
-                    name,
-                    kind,
-                    p.opt_tuple("axis")?,
-                    p.bool("keepdims", false)?,
-                    p.bool("exclude", false)?,
-                ))
-            }),
-        });
-    }
-    r.add(OpDef {
-        name: "norm",
-        aliases: &[],
-        inputs: &["data"],
-        variadic: false,
-        params: ParamList::Names(NORM_PARAMS),
-        doc: "The 1-norm or 2-norm over the given axes (all elements by default).",
-        create: Box::new(create_norm),
-    });
-    r.add(OpDef {
-        name: "argmax",
-        aliases: &[],
-        inputs: &["data"],
-        variadic: false,
-        params: ParamList::Names(ARG_PARAMS),
-        doc: "Index of the maximum along an axis (of the flattened array without one).",
-        create: Box::new(|attrs: &Attrs| create_arg("argmax", true, attrs)),
-    });
-    r.add(OpDef {
-        name: "argmin",
-        aliases: &[],
-        inputs: &["data"],
-        variadic: false,
-        params: ParamList::Names(ARG_PARAMS),
-        doc: "Index of the minimum along an axis (of the flattened array without one).",
-        create: Box::new(|attrs: &Attrs| create_arg("argmin", false, attrs)),
-    });
-    r.add(OpDef {
-        name: "argmax_channel",
-        aliases: &[],
-        inputs: &["data"],
-        variadic: false,
-        params: ParamList::Names(&[]),
-        doc: "Index of the maximum along axis 1.",
-        create: Box::new(|attrs: &Attrs| -> Result<OpRef> {
-            // MXNet's parser fixes axis=1 and ignores what it is given.
-            Params::new("argmax_channel", attrs, ARG_PARAMS)?;
-            Ok(Arc::new(ArgReduce {
-                name: "argmax_channel",
-                max: true,
-                axis: Some(1),
-                keepdims: false,
-            }))
-        }),
-    });
 }
 
 #[cfg(test)]

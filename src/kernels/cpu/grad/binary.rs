@@ -1,16 +1,17 @@
-//! Backward of the element-wise binary operators, same-shape and broadcasting: each
-//! input's gradient is computed over the output's shape and, for a broadcast input,
-//! summed over the axes it was stretched along.
+//! CPU kernels of the backward of the element-wise binary operators, same-shape and
+//! broadcasting: each input's gradient is computed over the output's shape and, for a
+//! broadcast input, summed over the axes it was stretched along.
 
 use super::{copy_into, map3_broadcast, sum_to, with_float, FloatKernel, Scratch};
 use crate::error::Result;
-use crate::kernels::cpu::binary::BinaryKind;
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{OpContext, OpReq, Operator};
-use crate::shape::{broadcast_shapes, Shape};
+use crate::op::elemwise::binary::BinaryKind;
+use crate::op::grad::binary::{is_identity, BinaryBackward};
+use crate::op::{OpContext, OpReq};
+use crate::shape::broadcast_shapes;
 use num_traits::Float;
 
 /// `d(a op b)/da * g` (`lhs`) or `d(a op b)/db * g`, as MXNet defines them at ties.
@@ -38,14 +39,6 @@ fn partial<F: Float>(kind: BinaryKind, lhs: bool, g: F, a: F, b: F) -> F {
     }
 }
 
-/// True if the gradient of that side is the output gradient itself.
-fn is_identity(kind: BinaryKind, lhs: bool) -> bool {
-    matches!(
-        (kind, lhs),
-        (BinaryKind::Add, _) | (BinaryKind::Sub, true) | (BinaryKind::Mod, true)
-    )
-}
-
 struct SideGrad<'a> {
     kind: BinaryKind,
     lhs: bool,
@@ -64,44 +57,6 @@ impl FloatKernel for SideGrad<'_> {
             req,
             |g, a, b| partial(kind, lhs, g, a, b),
         );
-    }
-}
-
-/// `_backward_<op>`: inputs (dy, lhs, rhs), or just dy for same-shape `+` and `-`;
-/// outputs (dlhs, drhs).
-pub struct BinaryBackward {
-    pub name: &'static str,
-    pub kind: BinaryKind,
-}
-
-impl Operator for BinaryBackward {
-    /// Without broadcasting, a side whose gradient is the output gradient is that input.
-    fn output_is_input(&self, output: usize) -> Option<usize> {
-        let same_shape = !self.name.contains("broadcast");
-        (same_shape && is_identity(self.kind, output == 0)).then_some(0)
-    }
-
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn num_outputs(&self) -> usize {
-        2
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        match inputs {
-            [g] => Ok(vec![g.clone(), g.clone()]),
-            [_, a, b] => Ok(vec![a.clone(), b.clone()]),
-            _ => crate::op::check_inputs(self.name, inputs, 3).map(|_| vec![]),
-        }
-    }
-
-    fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {
-        Ok(match inputs {
-            [g] => vec![*g, *g],
-            _ => vec![inputs[1], inputs[2]],
-        })
     }
 }
 

@@ -1,32 +1,19 @@
-//! Backward of the element-wise unary operators and of the operators with a scalar
-//! operand: `dx = dy * f'(x)`, from the input or (where cheaper) the output.
+//! CPU kernels of the backward of the element-wise unary operators and of the operators
+//! with a scalar operand: `dx = dy * f'(x)`, from the input or (where cheaper) the
+//! output.
 
 use super::{with_float, FloatKernel};
 use crate::error::Result;
-use crate::kernels::cpu::binary::BinaryKind;
 use crate::kernels::cpu::map::map2;
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::unary::UnaryKind;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{check_inputs, OpContext, OpReq, Operator};
-use crate::shape::Shape;
+use crate::op::elemwise::binary::BinaryKind;
+use crate::op::elemwise::unary::UnaryKind;
+use crate::op::grad::elemwise::{ScalarBackward, UnaryBackward};
+use crate::op::{OpContext, OpReq};
 use num_traits::Float;
-
-/// True if the derivative of `kind` is computed from the forward output.
-pub fn uses_output(kind: UnaryKind) -> bool {
-    matches!(
-        kind,
-        UnaryKind::Sqrt
-            | UnaryKind::Cbrt
-            | UnaryKind::Exp
-            | UnaryKind::Tan
-            | UnaryKind::Tanh
-            | UnaryKind::Sigmoid
-            | UnaryKind::Relu
-    )
-}
 
 #[inline(always)]
 fn c<F: Float>(v: f64) -> F {
@@ -116,27 +103,6 @@ impl FloatKernel for UnaryGrad {
     }
 }
 
-/// `_backward_<op>` of a unary op: inputs (dy, x) or (dy, y), output dx.
-pub struct UnaryBackward {
-    pub name: &'static str,
-    pub kind: UnaryKind,
-}
-
-impl Operator for UnaryBackward {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, 2)?;
-        Ok(vec![inputs[0].clone()])
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0), (1, 0)]
-    }
-}
-
 impl CpuKernel for UnaryBackward {
     fn forward(
         &self,
@@ -201,29 +167,6 @@ impl FloatKernel for ScalarGrad {
         map2(ins[0], ins[1], out, req, |g, x| {
             scalar_grad(kind, reverse, s, g, x)
         });
-    }
-}
-
-/// `_backward_<op>_scalar`: inputs (dy, x), output dx.
-pub struct ScalarBackward {
-    pub name: &'static str,
-    pub kind: BinaryKind,
-    pub reverse: bool,
-    pub scalar: f64,
-}
-
-impl Operator for ScalarBackward {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, 2)?;
-        Ok(vec![inputs[0].clone()])
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0), (1, 0)]
     }
 }
 

@@ -1,20 +1,23 @@
-//! Backward of the indexing and sorting operators: the output gradient added back at
-//! the positions the forward read from (`take`, `pick`, `gather_nd`, `topk`, `sort`),
-//! routed by the condition (`where`) or cast back (`Cast`).
+//! CPU kernels of the backward of the indexing and sorting operators: the output gradient
+//! added back at the positions the forward read from (`take`, `pick`, `gather_nd`,
+//! `topk`, `sort`), routed by the condition (`where`) or cast back (`Cast`).
 
 use super::{clear_for, Scratch};
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::cpu::indexing::{
-    cast_blob, fix_index, nd_layout, nd_offsets, read_indices, truth, IndexMode,
+    cast_blob, fix_index, nd_layout, nd_offsets, read_indices, truth,
 };
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{check_inputs, OpContext, OpRef, OpReq, Operator};
-use crate::shape::{norm_axis, size_of, Shape};
+use crate::op::grad::indexing::{
+    CastBackward, GatherNdBackward, PickBackward, TakeBackward, TopkBackward, WhereBackward,
+};
+use crate::op::{OpContext, OpReq, Operator};
+use crate::shape::{norm_axis, size_of};
 
 /// `out[pos[r] * inner ..][..inner] += g[r * inner ..][..inner]` for every row `r`, after
 /// clearing `out` for a write.
@@ -42,27 +45,6 @@ fn scatter_rows(
     Ok(())
 }
 
-/// `_backward_take`: inputs (dy, indices, a), output da.
-pub struct TakeBackward {
-    pub axis: i64,
-    pub(crate) mode: IndexMode,
-}
-
-impl Operator for TakeBackward {
-    fn name(&self) -> &'static str {
-        "_backward_take"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 3)?;
-        Ok(vec![inputs[2].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![inputs[0]])
-    }
-}
-
 impl CpuKernel for TakeBackward {
     fn forward(
         &self,
@@ -87,27 +69,6 @@ impl CpuKernel for TakeBackward {
     }
 }
 
-/// `_backward_pick`: inputs (dy, data, index), output ddata.
-pub struct PickBackward {
-    pub axis: i64,
-    pub(crate) mode: IndexMode,
-}
-
-impl Operator for PickBackward {
-    fn name(&self) -> &'static str {
-        "_backward_pick"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 3)?;
-        Ok(vec![inputs[1].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![inputs[0]])
-    }
-}
-
 impl CpuKernel for PickBackward {
     fn forward(
         &self,
@@ -129,28 +90,6 @@ impl CpuKernel for PickBackward {
             })
             .collect();
         scatter_rows(self.name(), g, &pos, 1, &outputs[0], req[0])
-    }
-}
-
-/// `_backward_where`: inputs (dy, condition), outputs (dx, dy) of `where(c, x, y)`.
-pub struct WhereBackward;
-
-impl Operator for WhereBackward {
-    fn name(&self) -> &'static str {
-        "_backward_where"
-    }
-
-    fn num_outputs(&self) -> usize {
-        2
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        Ok(vec![inputs[0].clone(), inputs[0].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![inputs[0], inputs[0]])
     }
 }
 
@@ -183,24 +122,6 @@ impl CpuKernel for WhereBackward {
     }
 }
 
-/// `_backward_Cast`: inputs (dy, x), output dx in the dtype of x.
-pub struct CastBackward;
-
-impl Operator for CastBackward {
-    fn name(&self) -> &'static str {
-        "_backward_Cast"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        Ok(vec![inputs[1].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![inputs[1]])
-    }
-}
-
 impl CpuKernel for CastBackward {
     fn forward(
         &self,
@@ -211,24 +132,6 @@ impl CpuKernel for CastBackward {
     ) -> Result<()> {
         cast_blob(&inputs[0], &outputs[0], req[0]);
         Ok(())
-    }
-}
-
-/// `_backward_gather_nd`: inputs (dy, indices, data), output ddata (repeated indices add).
-pub struct GatherNdBackward;
-
-impl Operator for GatherNdBackward {
-    fn name(&self) -> &'static str {
-        "_backward_gather_nd"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 3)?;
-        Ok(vec![inputs[2].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![inputs[0]])
     }
 }
 
@@ -245,28 +148,6 @@ impl CpuKernel for GatherNdBackward {
         let (strides, inner) = nd_layout(&data.shape, m);
         let pos = nd_offsets(self.name(), idx, m, &data.shape, &strides)?;
         scatter_rows(self.name(), g, &pos, inner, &outputs[0], req[0])
-    }
-}
-
-/// `_backward_topk` (also of `sort`): inputs (dy, data), output ddata; `order` is the
-/// same selection returning int64 indices, rerun to find where each value came from.
-pub struct TopkBackward {
-    pub axis: Option<i64>,
-    pub order: OpRef,
-}
-
-impl Operator for TopkBackward {
-    fn name(&self) -> &'static str {
-        "_backward_topk"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        Ok(vec![inputs[1].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![inputs[0]])
     }
 }
 

@@ -1,21 +1,15 @@
-//! Backward of `dot` and `batch_dot`: two matrix products of the output gradient with
-//! the other operand, transposed to match how each input entered the product.
+//! CPU kernels of the backward of `dot` and `batch_dot`: two matrix products of the
+//! output gradient with the other operand, transposed to match how each input entered the
+//! product.
 
 use crate::error::{Error, Result};
-use crate::kernels::cpu::linalg::{run_products, MatMul};
+use crate::kernels::cpu::linalg::run_products;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{check_inputs, OpContext, OpReq, Operator};
-use crate::shape::Shape;
-
-/// `_backward_dot` / `_backward_batch_dot`: inputs (dy, lhs, rhs), outputs (dlhs, drhs).
-pub struct DotBackward {
-    pub ta: bool,
-    pub tb: bool,
-    /// True for `batch_dot`.
-    pub batched: bool,
-}
+use crate::op::grad::linalg::DotBackward;
+use crate::op::linalg::MatMul;
+use crate::op::{OpContext, OpReq, Operator};
 
 /// The (rows, cols) of each stored operand as the forward op sees it, and the batch.
 fn stored(
@@ -49,29 +43,6 @@ fn stored(
         (r[0], prod(&r[1..]))
     };
     (a, b, 1)
-}
-
-impl Operator for DotBackward {
-    fn name(&self) -> &'static str {
-        if self.batched {
-            "_backward_batch_dot"
-        } else {
-            "_backward_dot"
-        }
-    }
-
-    fn num_outputs(&self) -> usize {
-        2
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 3)?;
-        Ok(vec![inputs[1].clone(), inputs[2].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {
-        Ok(vec![inputs[1], inputs[2]])
-    }
 }
 
 impl CpuKernel for DotBackward {

@@ -1,7 +1,6 @@
-//! Backward operators: the kernels that compute input gradients from output gradients,
-//! one module per forward family. They are not registered; forward operators hand them
-//! out through `Operator::gradient`. Every kernel honours each output's request: `Null`
-//! skips it, a write overwrites it and `Add` accumulates into it.
+//! CPU kernels of the backward operators, one module per forward family (the definitions
+//! are in `op::grad`). Every kernel honours each output's request: `Null` skips it, a
+//! write overwrites it and `Add` accumulates into it.
 
 pub mod binary;
 pub mod elemwise;
@@ -17,11 +16,12 @@ pub mod view;
 
 use super::map::{broadcast_strides, map1, PAR_MIN};
 use super::num::Num;
-use super::reduce::{reduce, ReduceKind};
+use super::reduce::reduce;
 use crate::dispatch_num;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::ndarray::TBlob;
+use crate::op::reduce::ReduceKind;
 use crate::op::OpReq;
 use crate::shape::Shape;
 use half::f16;

@@ -1,15 +1,15 @@
-//! Backward of the reductions over axes: the output gradient broadcast back over the
-//! reduced axes, times each input element's share of the result.
+//! CPU kernels of the backward of the reductions over axes: the output gradient broadcast
+//! back over the reduced axes, times each input element's share of the result.
 
 use super::{map3_broadcast, with_float, FloatKernel};
 use crate::error::Result;
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::reduce::{reduce_axes, ReduceKind};
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{check_inputs, OpContext, OpReq, Operator};
-use crate::shape::Shape;
+use crate::op::grad::reduce::ReduceBackward;
+use crate::op::reduce::{reduce_axes, ReduceKind};
+use crate::op::{OpContext, OpReq};
 use num_traits::Float;
 
 /// `d(reduce)/dx * g` for one element `x` whose reduction gave `y`.
@@ -75,29 +75,6 @@ impl FloatKernel for Share<'_> {
             req,
             |g, x, y| share(kind, count, g, x, y),
         );
-    }
-}
-
-/// `_backward_<reduce>`: inputs (dy, x, y), output dx.
-pub struct ReduceBackward {
-    pub name: &'static str,
-    pub kind: ReduceKind,
-    pub axis: Option<Vec<i64>>,
-    pub exclude: bool,
-}
-
-impl Operator for ReduceBackward {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, 3)?;
-        Ok(vec![inputs[1].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {
-        Ok(vec![inputs[1]])
     }
 }
 

@@ -1,26 +1,26 @@
-//! Backward of the operators that read their input through a strided view (transpose,
-//! flip, slice, broadcast, tile, repeat...) and of the reshaping operators.
+//! CPU kernels of the backward of the operators that read their input through a strided
+//! view (transpose, flip, slice, broadcast, tile, repeat...) and of the reshaping
+//! operators.
 //!
-//! The gradient of a gather is a scatter-add through the same view. Two common views
-//! have faster forms: a permutation of the input (transpose, flip) is undone by the
-//! inverse gather, and a view that only repeats the input in order (broadcast, tile,
-//! repeat) is undone by summing over its repeating axes.
+//! The gradient of a gather is a scatter-add through the same view. Two common views have
+//! faster forms: a permutation of the input (transpose, flip) is undone by the inverse
+//! gather, and a view that only repeats the input in order (broadcast, tile, repeat) is
+//! undone by summing over its repeating axes.
 
 use super::{clear_for, reshaped};
 use crate::dispatch_num;
 use crate::error::Result;
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::reduce::{reduce, ReduceKind};
-use crate::kernels::cpu::transform::copy::{copy_same, gather, View};
+use crate::kernels::cpu::reduce::reduce;
+use crate::kernels::cpu::transform::copy::{copy_same, gather};
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{check_inputs, OpContext, OpReq, Operator};
+use crate::op::grad::view::{GatherBackward, ReshapeBackward};
+use crate::op::reduce::ReduceKind;
+use crate::op::transform::view::View;
+use crate::op::{OpContext, OpReq};
 use crate::shape::{strides_of, Shape};
-use std::sync::Arc;
-
-/// An operator's output shape and view from its input shapes.
-pub type ViewFn = Arc<dyn Fn(&[Shape]) -> Result<(Shape, View)> + Send + Sync>;
 
 /// The gather that undoes `v` if `v` visits each of the `n` input elements exactly once.
 fn inverse(v: &View, n: usize) -> Option<View> {
@@ -120,30 +120,6 @@ fn scatter(op: &str, g: &TBlob, v: &View, out: &TBlob, req: OpReq) -> Result<()>
     Ok(())
 }
 
-/// `_backward_<op>` of a gather op: inputs (dy, the forward inputs), output the gradient
-/// of the first forward input.
-pub struct GatherBackward {
-    pub name: &'static str,
-    pub view: ViewFn,
-    /// Number of forward inputs.
-    pub inputs: usize,
-}
-
-impl Operator for GatherBackward {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, self.inputs + 1)?;
-        Ok(vec![inputs[1].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {
-        Ok(vec![inputs[0]])
-    }
-}
-
 impl CpuKernel for GatherBackward {
     fn forward(
         &self,
@@ -176,28 +152,6 @@ impl CpuKernel for GatherBackward {
             );
         }
         scatter(self.name, g, &v, out, r)
-    }
-}
-
-/// `_backward_reshape`: the output gradient given the input's shape; inputs (dy, x).
-pub struct ReshapeBackward;
-
-impl Operator for ReshapeBackward {
-    fn name(&self) -> &'static str {
-        "_backward_reshape"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        Ok(vec![inputs[1].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {
-        Ok(vec![inputs[0]])
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
     }
 }
 

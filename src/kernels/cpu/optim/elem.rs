@@ -74,7 +74,7 @@ pub struct H<T> {
 
 impl<T: Real> H<T> {
     /// Casts the parsed hyperparameters.
-    pub fn new(h: &super::spec::Hyper) -> H<T> {
+    pub fn new(h: &crate::op::optim::spec::Hyper) -> H<T> {
         H {
             lr: T::of(h.lr),
             wd: T::of(h.wd),

@@ -1,24 +1,18 @@
-//! The update operator: shape and type checks, and the element loop over weight,
-//! gradient and states, split across the rayon pool for large arrays.
+//! CPU kernels of the update operator: shape and type checks, and the element loop over
+//! weight, gradient and states, split across the rayon pool for large arrays.
 
 use super::elem::{self, Real, H};
-use super::spec::{Hyper, Kind};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::map::PAR_MIN;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
+use crate::op::optim::op::UpdateOp;
+use crate::op::optim::spec::Kind;
 use crate::op::{OpContext, OpReq, Operator};
-use crate::shape::{fmt_shape, Shape};
 use half::f16;
 use rayon::prelude::*;
-
-/// One fused optimizer update with its hyperparameters.
-pub struct UpdateOp {
-    pub kind: Kind,
-    pub h: Hyper,
-}
 
 /// A raw element pointer into one blob of the running op. Arrays may alias only whole
 /// (the weight given as the output): each element is read before it is written and every
@@ -29,6 +23,7 @@ struct Ptr<T>(*mut T);
 // SAFETY: the pointer is used only inside the op's kernel, which the engine runs with
 // access to every blob; threads touch disjoint index ranges.
 unsafe impl<T> Send for Ptr<T> {}
+
 // SAFETY: as above.
 unsafe impl<T> Sync for Ptr<T> {}
 
@@ -243,110 +238,6 @@ impl UpdateOp {
                 })
             }
         }
-    }
-}
-
-fn is_float(t: DType) -> bool {
-    matches!(t, DType::F16 | DType::F32 | DType::F64)
-}
-
-impl Operator for UpdateOp {
-    fn name(&self) -> &'static str {
-        self.kind.spec().name
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        let spec = self.kind.spec();
-        if inputs.len() != spec.inputs.len() {
-            return Err(Error::Value(format!(
-                "{}: expected {} inputs ({}), got {}",
-                spec.name,
-                spec.inputs.len(),
-                spec.inputs.join(", "),
-                inputs.len()
-            )));
-        }
-        for (name, s) in spec.inputs.iter().zip(inputs).skip(1) {
-            if s != &inputs[0] {
-                return Err(Error::Value(format!(
-                    "{}: {name} has shape {} but weight has shape {}",
-                    spec.name,
-                    fmt_shape(s),
-                    fmt_shape(&inputs[0])
-                )));
-            }
-        }
-        Ok(vec![inputs[0].clone()])
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        crate::op::infer::same_shape(self.name(), inputs, outputs)
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        let spec = self.kind.spec();
-        let w = inputs[0];
-        let mp = spec.mp_from.unwrap_or(spec.inputs.len());
-        if !is_float(w) {
-            return Err(Error::Type(format!(
-                "{}: weight must be float16, float32 or float64, got {w}",
-                spec.name
-            )));
-        }
-        for (i, (name, t)) in spec.inputs.iter().zip(inputs).enumerate() {
-            let want = if i < mp { w } else { DType::F32 };
-            if *t != want {
-                return Err(Error::Type(format!(
-                    "{}: {name} has dtype {t} but must be {want} (weight has dtype {w})",
-                    spec.name
-                )));
-            }
-        }
-        Ok(vec![w])
-    }
-
-    fn infer_type_partial(
-        &self,
-        inputs: &mut [Option<DType>],
-        outputs: &mut [Option<DType>],
-    ) -> Result<()> {
-        let spec = self.kind.spec();
-        let mp = spec.mp_from.unwrap_or(spec.inputs.len());
-        for slot in inputs.iter_mut().skip(mp) {
-            slot.get_or_insert(DType::F32);
-        }
-        let known = inputs[..mp]
-            .iter()
-            .chain(outputs.iter())
-            .flatten()
-            .next()
-            .copied();
-        if let Some(t) = known {
-            for slot in inputs[..mp].iter_mut().chain(outputs.iter_mut()) {
-                slot.get_or_insert(t);
-            }
-            let ins: Vec<DType> = inputs.iter().flatten().copied().collect();
-            let out = self.infer_type(&ins)?;
-            if outputs[0] != Some(out[0]) {
-                return Err(Error::Type(format!(
-                    "{}: output must have dtype {}, got {:?}",
-                    spec.name, out[0], outputs[0]
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
-
-    fn aux_inputs(&self) -> Vec<usize> {
-        self.kind.spec().aux.to_vec()
     }
 }
 

@@ -356,7 +356,7 @@ fn bad_input_is_an_error_naming_op_and_shapes() {
 fn states_are_auxiliary_and_weight_is_in_place() {
     for kind in super::Kind::ALL {
         let spec = kind.spec();
-        let op = super::update_op(kind, super::Hyper::defaults(kind));
+        let op = crate::op::optim::update_op(kind, super::Hyper::defaults(kind));
         assert_eq!(op.aux_inputs(), spec.aux.to_vec(), "{}", spec.name);
         assert_eq!(op.inplace(), &[(0, 0)]);
         assert!(spec.aux.iter().all(|&i| i >= 2 && i < spec.inputs.len()));

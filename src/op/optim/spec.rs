@@ -44,8 +44,9 @@ pub struct Spec {
     pub doc: &'static str,
 }
 
-const SGD: &[&str] = &["lr", "wd", "rescale_grad", "clip_gradient", "lazy_update"];
-const SGD_MOM: &[&str] = &[
+pub(crate) const SGD: &[&str] = &["lr", "wd", "rescale_grad", "clip_gradient", "lazy_update"];
+
+pub(crate) const SGD_MOM: &[&str] = &[
     "lr",
     "momentum",
     "wd",
@@ -53,7 +54,8 @@ const SGD_MOM: &[&str] = &[
     "clip_gradient",
     "lazy_update",
 ];
-const NAG: &[&str] = &["lr", "momentum", "wd", "rescale_grad", "clip_gradient"];
+
+pub(crate) const NAG: &[&str] = &["lr", "momentum", "wd", "rescale_grad", "clip_gradient"];
 
 impl Kind {
     /// Every kind, in registration order.
@@ -332,7 +334,7 @@ impl Hyper {
         self
     }
 
-    fn fields_mut(&mut self) -> [&mut f64; 15] {
+    pub(crate) fn fields_mut(&mut self) -> [&mut f64; 15] {
         [
             &mut self.lr,
             &mut self.wd,

@@ -1,0 +1,115 @@
+//! Definition of `add_n` (`ElementWiseSum`): the element-wise sum of any number of
+//! same-shape arrays, and its backward, which hands the output gradient to every input.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::op::infer;
+use crate::op::{
+    check_inputs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
+};
+use crate::shape::Shape;
+use std::sync::Arc;
+
+pub(crate) struct AddN {
+    pub(crate) num_args: usize,
+}
+
+/// A sum of `n` arrays, for callers in the core (the graph's gradient aggregation).
+pub fn add_n_op(n: usize) -> OpRef {
+    Arc::new(AddN { num_args: n })
+}
+
+impl Operator for AddN {
+    fn name(&self) -> &'static str {
+        "add_n"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs("add_n", inputs, self.num_args)?;
+        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
+        let mut out = [None];
+        infer::same_shape("add_n", &mut ins, &mut out)?;
+        Ok(vec![out[0].clone().unwrap_or_default()])
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        infer::same_shape("add_n", inputs, outputs)
+    }
+
+    fn infer_type_partial(
+        &self,
+        inputs: &mut [Option<DType>],
+        outputs: &mut [Option<DType>],
+    ) -> Result<()> {
+        infer::same_type("add_n", inputs, outputs)
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn gradient(&self) -> Grad {
+        Gradient::simple(
+            Arc::new(AddNBackward { n: self.num_args }),
+            &[],
+            &[],
+            self.num_args,
+        )
+    }
+}
+
+/// Copies the output gradient into the gradient of each of the `n` inputs.
+pub(crate) struct AddNBackward {
+    pub(crate) n: usize,
+}
+
+impl Operator for AddNBackward {
+    fn name(&self) -> &'static str {
+        "_backward_add_n"
+    }
+
+    fn output_is_input(&self, _output: usize) -> Option<usize> {
+        Some(0)
+    }
+
+    fn num_outputs(&self) -> usize {
+        self.n
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 1)?;
+        Ok(vec![inputs[0].clone(); self.n])
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+}
+
+pub(crate) fn create(attrs: &crate::op::Attrs) -> Result<OpRef> {
+    let p = Params::new("add_n", attrs, &["num_args"])?;
+    let n = p.int_required("num_args")?;
+    if n < 1 {
+        return Err(Error::Value(format!(
+            "add_n: num_args must be at least 1, got {n}"
+        )));
+    }
+    Ok(add_n_op(n as usize))
+}
+
+/// Registers `add_n`.
+pub fn register(r: &mut Registry) {
+    r.add(OpDef {
+        name: "add_n",
+        aliases: &["ElementWiseSum", "_sparse_add_n", "_sparse_ElementWiseSum"],
+        inputs: &["args"],
+        variadic: true,
+        params: ParamList::Names(&["num_args"]),
+        doc: "Adds all input arguments element-wise.",
+        create: Box::new(create),
+    });
+}

@@ -1,0 +1,193 @@
+//! Definitions of the transform operators: reshaping, transposing, joining, splitting,
+//! slicing, tiling and broadcasting arrays; they move bytes and so work for every dtype.
+
+pub mod broadcast;
+pub mod join;
+pub mod layout;
+pub mod reshape;
+pub mod slice;
+pub mod view;
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::op::grad::view::GatherBackward;
+pub use crate::op::grad::view::ViewFn;
+use crate::op::{
+    check_inputs, same_dtype, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Registry,
+};
+use crate::shape::{fmt_shape, Shape};
+use std::sync::Arc;
+use view::View;
+
+/// An operator whose output is a strided view of its first input (transpose, slice,
+/// flip, tile, broadcast...); further inputs only lend their shapes. The view may have
+/// more axes than the output (tile, repeat) as long as the element order is the same.
+pub(crate) struct Gather {
+    pub(crate) name: &'static str,
+    pub(crate) inputs: usize,
+    pub(crate) view: ViewFn,
+}
+
+/// The output shape of a view read straight.
+pub(crate) fn plain(v: View) -> (Shape, View) {
+    (Shape::from_slice(&v.shape), v)
+}
+
+/// A one-input gather operator.
+pub(crate) fn gather_op(
+    name: &'static str,
+    view: impl Fn(&[usize]) -> Result<(Shape, View)> + Send + Sync + 'static,
+) -> Result<OpRef> {
+    Ok(Arc::new(Gather {
+        name,
+        inputs: 1,
+        view: Arc::new(move |s: &[Shape]| view(&s[0])),
+    }))
+}
+
+/// A gather operator whose second input gives only a shape.
+pub(crate) fn gather_op2(
+    name: &'static str,
+    view: impl Fn(&[usize], &[usize]) -> Result<(Shape, View)> + Send + Sync + 'static,
+) -> Result<OpRef> {
+    Ok(Arc::new(Gather {
+        name,
+        inputs: 2,
+        view: Arc::new(move |s: &[Shape]| view(&s[0], &s[1])),
+    }))
+}
+
+impl Operator for Gather {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name, inputs, self.inputs)?;
+        let (shape, _) = (self.view)(inputs)?;
+        checked_size(self.name, &shape)?;
+        Ok(vec![shape])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        // The shape-only inputs may have any dtype.
+        Ok(vec![same_dtype(self.name, &inputs[..inputs.len().min(1)])?])
+    }
+
+    fn gradient(&self) -> Grad {
+        let op = Arc::new(GatherBackward {
+            name: backward_name(self.name),
+            view: self.view.clone(),
+            inputs: self.inputs,
+        });
+        Grad::Op(Gradient {
+            op,
+            ograds: vec![0],
+            inputs: (0..self.inputs).collect(),
+            outputs: vec![],
+            grad_of: vec![0],
+        })
+    }
+}
+
+/// MXNet's name of the backward op of a gather operator.
+pub(crate) fn backward_name(name: &str) -> &'static str {
+    match name {
+        "transpose" => "_backward_transpose",
+        "SwapAxis" => "_backward_SwapAxis",
+        "reverse" => "_backward_reverse",
+        "depth_to_space" => "_backward_depth_to_space",
+        "space_to_depth" => "_backward_space_to_depth",
+        "slice" => "_backward_slice",
+        "slice_axis" => "_backward_slice_axis",
+        "slice_like" => "_backward_slice_like",
+        "broadcast_to" => "_backward_broadcast_to",
+        "broadcast_like" => "_backward_broadcast_like",
+        "broadcast_axis" => "_backward_broadcast_axis",
+        "tile" => "_backward_tile",
+        "repeat" => "_backward_repeat",
+        _ => "_backward_gather",
+    }
+}
+
+/// Builds an operator definition; `create` parses the attributes.
+pub(crate) fn def(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    inputs: &'static [&'static str],
+    params: &'static [&'static str],
+    doc: &'static str,
+    create: fn(&Attrs) -> Result<OpRef>,
+) -> OpDef {
+    OpDef {
+        name,
+        aliases,
+        inputs,
+        variadic: false,
+        params: ParamList::Names(params),
+        doc,
+        create: Box::new(create),
+    }
+}
+
+/// Normalises `axis` for `ndim` dimensions, where `-ndim <= axis < ndim`.
+pub(crate) fn axis_in(op: &str, axis: i64, ndim: usize) -> Result<usize> {
+    let n = ndim as i64;
+    let a = if axis < 0 { axis + n } else { axis };
+    if a < 0 || a >= n {
+        return Err(Error::Index(format!(
+            "{op}: axis {axis} is out of bounds for an array of {ndim} dimension(s)"
+        )));
+    }
+    Ok(a as usize)
+}
+
+/// A tuple of dimension sizes, each non-negative.
+pub(crate) fn dims(op: &str, key: &str, v: &[i64]) -> Result<Vec<usize>> {
+    v.iter()
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| {
+                Error::Value(format!(
+                    "{op}: '{key}' must hold non-negative sizes, got {}",
+                    fmt_tuple(v)
+                ))
+            })
+        })
+        .collect()
+}
+
+/// `(a, b)` text of an attribute tuple for messages.
+pub(crate) fn fmt_tuple(v: &[i64]) -> String {
+    match v.len() {
+        1 => format!("({},)", v[0]),
+        _ => format!(
+            "({})",
+            v.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// The number of elements of `shape`, or an error if it overflows.
+pub(crate) fn checked_size(op: &str, shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| {
+            Error::Value(format!(
+                "{op}: the result shape {} is too large",
+                fmt_shape(shape)
+            ))
+        })
+}
+
+/// Registers the transform operators.
+pub fn register(r: &mut Registry) {
+    reshape::register(r);
+    layout::register(r);
+    join::register(r);
+    slice::register(r);
+    broadcast::register(r);
+}

@@ -1,0 +1,355 @@
+//! Definitions of the operators that keep the data and change only the shape: `Reshape`
+//! (with MXNet's special codes 0, -1, -2, -3, -4 and `reverse`), `Flatten`,
+//! `expand_dims`, `squeeze`.
+
+use crate::error::{Error, Result};
+use crate::op::grad::view::ReshapeBackward;
+use crate::op::transform::{axis_in, def, fmt_tuple};
+use crate::op::{check_inputs, Attrs, Grad, Gradient, OpRef, Operator, Params, Registry};
+use crate::shape::{fmt_shape, size_of, Shape};
+use std::sync::Arc;
+
+/// How the output shape follows from the input shape.
+pub(crate) enum Rule {
+    /// `Reshape`'s `shape` (with special codes) and `reverse`.
+    Codes(Vec<i64>, bool),
+    /// The deprecated `target_shape` (0 = inferred) and `keep_highest`.
+    Target(Vec<i64>, bool),
+    Flatten,
+    ExpandDims(i64),
+    Squeeze(Option<Vec<i64>>),
+}
+
+pub(crate) struct SameData {
+    pub(crate) name: &'static str,
+    pub(crate) rule: Rule,
+}
+
+pub(crate) fn cannot(op: &str, from: &[usize], to: &str) -> Error {
+    Error::Value(format!(
+        "{op}: cannot reshape array of shape {} into shape {to}",
+        fmt_shape(from)
+    ))
+}
+
+/// MXNet's reading of `Reshape`'s `shape` codes against the input shape.
+pub(crate) fn infer_codes(
+    op: &str,
+    codes: &[i64],
+    dshape: &[usize],
+    reverse: bool,
+) -> Result<Shape> {
+    let mut d: Vec<usize> = dshape.to_vec();
+    let mut p: Vec<i64> = codes.to_vec();
+    if reverse {
+        d.reverse();
+        p.reverse();
+    }
+    let bad = |msg: String| {
+        Error::Value(format!(
+            "{op}: {msg} (shape={}, input shape {})",
+            fmt_tuple(codes),
+            fmt_shape(dshape)
+        ))
+    };
+    let mut out: Vec<usize> = Vec::with_capacity(p.len());
+    let mut src = 0usize;
+    let mut inferred: Option<usize> = None;
+    let mut i = 0;
+    while i < p.len() {
+        match p[i] {
+            0 => {
+                let Some(&v) = d.get(src) else {
+                    return Err(bad(format!(
+                        "0 at position {i} copies input axis {src}, which does not exist"
+                    )));
+                };
+                out.push(v);
+                src += 1;
+            }
+            -1 => {
+                if inferred.is_some() {
+                    return Err(bad("only one dimension can be inferred (-1)".into()));
+                }
+                inferred = Some(out.len());
+                out.push(1);
+                src += 1;
+            }
+            -2 => {
+                if src < d.len() {
+                    out.extend_from_slice(&d[src..]);
+                    src = d.len();
+                }
+            }
+            -3 => {
+                if src + 1 >= d.len() {
+                    return Err(bad(format!(
+                        "-3 at position {i} merges input axes {src} and {}, which do not exist",
+                        src + 1
+                    )));
+                }
+                out.push(d[src] * d[src + 1]);
+                src += 2;
+            }
+            -4 => {
+                if i + 2 >= p.len() {
+                    return Err(bad(format!(
+                        "-4 at position {i} must be followed by two dimensions"
+                    )));
+                }
+                let Some(&d0) = d.get(src) else {
+                    return Err(bad(format!(
+                        "-4 at position {i} splits input axis {src}, which does not exist"
+                    )));
+                };
+                src += 1;
+                let (mut d1, mut d2) = (p[i + 1], p[i + 2]);
+                i += 2;
+                if d1 == -1 && d2 == -1 {
+                    return Err(bad("the two dimensions after -4 cannot both be -1".into()));
+                }
+                let d0i = d0 as i64;
+                if d1 == -1 && d2 > 0 {
+                    d1 = d0i / d2;
+                }
+                if d2 == -1 && d1 > 0 {
+                    d2 = d0i / d1;
+                }
+                if d1 < 0 || d2 < 0 || d1.checked_mul(d2) != Some(d0i) {
+                    return Err(bad(format!(
+                        "split dimensions {}, {} do not divide input dimension {d0}",
+                        p[i - 1],
+                        p[i]
+                    )));
+                }
+                out.push(d1 as usize);
+                out.push(d2 as usize);
+            }
+            v if v > 0 => {
+                out.push(v as usize);
+                src += 1;
+            }
+            v => {
+                return Err(bad(format!(
+                    "invalid value {v} in shape: dimensions must be positive or one of 0, -1, -2, -3, -4"
+                )));
+            }
+        }
+        i += 1;
+    }
+    let total = size_of(dshape);
+    if let Some(k) = inferred {
+        let known = out
+            .iter()
+            .try_fold(1usize, |acc, &x| acc.checked_mul(x))
+            .filter(|&n| n != 0 && total.is_multiple_of(n))
+            .ok_or_else(|| cannot(op, dshape, &fmt_tuple(codes)))?;
+        out[k] = total / known;
+    }
+    if reverse {
+        out.reverse();
+    }
+    let n = out.iter().try_fold(1usize, |acc, &x| acc.checked_mul(x));
+    if n != Some(total) {
+        return Err(cannot(op, dshape, &fmt_tuple(codes)));
+    }
+    Ok(Shape::from_vec(out))
+}
+
+/// The deprecated `target_shape` rule: one 0 is inferred; `keep_highest` keeps axis 0.
+pub(crate) fn infer_target(
+    op: &str,
+    target: &[i64],
+    keep_highest: bool,
+    dshape: &[usize],
+) -> Result<Shape> {
+    if target.iter().any(|&v| v < 0) {
+        return Err(Error::Value(format!(
+            "{op}: target_shape {} cannot hold negative sizes",
+            fmt_tuple(target)
+        )));
+    }
+    let mut out: Vec<usize> = target.iter().map(|&v| v as usize).collect();
+    let start = if keep_highest && !out.is_empty() {
+        out[0] = dshape.first().copied().unwrap_or(1);
+        1
+    } else {
+        0
+    };
+    let zeros: Vec<usize> = (start..out.len()).filter(|&i| out[i] == 0).collect();
+    let total = size_of(dshape);
+    if zeros.len() == 1 {
+        let z = zeros[0];
+        out[z] = 1;
+        let known = out.iter().try_fold(1usize, |a, &x| a.checked_mul(x));
+        match known {
+            Some(k) if k != 0 && total.is_multiple_of(k) => out[z] = total / k,
+            _ => return Err(cannot(op, dshape, &fmt_tuple(target))),
+        }
+    }
+    if out.iter().try_fold(1usize, |a, &x| a.checked_mul(x)) != Some(total) {
+        return Err(cannot(op, dshape, &fmt_tuple(target)));
+    }
+    Ok(Shape::from_vec(out))
+}
+
+impl Operator for SameData {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name, inputs, 1)?;
+        let s = &inputs[0];
+        let op = self.name;
+        let out = match &self.rule {
+            Rule::Codes(codes, reverse) => {
+                if codes.is_empty() && size_of(s) != 1 {
+                    return Err(cannot(op, s, "()"));
+                }
+                infer_codes(op, codes, s, *reverse)?
+            }
+            Rule::Target(t, keep) => infer_target(op, t, *keep, s)?,
+            Rule::Flatten => {
+                if s.is_empty() {
+                    return Err(Error::Value(format!(
+                        "{op}: the input must have at least one dimension, got shape ()"
+                    )));
+                }
+                Shape::from_slice(&[s[0], size_of(&s[1..])])
+            }
+            Rule::ExpandDims(axis) => {
+                let n = s.len() as i64;
+                let a = if *axis < 0 { axis + n + 1 } else { *axis };
+                if a < 0 || a > n {
+                    return Err(Error::Index(format!(
+                        "{op}: axis {axis} is out of bounds for an array of {} dimension(s) \
+                         (it must be in [{}, {n}])",
+                        s.len(),
+                        -n - 1
+                    )));
+                }
+                let mut out = s.clone();
+                out.insert(a as usize, 1);
+                out
+            }
+            Rule::Squeeze(axes) => squeeze_shape(op, s, axes.as_deref())?,
+        };
+        Ok(vec![out])
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn gradient(&self) -> Grad {
+        Gradient::simple(Arc::new(ReshapeBackward), &[0], &[], 1)
+    }
+}
+
+pub(crate) fn squeeze_shape(op: &str, s: &[usize], axes: Option<&[i64]>) -> Result<Shape> {
+    let out: Shape = match axes {
+        None => s.iter().copied().filter(|&d| d != 1).collect(),
+        Some(axes) => {
+            let mut drop = vec![false; s.len()];
+            for &a in axes {
+                let k = axis_in(op, a, s.len())?;
+                if drop[k] {
+                    return Err(Error::Value(format!(
+                        "{op}: duplicate value in axis {}",
+                        fmt_tuple(axes)
+                    )));
+                }
+                if s[k] != 1 {
+                    return Err(Error::Value(format!(
+                        "{op}: cannot select axis {a} to squeeze out: it has size {} \
+                         (not one) in shape {}",
+                        s[k],
+                        fmt_shape(s)
+                    )));
+                }
+                drop[k] = true;
+            }
+            s.iter()
+                .zip(&drop)
+                .filter(|(_, d)| !**d)
+                .map(|(v, _)| *v)
+                .collect()
+        }
+    };
+    // MXNet 1.x keeps one axis when every axis is squeezed out.
+    if out.is_empty() && !s.is_empty() {
+        return Ok(Shape::from_slice(&[1]));
+    }
+    Ok(out)
+}
+
+pub(crate) fn op(name: &'static str, rule: Rule) -> Result<OpRef> {
+    Ok(Arc::new(SameData { name, rule }))
+}
+
+pub(crate) fn create_reshape(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new(
+        "Reshape",
+        attrs,
+        &["shape", "reverse", "target_shape", "keep_highest"],
+    )?;
+    let shape = p.tuple("shape", &[])?;
+    let reverse = p.bool("reverse", false)?;
+    let target = p.tuple("target_shape", &[])?;
+    let keep = p.bool("keep_highest", false)?;
+    if shape.is_empty() && !target.is_empty() {
+        return op("Reshape", Rule::Target(target, keep));
+    }
+    op("Reshape", Rule::Codes(shape, reverse))
+}
+
+pub(crate) fn create_flatten(attrs: &Attrs) -> Result<OpRef> {
+    Params::new("Flatten", attrs, &[])?;
+    op("Flatten", Rule::Flatten)
+}
+
+pub(crate) fn create_expand_dims(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new("expand_dims", attrs, &["axis"])?;
+    op("expand_dims", Rule::ExpandDims(p.int_required("axis")?))
+}
+
+pub(crate) fn create_squeeze(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new("squeeze", attrs, &["axis"])?;
+    op("squeeze", Rule::Squeeze(p.opt_tuple("axis")?))
+}
+
+pub(super) fn register(r: &mut Registry) {
+    r.add(def(
+        "Reshape",
+        &["reshape"],
+        &["data"],
+        &["shape", "reverse", "target_shape", "keep_highest"],
+        "Reshapes an array; shape codes 0 (copy), -1 (infer), -2 (copy the rest), -3 (merge two), -4 (split one).",
+        create_reshape,
+    ));
+    r.add(def(
+        "Flatten",
+        &["flatten"],
+        &["data"],
+        &[],
+        "Collapses all axes but the first.",
+        create_flatten,
+    ));
+    r.add(def(
+        "expand_dims",
+        &[],
+        &["data"],
+        &["axis"],
+        "Inserts an axis of length 1.",
+        create_expand_dims,
+    ));
+    r.add(def(
+        "squeeze",
+        &[],
+        &["data"],
+        &["axis"],
+        "Removes axes of length 1.",
+        create_squeeze,
+    ));
+}
