@@ -15,12 +15,12 @@ use crate::error::{Error, Result};
 
 /// A registered backward operator: its name, the forward operator whose gradient it
 /// computes, its inputs and whether it takes any number of them.
-type BackwardEntry = (&'static str, &'static str, &'static [&'static str], bool);
+pub(crate) type BackwardEntry = (&'static str, &'static str, &'static [&'static str], bool);
 
 /// Every backward operator of these families, under MXNet's names. Where several forward
 /// operators share one backward (`_backward_copy`, `_backward_reshape`, ...) the entry
 /// names the one whose attributes it takes.
-const BACKWARD_OPS: &[BackwardEntry] = &[
+pub(crate) const BACKWARD_OPS: &[BackwardEntry] = &[
     ("_backward_Cast", "Cast", &["ograd", "data"], false),
     ("_backward_Concat", "Concat", &["ograd", "data"], true),
     ("_backward_SwapAxis", "SwapAxis", &["ograd", "data"], false),
@@ -325,14 +325,12 @@ pub fn register(r: &mut Registry) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::BACKWARD_OPS;
-    use crate::context::DeviceType;
-    use crate::kernels::has_kernel;
     use crate::op::{find, Attrs};
 
     /// The forward's required attributes (and those that give it a gradient).
-    fn forward_attrs(forward: &str) -> Attrs {
+    pub(crate) fn forward_attrs(forward: &str) -> Attrs {
         let pairs: &[(&str, &str)] = match forward {
             "clip" => &[("a_min", "0"), ("a_max", "1")],
             "Cast" => &[("dtype", "float32")],
@@ -359,7 +357,7 @@ mod tests {
     }
 
     #[test]
-    fn backward_operators_are_registered_with_cpu_kernels() {
+    fn backward_operators_are_registered_under_their_names() {
         for &(name, forward, inputs, _) in BACKWARD_OPS {
             let def = find(name).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(def.inputs, inputs);
@@ -372,7 +370,6 @@ mod tests {
                 .build(&forward_attrs(forward))
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(op.name(), name);
-            assert!(has_kernel(op.as_ref(), DeviceType::Cpu), "{name}");
         }
         assert!(find("_backward_exp").is_ok());
     }
