@@ -182,6 +182,15 @@ mod tests {
     }
 
     #[test]
+    fn every_backward_operator_has_a_cpu_kernel() {
+        use crate::op::grad::{tests::forward_attrs, BACKWARD_OPS};
+        for &(name, forward, _, _) in BACKWARD_OPS {
+            let op = find(name).unwrap().build(&forward_attrs(forward)).unwrap();
+            assert!(has_kernel(op.as_ref(), DeviceType::Cpu), "{name}");
+        }
+    }
+
+    #[test]
     fn every_registered_operator_has_a_cpu_kernel() {
         // Operators that build without attributes; the others are covered by their tests.
         let mut checked = 0;

@@ -1,4 +1,4 @@
-//! The table of operator definitions, filled once from every kernel family.
+//! The table of operator definitions, filled once from every operator family.
 
 use super::params::Param;
 use super::{Attrs, OpRef};
@@ -65,6 +65,11 @@ impl Registry {
     pub fn add(&mut self, def: OpDef) {
         self.defs.push(def);
     }
+
+    /// The attributes of an operator added so far.
+    pub fn params_of(&self, name: &str) -> Option<ParamList> {
+        self.defs.iter().find(|d| d.name == name).map(|d| d.params)
+    }
 }
 
 struct Table {
@@ -88,6 +93,7 @@ fn table() -> &'static Table {
         super::random::register(&mut r);
         crate::kernels::cpu::register_all(&mut r);
         super::optim::register(&mut r);
+        super::grad::register(&mut r);
         let mut defs = Vec::new();
         let mut by_name = HashMap::new();
         for def in r.defs {
