@@ -105,11 +105,14 @@ pub trait Operator: Send + Sync + AsAny {
         1
     }
 
-    /// Output shapes from input shapes; errors name the op and the shapes.
+    /// Output shapes from input shapes; errors name the op and the shapes. An operator
+    /// writes its shape inference once: here, or in `infer_shape_partial` with this one
+    /// delegating to [`infer::shapes_from_partial`].
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>>;
 
     /// Output types from input types. By default all inputs must share one type, which
-    /// the outputs take.
+    /// the outputs take. An operator that writes `infer_type_partial` delegates here to
+    /// [`infer::types_from_partial`].
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         let t = same_dtype(self.name(), inputs)?;
         Ok(vec![t; self.num_outputs()])
