@@ -48,15 +48,15 @@ pub fn invoke_at(
     priority: i32,
 ) -> Result<Vec<NDArray>> {
     let name = op.name();
-    let ctx = common_context(name, inputs, ctx)?;
+    let ctx = common_context(name, inputs, ctx).map_err(|e| e.in_op(name))?;
     let kernel = kernel_for(op.as_ref(), ctx)?;
     let in_shapes: SmallVec<[Shape; 4]> = inputs
         .iter()
         .map(|a| Shape::from_slice(a.shape()))
         .collect();
     let in_types: SmallVec<[crate::dtype::DType; 4]> = inputs.iter().map(|a| a.dtype()).collect();
-    let out_shapes = op.infer_shape(&in_shapes)?;
-    let out_types = op.infer_type(&in_types)?;
+    let out_shapes = op.infer_shape(&in_shapes).map_err(|e| e.in_op(name))?;
+    let out_types = op.infer_type(&in_types).map_err(|e| e.in_op(name))?;
     let outputs = match out {
         Some(mut outs) => {
             // Hidden outputs are not the caller's to give.
@@ -68,7 +68,7 @@ pub fn invoke_at(
                     outs.push(NDArray::empty(s, *t, ctx)?);
                 }
             }
-            check_outputs(name, &outs, &out_shapes, &out_types, ctx)?;
+            check_outputs(name, &outs, &out_shapes, &out_types, ctx).map_err(|e| e.in_op(name))?;
             outs
         }
         None => out_shapes
@@ -180,13 +180,8 @@ fn push_kernel(
                 device: ctx,
                 rng: guard.as_deref_mut().map(|g| g.as_mut()),
             };
-            call_kernel(kernel, op.as_ref(), &mut octx, &in_blobs, &out_blobs, &req).map_err(|e| {
-                if e.message().starts_with(name) {
-                    e
-                } else {
-                    e.with_prefix(&format!("{name}: "))
-                }
-            })
+            call_kernel(kernel, op.as_ref(), &mut octx, &in_blobs, &out_blobs, &req)
+                .map_err(|e| e.in_op(name))
         }),
         ctx,
         &const_vars,

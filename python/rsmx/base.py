@@ -20,7 +20,19 @@ __all__ = [
 
 
 class MXNetError(RuntimeError):
-    """The error rsmx raises for anything that went wrong in the core."""
+    """The error rsmx raises for anything that went wrong in the core.
+
+    Besides the message it says where the failure happened, where that is known:
+    ``op`` and ``node`` (the operator and, inside a bound graph, its node),
+    ``cuda_call`` and ``cuda_code`` (a CUDA call that failed), ``peer`` (the process
+    a distributed KVStore failed to reach). The others are ``None``.
+    """
+
+    op: str | None = None
+    node: str | None = None
+    cuda_call: str | None = None
+    cuda_code: int | None = None
+    peer: str | None = None
 
 
 class MXNetValueError(MXNetError, ValueError):

@@ -111,14 +111,7 @@ impl OpStep {
             &self.out_blobs,
             &self.req,
         )
-        .map_err(|e| {
-            let name = self.op.name();
-            if e.message().starts_with(name) {
-                e.with_prefix(&format!("node '{}': ", self.name))
-            } else {
-                e.with_prefix(&format!("{name} (node '{}'): ", self.name))
-            }
-        })
+        .map_err(|e| e.at_node(self.op.name(), &self.name))
     }
 }
 

@@ -19,15 +19,7 @@ pub fn input_names(def: &OpDef, op: &OpRef, count: usize) -> Vec<String> {
 
 /// Parses `attrs` for operator `def` on node `name`, with the node in any error.
 pub fn build_op(def: &OpDef, attrs: &Attrs, name: &str) -> Result<OpRef> {
-    def.build(attrs).map_err(|e| {
-        let msg = e.message();
-        let prefix = if msg.starts_with(def.name) {
-            format!("node '{name}': ")
-        } else {
-            format!("{} (node '{name}'): ", def.name)
-        };
-        e.with_prefix(&prefix)
-    })
+    def.build(attrs).map_err(|e| e.at_node(def.name, name))
 }
 
 /// Applies operator `op_name` to `args` (positional) and `kwargs` (by input name), naming

@@ -1,7 +1,7 @@
 //! Shape and type inference over a whole graph: each operator's partial inference run
 //! forwards and backwards until nothing changes.
 
-use super::IndexedGraph;
+use super::{IndexedGraph, Node};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::params::parse_tuple;
@@ -26,8 +26,11 @@ pub fn declared_dtype(attr: Option<String>) -> Option<DType> {
     DType::from_flag(flag).ok()
 }
 
-fn in_operator(name: &str, e: Error) -> Error {
-    e.with_prefix(&format!("Error in operator {name}: "))
+fn in_operator(node: &Node, e: Error) -> Error {
+    match &node.op {
+        Some(op) => e.at_node(op.name(), &node.name),
+        None => e,
+    }
 }
 
 /// Generic fixed-point driver: `step(node, inputs, outputs)` refines one node's slots.
@@ -52,7 +55,7 @@ fn run_passes<T: Clone + PartialEq>(
             let mut ins: Vec<Option<T>> = g.inputs[i].iter().map(|&e| slots[e].clone()).collect();
             let range = g.node_entries(i);
             let mut outs: Vec<Option<T>> = slots[range.clone()].to_vec();
-            step(i, &mut ins, &mut outs).map_err(|e| in_operator(&node.name, e))?;
+            step(i, &mut ins, &mut outs).map_err(|e| in_operator(node, e))?;
             for (&e, v) in g.inputs[i].iter().zip(ins) {
                 merge(&mut slots[e], v);
             }

@@ -93,7 +93,7 @@ pub fn kernel_for(op: &dyn Operator, ctx: Context) -> Result<KernelFn> {
     if ctx.dev_type == DeviceType::Gpu
         && usize::try_from(ctx.dev_id).map_or(true, |id| id >= num_gpus())
     {
-        return Err(no_gpu_error(ctx).with_prefix(&format!("{}: ", op.name())));
+        return Err(no_gpu_error(ctx).in_op(op.name()));
     }
     table().get(op, ctx.dev_type).ok_or_else(|| {
         Error::NotImplemented(format!(
@@ -128,7 +128,7 @@ pub fn call_kernel(
             .map(|s| s.to_string())
             .or_else(|| p.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "the kernel panicked".to_string());
-        Err(Error::Runtime(format!("{}: {msg}", op.name())))
+        Err(Error::Runtime(msg).in_op(op.name()))
     })
 }
 

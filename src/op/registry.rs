@@ -128,8 +128,8 @@ impl OpDef {
     /// Builds the operator from attributes, with the op's name in any error.
     pub fn build(&self, attrs: &Attrs) -> Result<OpRef> {
         if let ParamList::Declared(decls) = self.params {
-            super::Params::declared(self.name, attrs, decls)?;
+            super::Params::declared(self.name, attrs, decls).map_err(|e| e.in_op(self.name))?;
         }
-        (self.create)(attrs)
+        (self.create)(attrs).map_err(|e| e.in_op(self.name))
     }
 }

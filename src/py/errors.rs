@@ -1,6 +1,6 @@
 //! Turns core errors (and stray panics) into the exception classes of `rsmx.base`.
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -25,22 +25,44 @@ fn classes(py: Python<'_>) -> PyResult<&[Py<PyType>; 6]> {
     })
 }
 
-/// The Python exception for a core error.
+/// The Python exception for a core error, with the error's context as attributes:
+/// `op` and `node` (where in a computation), `cuda_call` and `cuda_code` (a failed CUDA
+/// call), `peer` (a transport failure); `None` where they do not apply.
 pub fn to_pyerr(e: Error) -> PyErr {
     Python::attach(|py| {
         let Ok(c) = classes(py) else {
             return PyRuntimeError::new_err(e.to_string());
         };
-        let idx = match e {
-            Error::Runtime(_) => 0,
-            Error::Value(_) => 1,
-            Error::Type(_) => 2,
-            Error::Index(_) => 3,
-            Error::NotImplemented(_) => 4,
-            Error::OutOfMemory(_) => 5,
+        let idx = match e.kind() {
+            ErrorKind::Runtime => 0,
+            ErrorKind::Value => 1,
+            ErrorKind::Type => 2,
+            ErrorKind::Index => 3,
+            ErrorKind::NotImplemented => 4,
+            ErrorKind::OutOfMemory => 5,
         };
-        PyErr::from_type(c[idx].bind(py).clone(), e.message().to_string())
+        let err = PyErr::from_type(c[idx].bind(py).clone(), e.to_string());
+        if let Err(failed) = set_context(py, &err, &e) {
+            return failed;
+        }
+        err
     })
+}
+
+fn set_context(py: Python<'_>, err: &PyErr, e: &Error) -> PyResult<()> {
+    let value = err.value(py);
+    if let Some(op) = e.op() {
+        value.setattr("op", &op.op)?;
+        value.setattr("node", op.node.as_deref())?;
+    }
+    if let Some(cuda) = e.cuda_call() {
+        value.setattr("cuda_call", &cuda.call)?;
+        value.setattr("cuda_code", cuda.code)?;
+    }
+    if let Some(peer) = e.peer() {
+        value.setattr("peer", peer)?;
+    }
+    Ok(())
 }
 
 /// Converts a core result into a Python result.
@@ -54,17 +76,32 @@ impl<T> IntoPy<T> for Result<T, Error> {
     }
 }
 
-/// Runs `f`, turning a panic into an `MXNetError` instead of a `PanicException`.
+/// The one wrapper every Python-facing function and method runs its body in: a panic
+/// inside `f` becomes an `MXNetError` naming `what`, so no `PanicException` reaches Python.
 pub fn guard<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "internal error".to_string());
-            Err(to_pyerr(Error::Runtime(format!("{what}: {msg}"))))
-        }
-    }
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|p| Err(to_pyerr(panic_error(what, p))))
+}
+
+/// As [`guard`], for core work that may block (waits, host copies): the GIL is released
+/// while `f` runs, so engine threads that need Python can go on.
+pub fn guard_detached<T: Send>(
+    py: Python<'_>,
+    what: &str,
+    f: impl FnOnce() -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    py.detach(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .unwrap_or_else(|p| Err(panic_error(what, p)))
+    })
+    .py()
+}
+
+fn panic_error(what: &str, p: Box<dyn std::any::Any + Send>) -> Error {
+    let msg = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "internal error".to_string());
+    Error::Runtime(format!("{what}: {msg}"))
 }

@@ -1,6 +1,6 @@
 //! `_core.ExecutorHandle`: a bound symbol behind `rsmx.executor.Executor`.
 
-use super::errors::{guard, IntoPy};
+use super::errors::{guard, guard_detached, IntoPy};
 use super::ndarray::{context_of, PyNDArray};
 use super::symbol::PySymbol;
 use crate::error::Error;
@@ -78,7 +78,7 @@ pub fn bind(
 #[pymethods]
 impl PyExecutor {
     fn forward(&self, py: Python<'_>, is_train: bool) -> PyResult<()> {
-        py.detach(|| self.inner.forward(is_train)).py()
+        guard_detached(py, "forward", || self.inner.forward(is_train))
     }
 
     fn backward(
@@ -91,20 +91,20 @@ impl PyExecutor {
             .iter()
             .map(|o| o.as_ref().map(|a| a.inner.clone()))
             .collect();
-        py.detach(|| self.inner.backward(&g, is_train)).py()
+        guard_detached(py, "backward", || self.inner.backward(&g, is_train))
     }
 
     fn outputs(&self, py: Python<'_>) -> PyResult<Vec<Py<PyNDArray>>> {
-        arrays(py, &self.inner.outputs)
+        guard("outputs", || arrays(py, &self.inner.outputs))
     }
 
-    fn debug_str(&self) -> String {
-        self.inner.debug_str()
+    fn debug_str(&self) -> PyResult<String> {
+        guard("debug_str", || Ok(self.inner.debug_str()))
     }
 
     /// Bytes of internal memory the plan allocated.
-    fn planned_bytes(&self) -> usize {
-        self.inner.planned_bytes()
+    fn planned_bytes(&self) -> PyResult<usize> {
+        guard("planned_bytes", || Ok(self.inner.planned_bytes()))
     }
 
     /// `(node name, is_forward, output names, output arrays, input arrays)` of every op.
@@ -121,19 +121,21 @@ impl PyExecutor {
             Vec<Py<PyNDArray>>,
         )>,
     > {
-        self.inner
-            .op_steps()
-            .into_iter()
-            .map(|(s, fwd)| {
-                let names = s.op.output_names();
-                Ok((
-                    s.name.clone(),
-                    fwd,
-                    names,
-                    arrays(py, &s.outputs)?,
-                    arrays(py, &s.inputs)?,
-                ))
-            })
-            .collect()
+        guard("op_steps", || {
+            self.inner
+                .op_steps()
+                .into_iter()
+                .map(|(s, fwd)| {
+                    let names = s.op.output_names();
+                    Ok((
+                        s.name.clone(),
+                        fwd,
+                        names,
+                        arrays(py, &s.outputs)?,
+                        arrays(py, &s.inputs)?,
+                    ))
+                })
+                .collect()
+        })
     }
 }

@@ -1,6 +1,6 @@
 //! `_core.KVStoreHandle`: the store behind `rsmx.kvstore.KVStore`.
 
-use super::errors::{guard, IntoPy};
+use super::errors::{guard, guard_detached, IntoPy};
 use super::ndarray::PyNDArray;
 use super::optim::{key_of, key_to_py, PyFusedOptimizer};
 use crate::kvstore::{self, Key, Store};
@@ -40,34 +40,34 @@ pub struct PyKVStore {
 impl PyKVStore {
     #[new]
     fn new(name: &str) -> PyResult<PyKVStore> {
-        Ok(PyKVStore {
-            inner: kvstore::create(name).py()?,
+        guard("KVStore", || {
+            Ok(PyKVStore {
+                inner: kvstore::create(name).py()?,
+            })
         })
     }
 
     /// MXNet's name of the store type.
     #[getter]
-    fn type_name(&self) -> String {
-        self.inner.type_name().to_string()
+    fn type_name(&self) -> PyResult<String> {
+        guard("KVStore.type", || Ok(self.inner.type_name().to_string()))
     }
 
     /// This worker's rank.
     #[getter]
-    fn rank(&self) -> usize {
-        self.inner.rank()
+    fn rank(&self) -> PyResult<usize> {
+        guard("KVStore.rank", || Ok(self.inner.rank()))
     }
 
     /// How many workers share the store.
     #[getter]
-    fn num_workers(&self) -> usize {
-        self.inner.num_workers()
+    fn num_workers(&self) -> PyResult<usize> {
+        guard("KVStore.num_workers", || Ok(self.inner.num_workers()))
     }
 
     /// Returns once every worker has reached the barrier.
     fn barrier(&self, py: Python<'_>) -> PyResult<()> {
-        guard("KVStore.barrier", || {
-            py.detach(|| self.inner.barrier()).py()
-        })
+        guard_detached(py, "KVStore.barrier", || self.inner.barrier())
     }
 
     /// Stores a copy of each value under its key.
@@ -85,11 +85,12 @@ impl PyKVStore {
         values: Vec<Vec<PyRef<'_, PyNDArray>>>,
         priorities: Vec<i32>,
     ) -> PyResult<()> {
-        let keys = keys_of(&keys)?;
-        let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
         guard("KVStore.push", || {
-            py.detach(|| self.inner.push(&keys, &values, &priorities))
-                .py()
+            let keys = keys_of(&keys)?;
+            let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
+            guard_detached(py, "KVStore.push", || {
+                self.inner.push(&keys, &values, &priorities)
+            })
         })
     }
 
@@ -102,12 +103,12 @@ impl PyKVStore {
         values: Vec<Vec<PyRef<'_, PyNDArray>>>,
         priorities: Vec<i32>,
     ) -> PyResult<Vec<UpdaterInput>> {
-        let keys = keys_of(&keys)?;
-        let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
         guard("KVStore.push", || {
-            let groups = py
-                .detach(|| self.inner.reduce_for_updater(&keys, &values, &priorities))
-                .py()?;
+            let keys = keys_of(&keys)?;
+            let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
+            let groups = guard_detached(py, "KVStore.push", || {
+                self.inner.reduce_for_updater(&keys, &values, &priorities)
+            })?;
             groups
                 .into_iter()
                 .map(|(k, m, s)| Ok((key_to_py(py, &k)?.unbind(), wrap(py, m)?, wrap(py, s)?)))
@@ -123,14 +124,15 @@ impl PyKVStore {
         outs: Vec<Vec<PyRef<'_, PyNDArray>>>,
         priorities: Vec<i32>,
     ) -> PyResult<()> {
-        let keys = keys_of(&keys)?;
-        let outs = outs
-            .iter()
-            .map(|v| writable_of(v))
-            .collect::<PyResult<Vec<_>>>()?;
         guard("KVStore.pull", || {
-            py.detach(|| self.inner.pull(&keys, &outs, &priorities))
-                .py()
+            let keys = keys_of(&keys)?;
+            let outs = outs
+                .iter()
+                .map(|v| writable_of(v))
+                .collect::<PyResult<Vec<_>>>()?;
+            guard_detached(py, "KVStore.pull", || {
+                self.inner.pull(&keys, &outs, &priorities)
+            })
         })
     }
 
@@ -143,15 +145,16 @@ impl PyKVStore {
         outs: Vec<Vec<PyRef<'_, PyNDArray>>>,
         priorities: Vec<i32>,
     ) -> PyResult<()> {
-        let keys = keys_of(&keys)?;
-        let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
-        let outs = outs
-            .iter()
-            .map(|v| writable_of(v))
-            .collect::<PyResult<Vec<_>>>()?;
         guard("KVStore.pushpull", || {
-            py.detach(|| self.inner.pushpull(&keys, &values, &outs, &priorities))
-                .py()
+            let keys = keys_of(&keys)?;
+            let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
+            let outs = outs
+                .iter()
+                .map(|v| writable_of(v))
+                .collect::<PyResult<Vec<_>>>()?;
+            guard_detached(py, "KVStore.pushpull", || {
+                self.inner.pushpull(&keys, &values, &outs, &priorities)
+            })
         })
     }
 
@@ -164,53 +167,64 @@ impl PyKVStore {
         outs: Vec<Vec<PyRef<'_, PyNDArray>>>,
         priorities: Vec<i32>,
     ) -> PyResult<()> {
-        let keys = keys_of(&keys)?;
-        let values = arrays_of(&values);
-        let outs = outs
-            .iter()
-            .map(|v| writable_of(v))
-            .collect::<PyResult<Vec<_>>>()?;
         guard("KVStore.broadcast", || {
-            py.detach(|| self.inner.broadcast(&keys, &values, &outs, &priorities))
-                .py()
+            let keys = keys_of(&keys)?;
+            let values = arrays_of(&values);
+            let outs = outs
+                .iter()
+                .map(|v| writable_of(v))
+                .collect::<PyResult<Vec<_>>>()?;
+            guard_detached(py, "KVStore.broadcast", || {
+                self.inner.broadcast(&keys, &values, &outs, &priorities)
+            })
         })
     }
 
     /// The array stored under `key` (shared with the store).
     fn stored(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyNDArray>> {
-        let a = self.inner.stored(&key_of(key)?).py()?;
-        wrap(py, a)
+        guard("KVStore.stored", || {
+            let a = self.inner.stored(&key_of(key)?).py()?;
+            wrap(py, a)
+        })
     }
 
     /// Goes back to the default update, which assigns pushed sums.
-    fn reset_updater(&self) {
-        self.inner.set_updater(None);
+    fn reset_updater(&self) -> PyResult<()> {
+        guard("KVStore.set_updater", || {
+            self.inner.set_updater(None);
+            Ok(())
+        })
     }
 
     /// Makes a built-in optimizer update the stored values on each push.
-    fn set_optimizer(&self, optimizer: PyRef<'_, PyFusedOptimizer>) {
-        self.inner.set_updater(Some(optimizer.shared()));
+    fn set_optimizer(&self, optimizer: PyRef<'_, PyFusedOptimizer>) -> PyResult<()> {
+        guard("KVStore.set_optimizer", || {
+            self.inner.set_updater(Some(optimizer.shared()));
+            Ok(())
+        })
     }
 
     /// The built-in updater's state of every key that has one.
     fn states(&self, py: Python<'_>) -> PyResult<Vec<KeyState>> {
-        self.inner
-            .states()
-            .into_iter()
-            .map(|(k, s)| {
-                let arrays = s
-                    .into_iter()
-                    .map(|a| wrap(py, a))
-                    .collect::<PyResult<_>>()?;
-                Ok((key_to_py(py, &k)?.unbind(), arrays))
-            })
-            .collect()
+        guard("KVStore.states", || {
+            self.inner
+                .states()
+                .into_iter()
+                .map(|(k, s)| {
+                    let arrays = s
+                        .into_iter()
+                        .map(|a| wrap(py, a))
+                        .collect::<PyResult<_>>()?;
+                    Ok((key_to_py(py, &k)?.unbind(), arrays))
+                })
+                .collect()
+        })
     }
 
     /// Copies `state` into the built-in updater's state of `key`.
     fn set_state(&self, key: &Bound<'_, PyAny>, state: Vec<PyRef<'_, PyNDArray>>) -> PyResult<()> {
-        let key = key_of(key)?;
         guard("KVStore.set_state", || {
+            let key = key_of(key)?;
             self.inner.set_state(&key, &arrays_of(&state)).py()
         })
     }

@@ -10,7 +10,7 @@ mod symbol;
 use crate::engine;
 use crate::error::Error;
 use crate::op::{self, Attrs};
-use errors::{guard, IntoPy};
+use errors::{guard, guard_detached, IntoPy};
 use ndarray::{context_of, PyNDArray};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -50,20 +50,22 @@ fn invoke(
 /// `(name, aliases, input names, variadic, params, doc)` of every operator.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
-fn list_ops() -> Vec<(String, Vec<String>, Vec<String>, bool, Vec<String>, String)> {
-    op::list_ops()
-        .iter()
-        .map(|d| {
-            (
-                d.name.to_string(),
-                d.aliases.iter().map(|s| s.to_string()).collect(),
-                d.inputs.iter().map(|s| s.to_string()).collect(),
-                d.variadic,
-                d.params.names().iter().map(|s| s.to_string()).collect(),
-                d.doc.to_string(),
-            )
-        })
-        .collect()
+fn list_ops() -> PyResult<Vec<(String, Vec<String>, Vec<String>, bool, Vec<String>, String)>> {
+    guard("list_ops", || {
+        Ok(op::list_ops()
+            .iter()
+            .map(|d| {
+                (
+                    d.name.to_string(),
+                    d.aliases.iter().map(|s| s.to_string()).collect(),
+                    d.inputs.iter().map(|s| s.to_string()).collect(),
+                    d.variadic,
+                    d.params.names().iter().map(|s| s.to_string()).collect(),
+                    d.doc.to_string(),
+                )
+            })
+            .collect())
+    })
 }
 
 /// `(name, type, default or None, doc)` of each attribute operator `name` declares in
@@ -71,66 +73,74 @@ fn list_ops() -> Vec<(String, Vec<String>, Vec<String>, bool, Vec<String>, Strin
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn op_param_docs(name: &str) -> PyResult<Vec<(String, String, Option<String>, String)>> {
-    let def = op::find(name).py()?;
-    Ok(def
-        .params
-        .declared()
-        .iter()
-        .map(|p| {
-            (
-                p.name.to_string(),
-                p.ty.to_string(),
-                p.default.map(str::to_string),
-                p.doc.to_string(),
-            )
-        })
-        .collect())
+    guard(name, || {
+        let def = op::find(name).py()?;
+        Ok(def
+            .params
+            .declared()
+            .iter()
+            .map(|p| {
+                (
+                    p.name.to_string(),
+                    p.ty.to_string(),
+                    p.default.map(str::to_string),
+                    p.doc.to_string(),
+                )
+            })
+            .collect())
+    })
 }
 
 /// Blocks until all pushed work is done; raises the first error since the last call.
 #[pyfunction]
 fn waitall(py: Python<'_>) -> PyResult<()> {
-    py.detach(|| engine::get().wait_for_all()).py()
+    guard_detached(py, "waitall", || engine::get().wait_for_all())
 }
 
 /// The engine type's name.
 #[pyfunction]
-fn engine_type() -> &'static str {
-    engine::get().kind().name()
+fn engine_type() -> PyResult<&'static str> {
+    guard("engine_type", || Ok(engine::get().kind().name()))
 }
 
 /// Byte counters of a device's memory pool.
 #[pyfunction]
 fn storage_stats<'py>(py: Python<'py>, dev_type: i32, dev_id: i32) -> PyResult<Bound<'py, PyDict>> {
-    let s = crate::storage::stats(context_of(dev_type, dev_id)?).py()?;
-    let d = PyDict::new(py);
-    d.set_item("bytes_in_use", s.bytes_in_use)?;
-    d.set_item("bytes_pooled", s.bytes_pooled)?;
-    d.set_item("peak_bytes_in_use", s.peak_bytes_in_use)?;
-    d.set_item("pool_hits", s.pool_hits)?;
-    d.set_item("system_allocs", s.system_allocs)?;
-    Ok(d)
+    guard("storage.stats", || {
+        let s = crate::storage::stats(context_of(dev_type, dev_id)?).py()?;
+        let d = PyDict::new(py);
+        d.set_item("bytes_in_use", s.bytes_in_use)?;
+        d.set_item("bytes_pooled", s.bytes_pooled)?;
+        d.set_item("peak_bytes_in_use", s.peak_bytes_in_use)?;
+        d.set_item("pool_hits", s.pool_hits)?;
+        d.set_item("system_allocs", s.system_allocs)?;
+        Ok(d)
+    })
 }
 
 /// Gives a device's pooled free memory back to the system.
 #[pyfunction]
 fn storage_release_all(dev_type: i32, dev_id: i32) -> PyResult<()> {
-    crate::storage::release_all(context_of(dev_type, dev_id)?).py()
+    guard("storage.release_all", || {
+        crate::storage::release_all(context_of(dev_type, dev_id)?).py()
+    })
 }
 
 /// Number of GPUs the core was given.
 #[pyfunction]
-fn num_gpus() -> usize {
-    crate::context::num_gpus()
+fn num_gpus() -> PyResult<usize> {
+    guard("num_gpus", || Ok(crate::context::num_gpus()))
 }
 
 /// Seeds the random generators of every device, or of one.
 #[pyfunction]
 #[pyo3(signature = (seed, ctx=None))]
 fn random_seed(seed: u64, ctx: Option<(i32, i32)>) -> PyResult<()> {
-    let ctx = ctx.map(|(t, i)| context_of(t, i)).transpose()?;
-    op::resource::seed(seed, ctx);
-    Ok(())
+    guard("random.seed", || {
+        let ctx = ctx.map(|(t, i)| context_of(t, i)).transpose()?;
+        op::resource::seed(seed, ctx);
+        Ok(())
+    })
 }
 
 /// The extension module.
@@ -167,25 +177,32 @@ fn save(
     names: Vec<String>,
 ) -> PyResult<()> {
     let arrays: Vec<_> = arrays.iter().map(|a| a.inner.clone()).collect();
-    py.detach(move || crate::ndarray::io::save(&path, &arrays, &names))
-        .py()
+    guard_detached(py, "save", || {
+        crate::ndarray::io::save(&path, &arrays, &names)
+    })
 }
 
 /// Loads `(arrays, names)` from a file in MXNet's format.
 #[pyfunction]
-fn load(py: Python<'_>, path: String) -> PyResult<(Vec<Py<PyNDArray>>, Vec<String>)> {
-    let (arrays, names) = py.detach(move || crate::ndarray::io::load(&path)).py()?;
-    let arrays = arrays
-        .into_iter()
-        .map(|a| Py::new(py, PyNDArray::new(a)))
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok((arrays, names))
+fn load(py: Python<'_>, path: String) -> PyResult<Loaded> {
+    let (arrays, names) = guard_detached(py, "load", || crate::ndarray::io::load(&path))?;
+    guard("load", || wrap_loaded(py, arrays, names))
 }
 
 /// Loads `(arrays, names)` from the bytes of a file in MXNet's format.
 #[pyfunction]
-fn load_from_bytes(py: Python<'_>, data: Vec<u8>) -> PyResult<(Vec<Py<PyNDArray>>, Vec<String>)> {
-    let (arrays, names) = crate::ndarray::io::load_bytes(&data).py()?;
+fn load_from_bytes(py: Python<'_>, data: Vec<u8>) -> PyResult<Loaded> {
+    let (arrays, names) = guard_detached(py, "load", || crate::ndarray::io::load_bytes(&data))?;
+    guard("load", || wrap_loaded(py, arrays, names))
+}
+
+type Loaded = (Vec<Py<PyNDArray>>, Vec<String>);
+
+fn wrap_loaded(
+    py: Python<'_>,
+    arrays: Vec<crate::ndarray::NDArray>,
+    names: Vec<String>,
+) -> PyResult<Loaded> {
     let arrays = arrays
         .into_iter()
         .map(|a| Py::new(py, PyNDArray::new(a)))
@@ -196,8 +213,10 @@ fn load_from_bytes(py: Python<'_>, data: Vec<u8>) -> PyResult<(Vec<Py<PyNDArray>
 /// Copies `src` into `dst`.
 #[pyfunction]
 fn copy_into(src: PyRef<'_, PyNDArray>, dst: PyRef<'_, PyNDArray>) -> PyResult<()> {
-    let d = dst.writable_inner()?;
-    crate::ndarray::copy_into(&src.inner, &d).py()
+    guard("copyto", || {
+        let d = dst.writable_inner()?;
+        crate::ndarray::copy_into(&src.inner, &d).py()
+    })
 }
 
 /// Output shapes of operator `name` with `attrs` for input shapes.

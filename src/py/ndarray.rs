@@ -1,7 +1,7 @@
 //! The `NDArray` Python class: a handle on a core array, with the hot paths (arithmetic,
 //! views, properties) in Rust; `rsmx.ndarray` adds the rest of MXNet's methods in Python.
 
-use super::errors::{guard, IntoPy};
+use super::errors::{guard, guard_detached, IntoPy};
 use crate::context::{Context, DeviceType};
 use crate::dtype::DType;
 use crate::error::Error;
@@ -35,8 +35,11 @@ impl PyNDArray {
 static NUMPY_TYPES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
 
 #[pyfunction]
-pub fn _set_numpy_types(py: Python<'_>, types: Vec<Py<PyType>>) {
-    let _ = NUMPY_TYPES.set(py, types);
+pub fn _set_numpy_types(py: Python<'_>, types: Vec<Py<PyType>>) -> PyResult<()> {
+    guard("_set_numpy_types", || {
+        let _ = NUMPY_TYPES.set(py, types);
+        Ok(())
+    })
 }
 
 /// Parses a `(dev_type, dev_id)` pair.
@@ -138,33 +141,44 @@ macro_rules! binary_methods {
         impl PyNDArray {
             $(
                 fn $fwd(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-                    let py = slf.py();
-                    let lhs = slf.borrow().inner.clone();
-                    match guard(stringify!($fwd), || arith(&lhs, other, $kind, false, None))? {
-                        Some(r) => Ok(wrap(py, r)?.into_any()),
-                        None => Ok(py.NotImplemented()),
-                    }
+                    guard(stringify!($fwd), || binary(slf, other, $kind, false))
                 }
 
                 fn $rev(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-                    let py = slf.py();
-                    let lhs = slf.borrow().inner.clone();
-                    match guard(stringify!($rev), || arith(&lhs, other, $kind, true, None))? {
-                        Some(r) => Ok(wrap(py, r)?.into_any()),
-                        None => Ok(py.NotImplemented()),
-                    }
+                    guard(stringify!($rev), || binary(slf, other, $kind, true))
                 }
 
                 fn $inp(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
-                    let lhs = slf.borrow().writable_inner()?;
-                    match guard(stringify!($inp), || arith(&lhs, other, $kind, false, Some(lhs.clone())))? {
-                        Some(_) => Ok(()),
-                        None => Err(unsupported(other)),
-                    }
+                    guard(stringify!($inp), || binary_inplace(slf, other, $kind))
                 }
             )*
         }
     };
+}
+
+/// `slf <op> other` (or `other <op> slf`), or `NotImplemented` for an operand that is
+/// neither an NDArray nor a number.
+fn binary(
+    slf: &Bound<'_, PyNDArray>,
+    other: &Bound<'_, PyAny>,
+    a: Arith,
+    reverse: bool,
+) -> PyResult<Py<PyAny>> {
+    let py = slf.py();
+    let lhs = slf.borrow().inner.clone();
+    match arith(&lhs, other, a, reverse, None)? {
+        Some(r) => Ok(wrap(py, r)?.into_any()),
+        None => Ok(py.NotImplemented()),
+    }
+}
+
+/// `slf <op>= other`.
+fn binary_inplace(slf: &Bound<'_, PyNDArray>, other: &Bound<'_, PyAny>, a: Arith) -> PyResult<()> {
+    let lhs = slf.borrow().writable_inner()?;
+    match arith(&lhs, other, a, false, Some(lhs.clone()))? {
+        Some(_) => Ok(()),
+        None => Err(unsupported(other)),
+    }
 }
 
 binary_methods!(
@@ -182,12 +196,7 @@ impl PyNDArray {
         other: &Bound<'_, PyAny>,
         _m: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        let lhs = slf.borrow().inner.clone();
-        match guard("__pow__", || arith(&lhs, other, Arith::Pow, false, None))? {
-            Some(r) => Ok(wrap(py, r)?.into_any()),
-            None => Ok(py.NotImplemented()),
-        }
+        guard("__pow__", || binary(slf, other, Arith::Pow, false))
     }
 
     fn __rpow__(
@@ -195,12 +204,7 @@ impl PyNDArray {
         other: &Bound<'_, PyAny>,
         _m: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        let lhs = slf.borrow().inner.clone();
-        match guard("__rpow__", || arith(&lhs, other, Arith::Pow, true, None))? {
-            Some(r) => Ok(wrap(py, r)?.into_any()),
-            None => Ok(py.NotImplemented()),
-        }
+        guard("__rpow__", || binary(slf, other, Arith::Pow, true))
     }
 
     fn __ipow__(
@@ -208,156 +212,169 @@ impl PyNDArray {
         other: &Bound<'_, PyAny>,
         _m: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let lhs = slf.borrow().writable_inner()?;
-        match guard("__ipow__", || {
-            arith(&lhs, other, Arith::Pow, false, Some(lhs.clone()))
-        })? {
-            Some(_) => Ok(()),
-            None => Err(unsupported(other)),
-        }
+        guard("__ipow__", || binary_inplace(slf, other, Arith::Pow))
     }
 
     /// The shape as a tuple.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.inner.shape())
+        guard("shape", || PyTuple::new(py, self.inner.shape()))
     }
 
     /// The element type as a numpy type (`numpy.float32`, ...).
     #[getter]
     fn dtype(&self, py: Python<'_>) -> PyResult<Py<PyType>> {
-        let types = NUMPY_TYPES
-            .get(py)
-            .ok_or_else(|| PyTypeError::new_err("rsmx.ndarray is not initialised"))?;
-        Ok(types[self.inner.dtype().flag() as usize].clone_ref(py))
+        guard("dtype", || {
+            let types = NUMPY_TYPES
+                .get(py)
+                .ok_or_else(|| PyTypeError::new_err("rsmx.ndarray is not initialised"))?;
+            Ok(types[self.inner.dtype().flag() as usize].clone_ref(py))
+        })
     }
 
     /// MXNet's type flag of the element type.
     #[getter]
-    fn _dtype_flag(&self) -> i32 {
-        self.inner.dtype().flag()
+    fn _dtype_flag(&self) -> PyResult<i32> {
+        guard("_dtype_flag", || Ok(self.inner.dtype().flag()))
     }
 
     /// `(device_type_id, device_id)`.
     #[getter]
-    fn _ctx(&self) -> (i32, i32) {
-        let c = self.inner.context();
-        (c.dev_type as i32, c.dev_id)
+    fn _ctx(&self) -> PyResult<(i32, i32)> {
+        guard("_ctx", || {
+            let c = self.inner.context();
+            Ok((c.dev_type as i32, c.dev_id))
+        })
     }
 
     /// Number of elements.
     #[getter]
-    fn size(&self) -> usize {
-        self.inner.size()
+    fn size(&self) -> PyResult<usize> {
+        guard("size", || Ok(self.inner.size()))
     }
 
     /// Number of dimensions.
     #[getter]
-    fn ndim(&self) -> usize {
-        self.inner.ndim()
+    fn ndim(&self) -> PyResult<usize> {
+        guard("ndim", || Ok(self.inner.ndim()))
     }
 
     /// True unless the array is read-only.
     #[getter]
-    fn writable(&self) -> bool {
-        self.writable
+    fn writable(&self) -> PyResult<bool> {
+        guard("writable", || Ok(self.writable))
     }
 
     #[setter]
-    fn set_writable(&mut self, v: bool) {
-        self.writable = v;
+    fn set_writable(&mut self, v: bool) -> PyResult<()> {
+        guard("writable", || {
+            self.writable = v;
+            Ok(())
+        })
     }
 
     fn __len__(&self) -> PyResult<usize> {
-        self.inner
-            .shape()
-            .first()
-            .copied()
-            .ok_or_else(|| PyTypeError::new_err("len() of a 0-d NDArray"))
+        guard("__len__", || {
+            self.inner
+                .shape()
+                .first()
+                .copied()
+                .ok_or_else(|| PyTypeError::new_err("len() of a 0-d NDArray"))
+        })
     }
 
     /// Blocks until pending writes are done; raises an error an op stored on the array.
     fn wait_to_read(&self, py: Python<'_>) -> PyResult<()> {
-        let a = self.inner.clone();
-        py.detach(move || a.wait_to_read()).py()
+        guard_detached(py, "wait_to_read", || self.inner.wait_to_read())
     }
 
     /// Blocks until pending reads and writes are done.
     fn _wait_to_write(&self, py: Python<'_>) -> PyResult<()> {
-        let a = self.inner.clone();
-        py.detach(move || a.wait_to_write()).py()
+        guard_detached(py, "wait_to_write", || self.inner.wait_to_write())
     }
 
     /// Row `i` of the first axis, sharing memory.
     fn _at(&self, i: i64) -> PyResult<PyNDArray> {
-        let n = *self.inner.shape().first().unwrap_or(&0) as i64;
-        let j = if i < 0 { i + n } else { i };
-        if j < 0 || j >= n {
-            return Err(Error::Index(format!(
-                "index {i} is out of bounds for axis 0 with size {n}"
-            )))
-            .py();
-        }
-        Ok(self.view(self.inner.at_view(j as usize).py()?))
+        guard("__getitem__", || {
+            let n = *self.inner.shape().first().unwrap_or(&0) as i64;
+            let j = if i < 0 { i + n } else { i };
+            if j < 0 || j >= n {
+                return Err(Error::Index(format!(
+                    "index {i} is out of bounds for axis 0 with size {n}"
+                )))
+                .py();
+            }
+            Ok(self.view(self.inner.at_view(j as usize).py()?))
+        })
     }
 
     /// Rows `begin..end` of the first axis, sharing memory.
     fn _slice(&self, begin: usize, end: usize) -> PyResult<PyNDArray> {
-        Ok(self.view(self.inner.slice_view(begin, end).py()?))
+        guard("slice", || {
+            Ok(self.view(self.inner.slice_view(begin, end).py()?))
+        })
     }
 
     /// The same memory seen with another shape of the same size.
     fn _reshape_view(&self, shape: Vec<usize>) -> PyResult<PyNDArray> {
-        Ok(self.view(self.inner.reshape_view(&shape).py()?))
+        guard("reshape", || {
+            Ok(self.view(self.inner.reshape_view(&shape).py()?))
+        })
     }
 
     /// True if both arrays share memory.
-    fn _shares_memory(&self, other: &PyNDArray) -> bool {
-        self.inner.overlaps(&other.inner)
+    fn _shares_memory(&self, other: &PyNDArray) -> PyResult<bool> {
+        guard("_shares_memory", || Ok(self.inner.overlaps(&other.inner)))
     }
 
     /// Copies the contents into a C-contiguous numpy array of the same size and dtype.
     fn _copy_to_numpy(&self, py: Python<'_>, dst: &Bound<'_, PyUntypedArray>) -> PyResult<()> {
         let nbytes = self.inner.size() * self.inner.dtype().size();
-        check_numpy(dst, nbytes, self.inner.dtype())?;
-        let a = self.inner.clone();
+        guard("asnumpy", || check_numpy(dst, nbytes, self.inner.dtype()))?;
+        let a = &self.inner;
         if nbytes == 0 {
-            return py.detach(|| a.wait_to_read()).py();
+            return guard_detached(py, "asnumpy", || a.wait_to_read());
         }
         // SAFETY: dst is a C-contiguous numpy array of exactly nbytes bytes (checked
         // above), which nothing else writes while we hold it.
         let out = unsafe {
             std::slice::from_raw_parts_mut((*dst.as_array_ptr()).data as *mut u8, nbytes)
         };
-        py.detach(|| copy::read_to_host(&a, out)).py()
+        guard_detached(py, "asnumpy", || copy::read_to_host(a, out))
     }
 
     /// Overwrites the contents from a C-contiguous numpy array of the same size and dtype,
     /// ordered after pending work on the array.
     fn _copy_from_numpy(&self, src: &Bound<'_, PyUntypedArray>) -> PyResult<()> {
-        let nbytes = self.inner.size() * self.inner.dtype().size();
-        check_numpy(src, nbytes, self.inner.dtype())?;
-        let data = if nbytes == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: src is a C-contiguous numpy array of nbytes bytes (checked above).
-            unsafe { std::slice::from_raw_parts((*src.as_array_ptr()).data as *const u8, nbytes) }
+        guard("copy from numpy", || {
+            let nbytes = self.inner.size() * self.inner.dtype().size();
+            check_numpy(src, nbytes, self.inner.dtype())?;
+            let data = if nbytes == 0 {
+                Vec::new()
+            } else {
+                // SAFETY: src is a C-contiguous numpy array of nbytes bytes (checked above).
+                unsafe {
+                    std::slice::from_raw_parts((*src.as_array_ptr()).data as *const u8, nbytes)
+                }
                 .to_vec()
-        };
-        copy::write_from_host(&self.inner, data).py()
+            };
+            copy::write_from_host(&self.inner, data).py()
+        })
     }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "<NDArray {} @{}>",
-            self.inner
-                .shape()
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join("x"),
-            self.inner.context()
-        )
+    fn __repr__(&self) -> PyResult<String> {
+        guard("__repr__", || {
+            Ok(format!(
+                "<NDArray {} @{}>",
+                self.inner
+                    .shape()
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join("x"),
+                self.inner.context()
+            ))
+        })
     }
 }
 
@@ -417,9 +434,11 @@ pub fn empty(
     dev_type: i32,
     dev_id: i32,
 ) -> PyResult<PyNDArray> {
-    let ctx = context_of(dev_type, dev_id)?;
-    let dtype = DType::from_flag(dtype_flag).py()?;
-    Ok(PyNDArray::new(NDArray::empty(&shape, dtype, ctx).py()?))
+    guard("empty", || {
+        let ctx = context_of(dev_type, dev_id)?;
+        let dtype = DType::from_flag(dtype_flag).py()?;
+        Ok(PyNDArray::new(NDArray::empty(&shape, dtype, ctx).py()?))
+    })
 }
 
 /// A new array with a copy of a C-contiguous numpy array's contents.
@@ -430,17 +449,20 @@ pub fn from_numpy(
     dev_type: i32,
     dev_id: i32,
 ) -> PyResult<PyNDArray> {
-    let ctx = context_of(dev_type, dev_id)?;
-    let dtype = DType::from_flag(dtype_flag).py()?;
-    let shape: Vec<usize> = src.shape().to_vec();
-    let a = NDArray::empty(&shape, dtype, ctx).py()?;
-    let nbytes = a.size() * dtype.size();
-    check_numpy(src, nbytes, dtype)?;
-    if nbytes > 0 {
-        // SAFETY: src is a C-contiguous numpy array of nbytes bytes (checked above).
-        let data =
-            unsafe { std::slice::from_raw_parts((*src.as_array_ptr()).data as *const u8, nbytes) };
-        copy::write_from_host_now(&a, data).py()?;
-    }
-    Ok(PyNDArray::new(a))
+    guard("array", || {
+        let ctx = context_of(dev_type, dev_id)?;
+        let dtype = DType::from_flag(dtype_flag).py()?;
+        let shape: Vec<usize> = src.shape().to_vec();
+        let a = NDArray::empty(&shape, dtype, ctx).py()?;
+        let nbytes = a.size() * dtype.size();
+        check_numpy(src, nbytes, dtype)?;
+        if nbytes > 0 {
+            // SAFETY: src is a C-contiguous numpy array of nbytes bytes (checked above).
+            let data = unsafe {
+                std::slice::from_raw_parts((*src.as_array_ptr()).data as *const u8, nbytes)
+            };
+            copy::write_from_host_now(&a, data).py()?;
+        }
+        Ok(PyNDArray::new(a))
+    })
 }

@@ -1,7 +1,7 @@
 //! `_core.FusedOptimizer`: the Rust built-in optimizer for the KVStore, with keys given as
 //! Python ints or strings.
 
-use super::errors::{guard, IntoPy};
+use super::errors::{guard, guard_detached, IntoPy};
 use super::ndarray::PyNDArray;
 use crate::error::Error;
 use crate::optim::{FusedOptimizer, ParamKey};
@@ -63,15 +63,17 @@ impl PyFusedOptimizer {
         key: &Bound<'_, PyAny>,
         weight: PyRef<'_, PyNDArray>,
     ) -> PyResult<Vec<Py<PyNDArray>>> {
-        let key = key_of(key)?;
-        let w = weight.inner.clone();
-        let states = guard("FusedOptimizer.create_state", || {
-            py.detach(|| self.inner.create_state(&key, &w)).py()
-        })?;
-        states
-            .into_iter()
-            .map(|a| Py::new(py, PyNDArray::new(a)))
-            .collect()
+        guard("FusedOptimizer.create_state", || {
+            let key = key_of(key)?;
+            let w = &weight.inner;
+            let states = guard_detached(py, "FusedOptimizer.create_state", || {
+                self.inner.create_state(&key, w)
+            })?;
+            states
+                .into_iter()
+                .map(|a| Py::new(py, PyNDArray::new(a)))
+                .collect()
+        })
     }
 
     /// Pushes the update of `weight` with `grad` and `states`; returns at once.
@@ -85,122 +87,153 @@ impl PyFusedOptimizer {
         states: Vec<PyRef<'_, PyNDArray>>,
         priority: i32,
     ) -> PyResult<()> {
-        let key = key_of(key)?;
-        let w = weight.writable_inner()?;
-        let g = grad.inner.clone();
-        let st = states
-            .iter()
-            .map(|s| s.writable_inner())
-            .collect::<PyResult<Vec<_>>>()?;
         guard("FusedOptimizer.update", || {
-            py.detach(|| self.inner.update(&key, &w, &g, &st, priority))
-                .py()
+            let key = key_of(key)?;
+            let w = weight.writable_inner()?;
+            let g = &grad.inner;
+            let st = states
+                .iter()
+                .map(|s| s.writable_inner())
+                .collect::<PyResult<Vec<_>>>()?;
+            guard_detached(py, "FusedOptimizer.update", || {
+                self.inner.update(&key, &w, g, &st, priority)
+            })
         })
     }
 
     /// Replaces the settings (not the counts, rate, schedule or gradient scale).
     fn reconfigure(&self, params: HashMap<String, String>) -> PyResult<()> {
-        self.inner.reconfigure(&params).py()
+        guard("FusedOptimizer.reconfigure", || {
+            self.inner.reconfigure(&params).py()
+        })
     }
 
     /// Counts one update of `key` on device `device_id`; returns the key's count.
     #[pyo3(signature = (key, device_id=0))]
     fn count_update(&self, key: &Bound<'_, PyAny>, device_id: i32) -> PyResult<i64> {
-        Ok(self.inner.count_update(&key_of(key)?, device_id))
+        guard("FusedOptimizer.count_update", || {
+            Ok(self.inner.count_update(&key_of(key)?, device_id))
+        })
     }
 
     /// The learning rates of `keys`, multipliers applied.
     fn lrs(&self, keys: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<f64>> {
-        let keys = keys.iter().map(key_of).collect::<PyResult<Vec<_>>>()?;
-        Ok(self.inner.lrs(&keys))
+        guard("FusedOptimizer.lrs", || {
+            let keys = keys.iter().map(key_of).collect::<PyResult<Vec<_>>>()?;
+            Ok(self.inner.lrs(&keys))
+        })
     }
 
     /// The weight decays of `keys`, multipliers applied.
     fn wds(&self, keys: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<f64>> {
-        let keys = keys.iter().map(key_of).collect::<PyResult<Vec<_>>>()?;
-        Ok(self.inner.wds(&keys))
+        guard("FusedOptimizer.wds", || {
+            let keys = keys.iter().map(key_of).collect::<PyResult<Vec<_>>>()?;
+            Ok(self.inner.wds(&keys))
+        })
     }
 
     /// The number of updates of the most-updated key.
     #[getter]
-    fn num_update(&self) -> i64 {
-        self.inner.num_update()
+    fn num_update(&self) -> PyResult<i64> {
+        guard("FusedOptimizer.num_update", || Ok(self.inner.num_update()))
     }
 
     /// The learning rate set without a schedule.
     #[getter]
-    fn lr(&self) -> f64 {
-        self.inner.lr()
+    fn lr(&self) -> PyResult<f64> {
+        guard("FusedOptimizer.lr", || Ok(self.inner.lr()))
     }
 
     /// Sets the learning rate used without a schedule, with or without one set.
-    fn set_lr(&self, lr: f64) {
-        self.inner.set_lr(lr)
+    fn set_lr(&self, lr: f64) -> PyResult<()> {
+        guard("FusedOptimizer.set_lr", || {
+            self.inner.set_lr(lr);
+            Ok(())
+        })
     }
 
     /// The gradient scale.
     #[getter]
-    fn rescale_grad(&self) -> f64 {
-        self.inner.rescale_grad()
+    fn rescale_grad(&self) -> PyResult<f64> {
+        guard("FusedOptimizer.rescale_grad", || {
+            Ok(self.inner.rescale_grad())
+        })
     }
 
     /// The current learning rate.
     #[getter]
-    fn learning_rate(&self) -> f64 {
-        self.inner.learning_rate()
+    fn learning_rate(&self) -> PyResult<f64> {
+        guard("FusedOptimizer.learning_rate", || {
+            Ok(self.inner.learning_rate())
+        })
     }
 
     /// Sets the learning rate (an error when a scheduler is set).
     fn set_learning_rate(&self, lr: f64) -> PyResult<()> {
-        self.inner.set_learning_rate(lr).py()
+        guard("FusedOptimizer.set_learning_rate", || {
+            self.inner.set_learning_rate(lr).py()
+        })
     }
 
     /// Sets the gradient scale.
-    fn set_rescale_grad(&self, rescale_grad: f64) {
-        self.inner.set_rescale_grad(rescale_grad)
+    fn set_rescale_grad(&self, rescale_grad: f64) -> PyResult<()> {
+        guard("FusedOptimizer.set_rescale_grad", || {
+            self.inner.set_rescale_grad(rescale_grad);
+            Ok(())
+        })
     }
 
     /// The scheduler's current state as JSON, or None.
-    fn lr_scheduler_state(&self) -> Option<String> {
-        self.inner.lr_scheduler_json()
+    fn lr_scheduler_state(&self) -> PyResult<Option<String>> {
+        guard("FusedOptimizer.lr_scheduler_state", || {
+            Ok(self.inner.lr_scheduler_json())
+        })
     }
 
     /// Replaces the scheduler's state with its JSON description.
     fn set_lr_scheduler_state(&self, text: &str) -> PyResult<()> {
-        self.inner.set_lr_scheduler_json(text).py()
+        guard("FusedOptimizer.set_lr_scheduler_state", || {
+            self.inner.set_lr_scheduler_json(text).py()
+        })
     }
 
     /// The schedule's rate at `num_update` (stepping it), or None without a schedule.
-    fn scheduler_rate(&self, num_update: i64) -> Option<f64> {
-        self.inner.scheduler_rate(num_update)
+    fn scheduler_rate(&self, num_update: i64) -> PyResult<Option<f64>> {
+        guard("FusedOptimizer.scheduler_rate", || {
+            Ok(self.inner.scheduler_rate(num_update))
+        })
     }
 
     /// Update counts: `{device_id: {key: count}}`.
     fn get_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let out = PyDict::new(py);
-        for (dev, table) in self.inner.counts() {
-            let d = PyDict::new(py);
-            for (k, n) in table {
-                d.set_item(key_to_py(py, &k)?, n)?;
+        guard("FusedOptimizer.get_counts", || {
+            let out = PyDict::new(py);
+            for (dev, table) in self.inner.counts() {
+                let d = PyDict::new(py);
+                for (k, n) in table {
+                    d.set_item(key_to_py(py, &k)?, n)?;
+                }
+                out.set_item(dev, d)?;
             }
-            out.set_item(dev, d)?;
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// Restores update counts (and `num_update` if given).
     #[pyo3(signature = (counts, num_update=None))]
     fn set_counts(&self, counts: &Bound<'_, PyDict>, num_update: Option<i64>) -> PyResult<()> {
-        let mut all = HashMap::new();
-        for (dev, table) in counts.iter() {
-            let table = table.cast_into::<PyDict>()?;
-            let mut t = HashMap::new();
-            for (k, n) in table.iter() {
-                t.insert(key_of(&k)?, n.extract::<i64>()?);
+        guard("FusedOptimizer.set_counts", || {
+            let mut all = HashMap::new();
+            for (dev, table) in counts.iter() {
+                let table = table.cast_into::<PyDict>()?;
+                let mut t = HashMap::new();
+                for (k, n) in table.iter() {
+                    t.insert(key_of(&k)?, n.extract::<i64>()?);
+                }
+                all.insert(dev.extract::<i32>()?, t);
             }
-            all.insert(dev.extract::<i32>()?, t);
-        }
-        self.inner.set_counts(all, num_update);
-        Ok(())
+            self.inner.set_counts(all, num_update);
+            Ok(())
+        })
     }
 }

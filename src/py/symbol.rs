@@ -63,8 +63,8 @@ impl PySymbol {
 impl PySymbol {
     /// A variable.
     #[staticmethod]
-    fn variable(name: &str, attrs: Attrs) -> PySymbol {
-        wrap(Symbol::variable(name, attrs))
+    fn variable(name: &str, attrs: Attrs) -> PyResult<PySymbol> {
+        guard("Variable", || Ok(wrap(Symbol::variable(name, attrs))))
     }
 
     /// Operator `op` applied to positional and named inputs.
@@ -90,9 +90,11 @@ impl PySymbol {
 
     /// The outputs of several symbols as one.
     #[staticmethod]
-    fn group(symbols: Vec<PyRef<'_, PySymbol>>) -> PySymbol {
-        let s: Vec<Symbol> = symbols.iter().map(|s| s.inner.clone()).collect();
-        wrap(Symbol::group(&s))
+    fn group(symbols: Vec<PyRef<'_, PySymbol>>) -> PyResult<PySymbol> {
+        guard("Group", || {
+            let s: Vec<Symbol> = symbols.iter().map(|s| s.inner.clone()).collect();
+            Ok(wrap(Symbol::group(&s)))
+        })
     }
 
     /// Reads MXNet's JSON.
@@ -102,79 +104,95 @@ impl PySymbol {
     }
 
     /// MXNet's JSON.
-    fn to_json(&self) -> String {
-        json::to_json(&self.inner)
+    fn to_json(&self) -> PyResult<String> {
+        guard("tojson", || Ok(json::to_json(&self.inner)))
     }
 
-    fn list_arguments(&self) -> Vec<String> {
-        self.inner.list_arguments()
+    fn list_arguments(&self) -> PyResult<Vec<String>> {
+        guard("list_arguments", || Ok(self.inner.list_arguments()))
     }
 
-    fn list_outputs(&self) -> Vec<String> {
-        self.inner.list_outputs()
+    fn list_outputs(&self) -> PyResult<Vec<String>> {
+        guard("list_outputs", || Ok(self.inner.list_outputs()))
     }
 
-    fn list_auxiliary_states(&self) -> Vec<String> {
-        self.inner.list_auxiliary_states()
+    fn list_auxiliary_states(&self) -> PyResult<Vec<String>> {
+        guard("list_auxiliary_states", || {
+            Ok(self.inner.list_auxiliary_states())
+        })
     }
 
-    fn list_inputs(&self) -> Vec<String> {
-        self.inner.list_inputs()
+    fn list_inputs(&self) -> PyResult<Vec<String>> {
+        guard("list_inputs", || Ok(self.inner.list_inputs()))
     }
 
-    fn internals(&self) -> PySymbol {
-        wrap(self.inner.internals())
+    fn internals(&self) -> PyResult<PySymbol> {
+        guard("get_internals", || Ok(wrap(self.inner.internals())))
     }
 
-    fn children(&self) -> Option<PySymbol> {
-        self.inner.children().map(wrap)
+    fn children(&self) -> PyResult<Option<PySymbol>> {
+        guard("get_children", || Ok(self.inner.children().map(wrap)))
     }
 
     fn output(&self, index: usize) -> PyResult<PySymbol> {
-        self.inner.output(index).map(wrap).py()
+        guard("Symbol.__getitem__", || {
+            self.inner.output(index).map(wrap).py()
+        })
     }
 
-    fn num_outputs(&self) -> usize {
-        self.inner.outputs.len()
+    fn num_outputs(&self) -> PyResult<usize> {
+        guard("num_outputs", || Ok(self.inner.outputs.len()))
     }
 
     /// The single output node's name, or `None` for a group.
-    fn name(&self) -> Option<String> {
-        self.inner.name()
+    fn name(&self) -> PyResult<Option<String>> {
+        guard("name", || Ok(self.inner.name()))
     }
 
     /// Names of the distinct nodes the outputs come from, with each output's index.
-    fn output_nodes(&self) -> Vec<(String, usize, bool)> {
-        self.inner
-            .outputs
-            .iter()
-            .map(|e| (e.node.name.clone(), e.index, e.node.is_variable()))
-            .collect()
+    fn output_nodes(&self) -> PyResult<Vec<(String, usize, bool)>> {
+        guard("output_nodes", || {
+            Ok(self
+                .inner
+                .outputs
+                .iter()
+                .map(|e| (e.node.name.clone(), e.index, e.node.is_variable()))
+                .collect())
+        })
     }
 
     /// One attribute of the single output node (as stored, or by its hidden spelling).
     fn attr(&self, key: &str) -> PyResult<Option<String>> {
-        let node = self.inner.single_node("attr").py()?;
-        Ok(listed_attrs(&node.attrs.read()).get(key).cloned())
+        guard("attr", || {
+            let node = self.inner.single_node("attr").py()?;
+            Ok(listed_attrs(&node.attrs.read()).get(key).cloned())
+        })
     }
 
     /// The single output node's attributes as `list_attr` shows them.
     fn list_attr(&self) -> PyResult<Attrs> {
-        let node = self.inner.single_node("list_attr").py()?;
-        Ok(listed_attrs(&node.attrs.read()))
+        guard("list_attr", || {
+            let node = self.inner.single_node("list_attr").py()?;
+            Ok(listed_attrs(&node.attrs.read()))
+        })
     }
 
-    fn attr_dict(&self) -> Vec<(String, Attrs)> {
-        self.inner.attr_dict()
+    fn attr_dict(&self) -> PyResult<Vec<(String, Attrs)>> {
+        guard("attr_dict", || Ok(self.inner.attr_dict()))
     }
 
-    fn set_attr(&self, key: &str, value: &str) {
-        self.inner.set_attr(key, value)
+    fn set_attr(&self, key: &str, value: &str) -> PyResult<()> {
+        guard("_set_attr", || {
+            self.inner.set_attr(key, value);
+            Ok(())
+        })
     }
 
     /// The operator of the single output node, or `null` for a variable.
     fn op_name(&self) -> PyResult<&'static str> {
-        Ok(self.inner.single_node("op name").py()?.op_name())
+        guard("op name", || {
+            Ok(self.inner.single_node("op name").py()?.op_name())
+        })
     }
 
     /// Replaces variables by other symbols (positionally in argument order, or by name).
@@ -183,12 +201,14 @@ impl PySymbol {
         args: Vec<PyRef<'_, PySymbol>>,
         kwargs: Vec<(String, PyRef<'_, PySymbol>)>,
     ) -> PyResult<PySymbol> {
-        let args: Vec<Symbol> = args.iter().map(|s| s.inner.clone()).collect();
-        let kwargs: Vec<(String, Symbol)> = kwargs
-            .iter()
-            .map(|(k, s)| (k.clone(), s.inner.clone()))
-            .collect();
-        compose::compose(&self.inner, &args, &kwargs).map(wrap).py()
+        guard("compose", || {
+            let args: Vec<Symbol> = args.iter().map(|s| s.inner.clone()).collect();
+            let kwargs: Vec<(String, Symbol)> = kwargs
+                .iter()
+                .map(|(k, s)| (k.clone(), s.inner.clone()))
+                .collect();
+            compose::compose(&self.inner, &args, &kwargs).map(wrap).py()
+        })
     }
 
     /// `(argument, output, auxiliary)` shapes from known input shapes by name; unknown
