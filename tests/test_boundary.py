@@ -94,3 +94,24 @@ def test_an_error_in_an_async_op_names_it_at_the_wait(ctx):
     with pytest.raises(mx.MXNetError) as info:
         mx.nd.reshape(x, shape=(3, 3)).wait_to_read()
     assert info.value.op == "Reshape"
+
+
+def test_arrays_from_the_core_are_of_the_python_class(ctx):
+    from rsmx import _core
+
+    a = mx.nd.ones((2, 3), ctx=ctx)
+    made = [a, a + 1, 2 * a, a[0], a[0:1], a.reshape((3, 2)), mx.nd.array([1.0], ctx=ctx)]
+    made += mx.nd.split(a, num_outputs=3, axis=1)
+    assert all(type(x) is mx.nd.NDArray for x in made)
+    assert issubclass(mx.nd.NDArray, _core.NDArrayBase)
+    # The core class holds only what the core defines; MXNet's Python methods live on
+    # the subclass.
+    assert not hasattr(_core.NDArrayBase, "asnumpy")
+    assert "asnumpy" in vars(mx.nd.NDArray)
+
+
+def test_only_a_subclass_of_the_core_class_can_be_the_array_class():
+    from rsmx import _core
+
+    with pytest.raises(mx.MXNetError, match="subclass of NDArrayBase"):
+        _core._set_array_class(dict)

@@ -1,7 +1,7 @@
 //! `_core.ExecutorHandle`: a bound symbol behind `rsmx.executor.Executor`.
 
 use super::errors::{guard, guard_detached, IntoPy};
-use super::ndarray::{context_of, PyNDArray};
+use super::ndarray::{context_of, wrap, PyNDArray};
 use super::symbol::PySymbol;
 use crate::error::Error;
 use crate::executor::{self, BindArgs, Executor};
@@ -29,9 +29,7 @@ fn req_of(s: &str) -> PyResult<OpReq> {
 }
 
 fn arrays(py: Python<'_>, v: &[crate::ndarray::NDArray]) -> PyResult<Vec<Py<PyNDArray>>> {
-    v.iter()
-        .map(|a| Py::new(py, PyNDArray::new(a.clone())))
-        .collect()
+    v.iter().map(|a| wrap(py, a.clone())).collect()
 }
 
 /// Binds a symbol to arrays (lists in `list_arguments` / `list_auxiliary_states` order).

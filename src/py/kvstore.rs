@@ -1,7 +1,7 @@
 //! `_core.KVStoreHandle`: the store behind `rsmx.kvstore.KVStore`.
 
 use super::errors::{guard, guard_detached, IntoPy};
-use super::ndarray::PyNDArray;
+use super::ndarray::{wrap, PyNDArray};
 use super::optim::{key_of, key_to_py, PyFusedOptimizer};
 use crate::kvstore::{self, Key, Store};
 use crate::ndarray::NDArray;
@@ -18,10 +18,6 @@ fn arrays_of(v: &[PyRef<'_, PyNDArray>]) -> Vec<NDArray> {
 
 fn writable_of(v: &[PyRef<'_, PyNDArray>]) -> PyResult<Vec<NDArray>> {
     v.iter().map(|a| a.writable_inner()).collect()
-}
-
-fn wrap(py: Python<'_>, a: NDArray) -> PyResult<Py<PyNDArray>> {
-    Py::new(py, PyNDArray::new(a))
 }
 
 /// `(key, pushed sum, stored value)` for a Python updater.

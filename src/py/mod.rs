@@ -41,9 +41,7 @@ fn invoke(
         let mut res = crate::imperative::invoke(&opref, &ins, outs, ctx, is_train).py()?;
         // Hidden outputs (a dropout mask, a pooling index) stay inside.
         res.truncate(opref.num_visible_outputs().max(1));
-        res.into_iter()
-            .map(|a| Py::new(py, PyNDArray::new(a)))
-            .collect()
+        res.into_iter().map(|a| ndarray::wrap(py, a)).collect()
     })
 }
 
@@ -153,6 +151,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<optim::PyFusedOptimizer>()?;
     m.add_function(wrap_pyfunction!(executor::bind, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::_set_numpy_types, m)?)?;
+    m.add_function(wrap_pyfunction!(ndarray::_set_array_class, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::empty, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(invoke, m)?)?;
@@ -205,7 +204,7 @@ fn wrap_loaded(
 ) -> PyResult<Loaded> {
     let arrays = arrays
         .into_iter()
-        .map(|a| Py::new(py, PyNDArray::new(a)))
+        .map(|a| ndarray::wrap(py, a))
         .collect::<PyResult<Vec<_>>>()?;
     Ok((arrays, names))
 }

@@ -1,5 +1,6 @@
-//! The `NDArray` Python class: a handle on a core array, with the hot paths (arithmetic,
-//! views, properties) in Rust; `rsmx.ndarray` adds the rest of MXNet's methods in Python.
+//! `_core.NDArrayBase`: a handle on a core array with the hot paths (arithmetic, views,
+//! properties) in Rust. `rsmx.ndarray.NDArray` subclasses it with the rest of MXNet's
+//! methods and registers itself, so arrays the core returns are of that class.
 
 use super::errors::{guard, guard_detached, IntoPy};
 use crate::context::{Context, DeviceType};
@@ -10,13 +11,15 @@ use crate::ndarray::{copy, NDArray};
 use crate::op::{self, Attrs, OpRef};
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
+use pyo3::impl_::pyclass_init::PyObjectInit;
 use pyo3::prelude::*;
+use pyo3::pyclass_init::PyClassInitializer;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
 use std::sync::OnceLock;
 
-/// The Python class behind `mx.nd.NDArray`.
-#[pyclass(name = "NDArray", module = "rsmx.ndarray.ndarray", subclass, weakref)]
+/// The base class of `mx.nd.NDArray`.
+#[pyclass(name = "NDArrayBase", module = "rsmx._core", subclass, weakref)]
 pub struct PyNDArray {
     pub inner: NDArray,
     writable: bool,
@@ -29,6 +32,49 @@ impl PyNDArray {
             writable: true,
         }
     }
+
+    /// A Python object of the registered array class (`mx.nd.NDArray`) holding `self`;
+    /// of the base class until one is registered.
+    pub fn into_object(self, py: Python<'_>) -> PyResult<Py<PyNDArray>> {
+        let init = PyClassInitializer::from(self);
+        let Some(class) = ARRAY_CLASS.get(py) else {
+            return Py::new(py, init);
+        };
+        // SAFETY: `class` is a subclass of NDArrayBase (checked when it was registered).
+        // This is the initializer pyo3's generated `__new__` runs for subclasses: it
+        // allocates through the subclass's own `tp_alloc` (which sizes its slots and
+        // dict) and fills in the base part.
+        unsafe {
+            let ptr = init.into_new_object(py, class.bind(py).as_type_ptr())?;
+            Ok(Bound::from_owned_ptr(py, ptr)
+                .cast_into_unchecked::<PyNDArray>()
+                .unbind())
+        }
+    }
+}
+
+/// A new Python array object for `a`.
+pub fn wrap(py: Python<'_>, a: NDArray) -> PyResult<Py<PyNDArray>> {
+    PyNDArray::new(a).into_object(py)
+}
+
+/// The class arrays are made as, registered by `rsmx.ndarray`.
+static ARRAY_CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// Makes `cls`, a Python subclass of NDArrayBase, the class of every array the core
+/// returns.
+#[pyfunction]
+pub fn _set_array_class(py: Python<'_>, cls: Bound<'_, PyType>) -> PyResult<()> {
+    guard("_set_array_class", || {
+        if !cls.is_subclass(&py.get_type::<PyNDArray>())? {
+            return Err(Error::Type(
+                "the array class must be a subclass of NDArrayBase".into(),
+            ))
+            .py();
+        }
+        let _ = ARRAY_CLASS.set(py, cls.unbind());
+        Ok(())
+    })
 }
 
 /// numpy's scalar types in dtype-flag order, installed by `rsmx.ndarray` at import.
@@ -99,10 +145,6 @@ fn scalar_name(a: Arith, reverse: bool) -> &'static str {
         (Arith::Pow, false) => "_power_scalar",
         (Arith::Pow, true) => "_rpower_scalar",
     }
-}
-
-fn wrap(py: Python<'_>, a: NDArray) -> PyResult<Py<PyNDArray>> {
-    Py::new(py, PyNDArray::new(a))
 }
 
 /// `lhs <op> rhs` where `rhs` is an NDArray or a number; `reverse` computes `rhs <op> lhs`;
@@ -294,7 +336,7 @@ impl PyNDArray {
     }
 
     /// Row `i` of the first axis, sharing memory.
-    fn _at(&self, i: i64) -> PyResult<PyNDArray> {
+    fn _at(&self, py: Python<'_>, i: i64) -> PyResult<Py<PyNDArray>> {
         guard("__getitem__", || {
             let n = *self.inner.shape().first().unwrap_or(&0) as i64;
             let j = if i < 0 { i + n } else { i };
@@ -304,21 +346,24 @@ impl PyNDArray {
                 )))
                 .py();
             }
-            Ok(self.view(self.inner.at_view(j as usize).py()?))
+            self.view(self.inner.at_view(j as usize).py()?)
+                .into_object(py)
         })
     }
 
     /// Rows `begin..end` of the first axis, sharing memory.
-    fn _slice(&self, begin: usize, end: usize) -> PyResult<PyNDArray> {
+    fn _slice(&self, py: Python<'_>, begin: usize, end: usize) -> PyResult<Py<PyNDArray>> {
         guard("slice", || {
-            Ok(self.view(self.inner.slice_view(begin, end).py()?))
+            self.view(self.inner.slice_view(begin, end).py()?)
+                .into_object(py)
         })
     }
 
     /// The same memory seen with another shape of the same size.
-    fn _reshape_view(&self, shape: Vec<usize>) -> PyResult<PyNDArray> {
+    fn _reshape_view(&self, py: Python<'_>, shape: Vec<usize>) -> PyResult<Py<PyNDArray>> {
         guard("reshape", || {
-            Ok(self.view(self.inner.reshape_view(&shape).py()?))
+            self.view(self.inner.reshape_view(&shape).py()?)
+                .into_object(py)
         })
     }
 
@@ -429,15 +474,16 @@ fn check_numpy(a: &Bound<'_, PyUntypedArray>, nbytes: usize, dtype: DType) -> Py
 /// A new array with uninitialised contents.
 #[pyfunction]
 pub fn empty(
+    py: Python<'_>,
     shape: Vec<usize>,
     dtype_flag: i32,
     dev_type: i32,
     dev_id: i32,
-) -> PyResult<PyNDArray> {
+) -> PyResult<Py<PyNDArray>> {
     guard("empty", || {
         let ctx = context_of(dev_type, dev_id)?;
         let dtype = DType::from_flag(dtype_flag).py()?;
-        Ok(PyNDArray::new(NDArray::empty(&shape, dtype, ctx).py()?))
+        wrap(py, NDArray::empty(&shape, dtype, ctx).py()?)
     })
 }
 
@@ -448,7 +494,7 @@ pub fn from_numpy(
     dtype_flag: i32,
     dev_type: i32,
     dev_id: i32,
-) -> PyResult<PyNDArray> {
+) -> PyResult<Py<PyNDArray>> {
     guard("array", || {
         let ctx = context_of(dev_type, dev_id)?;
         let dtype = DType::from_flag(dtype_flag).py()?;
@@ -463,6 +509,6 @@ pub fn from_numpy(
             };
             copy::write_from_host_now(&a, data).py()?;
         }
-        Ok(PyNDArray::new(a))
+        wrap(src.py(), a)
     })
 }

@@ -2,7 +2,7 @@
 //! Python ints or strings.
 
 use super::errors::{guard, guard_detached, IntoPy};
-use super::ndarray::PyNDArray;
+use super::ndarray::{wrap, PyNDArray};
 use crate::error::Error;
 use crate::optim::{FusedOptimizer, ParamKey};
 use pyo3::prelude::*;
@@ -69,10 +69,7 @@ impl PyFusedOptimizer {
             let states = guard_detached(py, "FusedOptimizer.create_state", || {
                 self.inner.create_state(&key, w)
             })?;
-            states
-                .into_iter()
-                .map(|a| Py::new(py, PyNDArray::new(a)))
-                .collect()
+            states.into_iter().map(|a| wrap(py, a)).collect()
         })
     }
 

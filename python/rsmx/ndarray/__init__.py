@@ -8,7 +8,7 @@ import types
 
 from . import ndarray as _ndarray_module
 from .ndarray import *  # noqa: F403
-from .ndarray import NDArray, _install_methods
+from .ndarray import NDArray
 from .register import register_all as _register_all
 
 _internal = types.ModuleType(__name__ + "._internal", "Operators whose names start with '_'.")
@@ -16,7 +16,6 @@ op = types.ModuleType(__name__ + ".op", "Every registered operator.")
 sys.modules[_internal.__name__] = _internal
 sys.modules[op.__name__] = op
 _register_all(sys.modules[__name__], _internal, op)
-_install_methods()
 
 # Python functions with the same names as operators take precedence, as in MXNet.
 for _name in _ndarray_module.__all__:

@@ -1,5 +1,5 @@
-"""The NDArray class (a core type extended here with MXNet's Python methods) and the
-functions that create arrays."""
+"""The NDArray class (a subclass of the core's NDArrayBase with MXNet's Python methods)
+and the functions that create arrays."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import numpy as np
 from .. import _core
 from ..base import MXNetTypeError, MXNetValueError, integer_types, numeric_types
 from ..context import Context, current_context
-
-NDArray = _core.NDArray
 
 __all__ = [
     "NDArray",
@@ -281,9 +279,14 @@ def negative(data: NDArray) -> NDArray:
 # ------------------------------------------------------------ the methods
 
 
-class _Methods:
-    """MXNet's NDArray methods written in Python; copied onto the core NDArray type."""
+class NDArray(_core.NDArrayBase):
+    """An n-dimensional array on a device, computed on asynchronously by the engine.
 
+    The arithmetic operators, views and properties are the core's (``NDArrayBase``);
+    every array the core returns is of this class.
+    """
+
+    __slots__ = ()
     __array_priority__ = 1000.0
 
     @property
@@ -484,7 +487,7 @@ _OP_METHODS = [
     "softsign", "relu", "floor", "ceil", "round", "rint", "fix", "trunc", "one_hot", "take", "pick",
     "topk", "sort", "argsort", "split", "slice", "slice_axis", "slice_like", "broadcast_to",
     "broadcast_like", "broadcast_axes", "swapaxes", "zeros_like", "ones_like", "dot", "softmax",
-    "log_softmax", "diag", "space_to_depth", "depth_to_space",
+    "log_softmax", "diag", "space_to_depth", "depth_to_space", "broadcast_axis",
 ]
 
 
@@ -493,23 +496,15 @@ def _make_method(name: str) -> Any:
         return _op(name)(self, *args, **kwargs)
 
     method.__name__ = name
+    method.__qualname__ = f"NDArray.{name}"
     method.__doc__ = f"Same as ``mx.nd.{name}(self, ...)``."
     return method
 
 
-def _install_methods() -> None:
-    for k, v in vars(_Methods).items():
-        if k in ("__dict__", "__weakref__", "__module__", "__qualname__", "__doc__"):
-            continue
-        setattr(NDArray, k, v)
-    from . import op
+def _registered_ops() -> set[str]:
+    return {n for name, aliases, *_ in _core.list_ops() for n in (name, *aliases)}
 
-    for name in _OP_METHODS:
-        if hasattr(op, name):
-            setattr(NDArray, name, _make_method(name))
 
-    def broadcast_axis(self: NDArray, *args: Any, **kwargs: Any) -> Any:
-        return _op("broadcast_axis")(self, *args, **kwargs)
-
-    NDArray.broadcast_axis = broadcast_axis
-
+for _name in sorted(set(_OP_METHODS) & _registered_ops()):
+    setattr(NDArray, _name, _make_method(_name))
+_core._set_array_class(NDArray)
