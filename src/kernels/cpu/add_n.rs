@@ -51,7 +51,7 @@ fn sum_kernel<T: Num>(out: &mut [T], ins: &[&[T]], keep: usize) {
 }
 
 /// `out (=|+=) sum(inputs)`; an input that is the output itself counts as its old value.
-pub fn sum_into(op: &str, inputs: &[TBlob], out: &TBlob, req: OpReq) -> Result<()> {
+fn sum_into(op: &str, inputs: &[TBlob], out: &TBlob, req: OpReq) -> Result<()> {
     if req == OpReq::Null {
         return Ok(());
     }

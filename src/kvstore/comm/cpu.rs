@@ -1,14 +1,14 @@
-//! `CommCpu`: sums on the host and broadcasts through the copy path, both as prioritised
-//! CPU work. The only place the store calls kernels.
+//! `CommCpu`: sums on the host with the registered `add_n` operator and broadcasts
+//! through the copy path, both as prioritised CPU work.
 
 use super::Comm;
 use crate::context::Context;
 use crate::engine::{self, FnProperty, Var};
 use crate::error::{Error, Result};
-use crate::kernels::cpu::add_n::sum_into;
+use crate::kernels::{call_kernel, kernel_for};
 use crate::ndarray::copy::copy_prioritized;
 use crate::ndarray::{NDArray, TBlob};
-use crate::op::OpReq;
+use crate::op::{self, Attrs, OpContext, OpRef, OpReq};
 use smallvec::SmallVec;
 
 /// Keeps every key on `cpu(0)` and sums there (`local`, `local_allreduce_cpu`,
@@ -37,11 +37,22 @@ impl Comm for CommCpu {
                 return Ok(());
             }
         }
+        let ctx = target.context();
+        let sum = add_n(values.len())?;
+        let kernel = kernel_for(sum.as_ref(), ctx)?;
         let ins: SmallVec<[TBlob; 8]> = values.iter().map(|v| v.blob()).collect();
-        let out = target.blob();
+        let out = [target.blob()];
+        let req = if values.iter().any(|v| v.overlaps(target)) {
+            [OpReq::WriteInplace]
+        } else {
+            [OpReq::Write]
+        };
         let reads: SmallVec<[Var; 8]> = values.iter().map(|v| v.var().clone()).collect();
         engine::get().push_sync(
-            Box::new(move |_| sum_into("KVStoreReduce", &ins, &out, OpReq::Write)),
+            Box::new(move |_| {
+                let mut octx = OpContext::new(ctx, false);
+                call_kernel(kernel, sum.as_ref(), &mut octx, &ins, &out, &req)
+            }),
             target.context(),
             &reads,
             std::slice::from_ref(target.var()),
@@ -67,6 +78,12 @@ impl Comm for CommCpu {
         }
         Ok(())
     }
+}
+
+/// The `add_n` operator over `n` arrays.
+fn add_n(n: usize) -> Result<OpRef> {
+    let attrs = Attrs::from([("num_args".to_string(), n.to_string())]);
+    op::find("add_n")?.build(&attrs)
 }
 
 #[cfg(test)]
