@@ -161,6 +161,12 @@ def test_like_and_shuffle(ctx):
     s = mx.nd.shuffle(mx.nd.array(data, ctx=ctx)).asnumpy()
     assert sorted(s[:, 0].tolist()) == data[:, 0].tolist()
     np.testing.assert_array_equal(s[:, 1] - s[:, 0], np.ones(10))
+    # In place: the output is the input.
+    a = mx.nd.array(data, ctx=ctx)
+    mx.nd.shuffle(a, out=a)
+    s = a.asnumpy()
+    assert sorted(s[:, 0].tolist()) == data[:, 0].tolist()
+    np.testing.assert_array_equal(s[:, 2] - s[:, 0], 2 * np.ones(10))
 
 
 def test_multinomial(ctx):

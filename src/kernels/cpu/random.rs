@@ -8,7 +8,7 @@ use crate::dtype::Element;
 use crate::error::Result;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
+use crate::ndarray::{InOut, TBlob};
 use crate::op::random::{Dist, Multinomial, Random, Sample, Shuffle};
 use crate::op::{OpContext, OpReq};
 use crate::shape::size_of;
@@ -249,9 +249,14 @@ impl CpuKernel for Multinomial {
     }
 }
 
-fn shuffle_rows<T: Elem>(src: &[T], out: &mut [T], row: usize, order: &[usize], add: bool) {
+fn shuffle_rows<T: Elem>(data: &TBlob, out: &TBlob, row: usize, order: &[usize], add: bool) {
     // Copy first: the output may be the input (in-place shuffle).
-    let src = src.to_vec();
+    let mut io = data.in_out::<T>(out);
+    let src = io.input().to_vec();
+    let out = match &mut io {
+        InOut::Same(o) => &mut **o,
+        InOut::Apart(_, o) => &mut **o,
+    };
     for (dst, &j) in out.chunks_mut(row).zip(order) {
         for (o, &v) in dst.iter_mut().zip(&src[j * row..(j + 1) * row]) {
             store(o, v, add);
@@ -279,7 +284,7 @@ impl CpuKernel for Shuffle {
             return Ok(());
         }
         let add = req[0] == OpReq::Add;
-        dispatch_dtype!(data.dtype, T => shuffle_rows::<T>(data.slice(), outputs[0].slice_mut(), row, &order, add));
+        dispatch_dtype!(data.dtype, T => shuffle_rows::<T>(data, &outputs[0], row, &order, add));
         Ok(())
     }
 }
