@@ -50,6 +50,14 @@ impl Param {
     }
 }
 
+/// The type MXNet's documentation gives a dtype attribute that takes every numeric type.
+pub const ALL_TYPES: &str =
+    "{'bfloat16', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}";
+
+/// As [`ALL_TYPES`], with `bool`.
+pub const ALL_TYPES_WITH_BOOL: &str =
+    "{'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}";
+
 /// A value [`Params::get`] can parse from an attribute string.
 pub trait FromAttr: Sized {
     /// What the string should look like, for errors.
@@ -108,6 +116,14 @@ impl FromAttr for String {
     const EXPECTED: &'static str = "a string";
     fn from_attr(s: &str) -> Option<String> {
         Some(unquote(s).to_string())
+    }
+}
+
+/// A tuple whose entries may be `None` (slice begin, end and step).
+impl FromAttr for Vec<Option<i64>> {
+    const EXPECTED: &'static str = "a tuple of integers or None";
+    fn from_attr(s: &str) -> Option<Vec<Option<i64>>> {
+        parse_opt_tuple(s)
     }
 }
 

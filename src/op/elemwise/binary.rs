@@ -323,7 +323,7 @@ pub(crate) const SCALAR: &[ScalarEntry] = &[
 ];
 
 const SCALAR_PARAMS: &[Param] = &[
-    Param::new("scalar", "float", "1", "Scalar input value"),
+    Param::new("scalar", "double", "1", "Scalar input value"),
     Param::new(
         "is_int",
         "boolean",
