@@ -231,3 +231,23 @@ def test_operator_docstrings_show_declared_attributes():
         assert "num_hidden : int, required" in doc
         assert "flatten : boolean, optional, default=True" in doc
         assert "Whether to disable bias parameter." in doc
+
+
+def test_operator_docstrings_list_types_and_defaults_beyond_nn():
+    for f in (mx.nd.sum, mx.sym.sum):
+        doc = f.__doc__
+        assert "axis : Shape or None, optional, default=None" in doc
+        assert "keepdims : boolean, optional, default=False" in doc
+        assert "exclude : boolean, optional, default=False" in doc
+        assert "The axis or axes along which to perform the reduction." in doc
+    for f in (mx.nd.slice, mx.sym.slice):
+        doc = f.__doc__
+        assert "begin : Shape(tuple), required" in doc
+        assert "end : Shape(tuple), required" in doc
+        assert "step : Shape(tuple), optional, default=()" in doc
+        assert "starting indices for the slice operation" in doc
+    doc = mx.nd.topk.__doc__
+    assert "ret_typ : {'both', 'indices', 'mask', 'value'}, optional, default='indices'" in doc
+    assert "dtype : {'float16', 'float32', 'float64', 'int32', 'int64', 'uint8'}" in doc
+    assert "lr : float, required" in mx.nd.sgd_update.__doc__
+    assert "depth : int, required" in mx.sym.one_hot.__doc__

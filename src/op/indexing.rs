@@ -6,9 +6,10 @@ use crate::error::{Error, Result};
 use crate::op::grad::indexing::{
     CastBackward, GatherNdBackward, PickBackward, TakeBackward, WhereBackward,
 };
+use crate::op::params::{ALL_TYPES, ALL_TYPES_WITH_BOOL};
 use crate::op::{
-    check_inputs, shape_err, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params,
-    Registry,
+    check_inputs, infer, shape_err, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param,
+    ParamList, Params, Registry,
 };
 use crate::shape::{fmt_shape, norm_axis, Shape};
 use std::sync::Arc;
@@ -33,7 +34,7 @@ pub(crate) enum IndexMode {
 }
 
 pub(crate) fn mode_param(p: &Params, allowed: &[&'static str]) -> Result<IndexMode> {
-    Ok(match p.choice("mode", "clip", allowed)? {
+    Ok(match p.get_choice("mode", allowed)? {
         "wrap" => IndexMode::Wrap,
         "raise" => IndexMode::Raise,
         _ => IndexMode::Clip,
@@ -87,10 +88,25 @@ impl Operator for Take {
     }
 }
 
+const TAKE_PARAMS: &[Param] = &[
+    Param::new(
+        "axis",
+        "int",
+        "0",
+        "The axis of input array to be taken.For input tensor of rank r, it could be in the range of [-r, r-1]",
+    ),
+    Param::new(
+        "mode",
+        "{'clip', 'raise', 'wrap'}",
+        "'clip'",
+        "Specify how out-of-bound indices bahave. Default is \"clip\". \"clip\" means clip to the range. So, if all indices mentioned are too large, they are replaced by the index that addresses the last element along an axis. \"wrap\" means to wrap around. \"raise\" means to raise an error when index out of range.",
+    ),
+];
+
 pub(crate) fn create_take(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("take", attrs, &["axis", "mode"])?;
+    let p = Params::declared("take", attrs, TAKE_PARAMS)?;
     Ok(Arc::new(Take {
-        axis: p.int("axis", 0)?,
+        axis: p.get("axis")?,
         mode: mode_param(&p, &["clip", "raise", "wrap"])?,
     }))
 }
@@ -170,17 +186,35 @@ impl Operator for Pick {
     }
 }
 
+const PICK_PARAMS: &[Param] = &[
+    Param::new(
+        "axis",
+        "int or None",
+        "-1",
+        "int or None. The axis to picking the elements. Negative values means indexing from right to left; rsmx does not support `None` (picking from the flattened input).",
+    ),
+    Param::new(
+        "keepdims",
+        "boolean",
+        "False",
+        "If true, the axis where we pick the elements is left in the result as dimension with size one.",
+    ),
+    Param::new(
+        "mode",
+        "{'clip', 'wrap'}",
+        "'clip'",
+        "Specify how out-of-bound indices behave. Default is \"clip\". \"clip\" means clip to the range. So, if all indices mentioned are too large, they are replaced by the index that addresses the last element along an axis.  \"wrap\" means to wrap around.",
+    ),
+];
+
 pub(crate) fn create_pick(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("pick", attrs, &["axis", "keepdims", "mode"])?;
-    let axis = match p.raw("axis") {
-        None => -1,
-        Some(_) => p.opt_int("axis")?.ok_or_else(|| {
-            Error::Value("pick: axis=None is not supported by pick; an axis must be given".into())
-        })?,
-    };
+    let p = Params::declared("pick", attrs, PICK_PARAMS)?;
+    let axis = p.get::<Option<i64>>("axis")?.ok_or_else(|| {
+        Error::Value("pick: axis=None is not supported by pick; an axis must be given".into())
+    })?;
     Ok(Arc::new(Pick {
         axis,
-        keepdims: p.bool("keepdims", false)?,
+        keepdims: p.get("keepdims")?,
         mode: mode_param(&p, &["clip", "wrap"])?,
     }))
 }
@@ -216,19 +250,32 @@ impl Operator for OneHot {
     }
 }
 
+const ONE_HOT_PARAMS: &[Param] = &[
+    Param::required("depth", "int", "Depth of the one hot dimension."),
+    Param::new(
+        "on_value",
+        "double",
+        "1",
+        "The value assigned to the locations represented by indices.",
+    ),
+    Param::new(
+        "off_value",
+        "double",
+        "0",
+        "The value assigned to the locations not represented by indices.",
+    ),
+    Param::new("dtype", ALL_TYPES, "'float32'", "DType of the output"),
+];
+
 pub(crate) fn create_one_hot(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(
-        "one_hot",
-        attrs,
-        &["depth", "on_value", "off_value", "dtype"],
-    )?;
-    let depth = p.int_required("depth")?;
+    let p = Params::declared("one_hot", attrs, ONE_HOT_PARAMS)?;
+    let depth: i64 = p.get("depth")?;
     let depth = usize::try_from(depth).map_err(|_| {
         Error::Value(format!(
             "one_hot: depth must be a non-negative integer, got {depth}"
         ))
     })?;
-    let dtype = p.opt_dtype("dtype")?.unwrap_or(DType::F32);
+    let dtype = p.get::<Option<DType>>("dtype")?.unwrap_or(DType::F32);
     if dtype == DType::Bool {
         return Err(Error::Type(
             "one_hot: dtype bool is not supported; use a numeric dtype".into(),
@@ -236,8 +283,8 @@ pub(crate) fn create_one_hot(attrs: &Attrs) -> Result<OpRef> {
     }
     Ok(Arc::new(OneHot {
         depth,
-        on: p.float("on_value", 1.0)?,
-        off: p.float("off_value", 0.0)?,
+        on: p.get("on_value")?,
+        off: p.get("off_value")?,
         dtype,
     }))
 }
@@ -257,12 +304,28 @@ impl Operator for Where {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        // x, y and the output share one shape; a condition of that rank takes it too.
+        infer::check_count("where", inputs.len(), 3)?;
+        if let [_, Some(x), Some(y)] = &*inputs {
+            if x != y {
+                return Err(Error::Value(format!(
+                    "where: x and y must have the same shape, got {} and {}",
+                    fmt_shape(x),
+                    fmt_shape(y)
+                )));
+            }
+        }
+        // x, y and the output share one shape; the condition has it too, or is 1-d with
+        // one element per row of x.
         let (cond, xy) = inputs.split_at_mut(1);
-        crate::op::infer::same_shape("where", xy, outputs)?;
+        infer::same_shape("where", xy, outputs)?;
         if let (Some(c), Some(x)) = (&cond[0], &xy[0]) {
-            if c.len() == x.len() {
-                crate::op::assign_shape("where", "condition", &mut cond[0], x)?;
+            let rows_ok = c.len() == 1 && !x.is_empty() && c[0] == x[0];
+            if c != x && !rows_ok {
+                return Err(Error::Value(format!(
+                    "where: condition must have the shape of x {} or be 1-d with x.shape[0] elements, got {}",
+                    fmt_shape(x),
+                    fmt_shape(c)
+                )));
             }
         }
         Ok(())
@@ -279,24 +342,7 @@ impl Operator for Where {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("where", inputs, 3)?;
-        let (c, x, y) = (&inputs[0], &inputs[1], &inputs[2]);
-        if x != y {
-            return Err(Error::Value(format!(
-                "where: x and y must have the same shape, got {} and {}",
-                fmt_shape(x),
-                fmt_shape(y)
-            )));
-        }
-        let rows_ok = c.len() == 1 && !x.is_empty() && c[0] == x[0];
-        if c != x && !rows_ok {
-            return Err(Error::Value(format!(
-                "where: condition must have the shape of x {} or be 1-d with x.shape[0] elements, got {}",
-                fmt_shape(x),
-                fmt_shape(c)
-            )));
-        }
-        Ok(vec![x.clone()])
+        infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
@@ -333,7 +379,8 @@ impl Operator for Cast {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        crate::op::infer::same_shape("Cast", inputs, outputs)
+        infer::check_count("Cast", inputs.len(), 1)?;
+        infer::same_shape("Cast", inputs, outputs)
     }
 
     fn gradient(&self) -> Grad {
@@ -341,8 +388,7 @@ impl Operator for Cast {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("Cast", inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
+        infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_type(&self, _: &[DType]) -> Result<Vec<DType>> {
@@ -350,11 +396,16 @@ impl Operator for Cast {
     }
 }
 
+const CAST_PARAMS: &[Param] = &[Param::required(
+    "dtype",
+    ALL_TYPES_WITH_BOOL,
+    "Output data type.",
+)];
+
 pub(crate) fn create_cast(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("Cast", attrs, &["dtype"])?;
-    p.required("dtype")?;
+    let p = Params::declared("Cast", attrs, CAST_PARAMS)?;
     let dtype = p
-        .opt_dtype("dtype")?
+        .get::<Option<DType>>("dtype")?
         .ok_or_else(|| Error::Value("Cast: required argument 'dtype' is missing".into()))?;
     Ok(Arc::new(Cast { dtype }))
 }
@@ -441,6 +492,8 @@ impl Operator for ScatterNd {
 
 // ---------------------------------------------------------------------------------------
 
+const SCATTER_ND_PARAMS: &[Param] = &[Param::required("shape", "Shape(tuple)", "Shape of output.")];
+
 /// Registers the indexing operators.
 pub fn register(r: &mut Registry) {
     r.add(OpDef {
@@ -448,7 +501,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["a", "indices"],
         variadic: false,
-        params: ParamList::Names(&["axis", "mode"]),
+        params: ParamList::Declared(TAKE_PARAMS),
         doc: "Takes elements from an array along an axis at the given indices.",
         create: Box::new(create_take),
     });
@@ -457,7 +510,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["choose_element_0index"],
         inputs: &["data", "index"],
         variadic: false,
-        params: ParamList::Names(&["axis", "keepdims", "mode"]),
+        params: ParamList::Declared(PICK_PARAMS),
         doc: "Picks one element per position along an axis, at the given indices.",
         create: Box::new(create_pick),
     });
@@ -466,7 +519,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["indices"],
         variadic: false,
-        params: ParamList::Names(&["depth", "on_value", "off_value", "dtype"]),
+        params: ParamList::Declared(ONE_HOT_PARAMS),
         doc: "One-hot encoding of integer indices, in a new last axis of size depth.",
         create: Box::new(create_one_hot),
     });
@@ -475,10 +528,10 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["condition", "x", "y"],
         variadic: false,
-        params: ParamList::Names(&[]),
+        params: ParamList::Declared(&[]),
         doc: "Elements of x where condition is non-zero, else of y.",
         create: Box::new(|attrs| {
-            Params::new("where", attrs, &[])?;
+            Params::declared("where", attrs, &[])?;
             Ok(Arc::new(Where) as OpRef)
         }),
     });
@@ -487,7 +540,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["cast"],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(&["dtype"]),
+        params: ParamList::Declared(CAST_PARAMS),
         doc: "Converts every element to dtype (floats truncate toward zero).",
         create: Box::new(create_cast),
     });
@@ -496,10 +549,10 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "indices"],
         variadic: false,
-        params: ParamList::Names(&[]),
+        params: ParamList::Declared(&[]),
         doc: "Gathers slices of data at the N-d indices given by the first axis of indices.",
         create: Box::new(|attrs| {
-            Params::new("gather_nd", attrs, &[])?;
+            Params::declared("gather_nd", attrs, &[])?;
             Ok(Arc::new(GatherNd) as OpRef)
         }),
     });
@@ -508,11 +561,11 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "indices"],
         variadic: false,
-        params: ParamList::Names(&["shape"]),
+        params: ParamList::Declared(SCATTER_ND_PARAMS),
         doc: "Scatters data into a zero array of the given shape at the N-d indices.",
         create: Box::new(|attrs| {
-            let p = Params::new("scatter_nd", attrs, &["shape"])?;
-            let shape = shape_dims("scatter_nd", "shape", &p.tuple_required("shape")?)?;
+            let p = Params::declared("scatter_nd", attrs, SCATTER_ND_PARAMS)?;
+            let shape = shape_dims("scatter_nd", "shape", &p.get::<Vec<i64>>("shape")?)?;
             Ok(Arc::new(ScatterNd { shape }) as OpRef)
         }),
     });

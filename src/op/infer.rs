@@ -3,7 +3,7 @@
 //! one, from which [`shapes_from_partial`] and [`types_from_partial`] give the full one,
 //! so the imperative path and the graph passes can never disagree.
 
-use super::{assign_shape, Operator};
+use super::Operator;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::Shape;
@@ -63,8 +63,20 @@ pub fn types_from_partial<O: Operator + ?Sized>(op: &O, inputs: &[DType]) -> Res
         .collect()
 }
 
+/// Checks that an operator got `want` inputs (`got`), as the partial inferences do
+/// before anything else.
+pub fn check_count(op: &str, got: usize, want: usize) -> Result<()> {
+    if got != want {
+        return Err(Error::Value(format!(
+            "{op}: expected {want} input(s), got {got}"
+        )));
+    }
+    Ok(())
+}
+
 /// Gives every unknown slot among `inputs` and `outputs` the shape of the first known one
-/// and checks the known ones agree.
+/// and checks the known ones agree: the shape inference of every element-wise operator.
+/// Allocates nothing unless shapes disagree.
 pub fn same_shape(
     op: &str,
     inputs: &mut [Option<Shape>],
@@ -79,11 +91,23 @@ pub fn same_shape(
     else {
         return Ok(());
     };
-    for (i, slot) in inputs.iter_mut().enumerate() {
-        assign_shape(op, &format!("input {i}"), slot, &known)?;
-    }
-    for (i, slot) in outputs.iter_mut().enumerate() {
-        assign_shape(op, &format!("output {i}"), slot, &known)?;
+    fill_shapes(op, "input", inputs, &known)?;
+    fill_shapes(op, "output", outputs, &known)
+}
+
+fn fill_shapes(op: &str, what: &str, slots: &mut [Option<Shape>], known: &Shape) -> Result<()> {
+    for (i, slot) in slots.iter_mut().enumerate() {
+        match slot {
+            Some(have) if have != known => {
+                return Err(Error::Value(format!(
+                    "{op}: shape inconsistent for {what} {i}: expected {}, got {}",
+                    crate::shape::fmt_shape(known),
+                    crate::shape::fmt_shape(have)
+                )))
+            }
+            Some(_) => {}
+            None => *slot = Some(known.clone()),
+        }
     }
     Ok(())
 }

@@ -3,7 +3,10 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::op::{check_inputs, Attrs, Grad, OpDef, OpRef, Operator, ParamList, Params, Registry};
+use crate::op::params::{ALL_TYPES, ALL_TYPES_WITH_BOOL};
+use crate::op::{
+    check_inputs, Attrs, Grad, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
+};
 use crate::shape::Shape;
 use std::sync::Arc;
 
@@ -60,7 +63,7 @@ impl Operator for Init {
 }
 
 pub(crate) fn shape_attr(p: &Params, key: &str) -> Result<Shape> {
-    let dims = p.tuple(key, &[])?;
+    let dims: Vec<i64> = p.get::<Option<Vec<i64>>>(key)?.unwrap_or_default();
     dims.iter()
         .map(|&d| {
             usize::try_from(d).map_err(|_| {
@@ -74,19 +77,100 @@ pub(crate) fn shape_attr(p: &Params, key: &str) -> Result<Shape> {
 }
 
 pub(crate) fn dtype_attr(p: &Params) -> Result<DType> {
-    Ok(p.opt_dtype("dtype")?.unwrap_or(DType::F32))
+    Ok(p.get::<Option<DType>>("dtype")?.unwrap_or(DType::F32))
 }
 
+const SHAPE: Param = Param::new("shape", "Shape(tuple)", "()", "The shape of the output");
+const CTX: Param = Param::new(
+    "ctx",
+    "string",
+    "''",
+    "Context of output, in format [cpu|gpu|cpu_pinned](n).Only used for imperative calls.",
+);
+const DTYPE: Param = Param::new(
+    "dtype",
+    ALL_TYPES_WITH_BOOL,
+    "'float32'",
+    "Target data type.",
+);
+
+const FILLED_PARAMS: &[Param] = &[SHAPE, CTX, DTYPE];
+
+const FULL_PARAMS: &[Param] = &[
+    SHAPE,
+    CTX,
+    DTYPE,
+    Param::new(
+        "value",
+        "double",
+        "0",
+        "Value with which to fill newly created tensor",
+    ),
+];
+
+const ARANGE_PARAMS: &[Param] = &[
+    Param::new(
+        "start",
+        "double",
+        "0",
+        "Start of interval. The interval includes this value. The default start value is 0.",
+    ),
+    Param::new(
+        "stop",
+        "double or None",
+        "None",
+        "End of interval. The interval does not include this value, except in some cases where step is not an integer and floating point round-off affects the length of out.",
+    ),
+    Param::new("step", "double", "1", "Spacing between values."),
+    Param::new(
+        "repeat",
+        "int",
+        "1",
+        "The repeating time of all elements. E.g repeat=3, the element a will be repeated three times --> a, a, a.",
+    ),
+    Param::new(
+        "infer_range",
+        "boolean",
+        "False",
+        "When set to True, infer the stop position from the start, step, repeat, and output tensor size.",
+    ),
+    CTX,
+    Param::new("dtype", ALL_TYPES, "'float32'", "Target data type."),
+];
+
+const EYE_PARAMS: &[Param] = &[
+    Param::new("N", "long", "0", "Number of rows in the output."),
+    Param::new(
+        "M",
+        "long",
+        "0",
+        "Number of columns in the output. If 0, defaults to N",
+    ),
+    Param::new(
+        "k",
+        "long",
+        "0",
+        "Index of the diagonal. 0 (the default) refers to the main diagonal.A positive value refers to an upper diagonal.A negative value to a lower diagonal.",
+    ),
+    CTX,
+    Param::new(
+        "dtype",
+        "{'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}",
+        "'float32'",
+        "Target data type.",
+    ),
+];
+
 pub(crate) fn create_value(name: &'static str, value: Option<f64>, attrs: &Attrs) -> Result<OpRef> {
-    let allowed: &[&str] = if value.is_none() {
-        &["shape", "ctx", "dtype", "value"]
+    let decls = if value.is_none() {
+        FULL_PARAMS
     } else {
-        &["shape", "ctx", "dtype"]
+        FILLED_PARAMS
     };
-    let p = Params::new(name, attrs, allowed)?;
+    let p = Params::declared(name, attrs, decls)?;
     let v = match value {
         Some(v) => v,
-        None => p.float("value", 0.0)?,
+        None => p.get("value")?,
     };
     Ok(Arc::new(Init {
         name,
@@ -97,23 +181,11 @@ pub(crate) fn create_value(name: &'static str, value: Option<f64>, attrs: &Attrs
 
 pub(crate) fn create_arange(attrs: &Attrs) -> Result<OpRef> {
     let name = "_arange";
-    let p = Params::new(
-        name,
-        attrs,
-        &[
-            "start",
-            "stop",
-            "step",
-            "repeat",
-            "infer_range",
-            "ctx",
-            "dtype",
-        ],
-    )?;
-    let mut start = p.float("start", 0.0)?;
-    let stop = p.opt_float("stop")?;
-    let step = p.float("step", 1.0)?;
-    let repeat = p.usize("repeat", 1)?;
+    let p = Params::declared(name, attrs, ARANGE_PARAMS)?;
+    let mut start: f64 = p.get("start")?;
+    let stop: Option<f64> = p.get("stop")?;
+    let step: f64 = p.get("step")?;
+    let repeat: usize = p.get("repeat")?;
     let (start_v, stop_v) = match stop {
         Some(s) => (start, s),
         None => {
@@ -142,24 +214,21 @@ pub(crate) fn create_arange(attrs: &Attrs) -> Result<OpRef> {
 
 pub(crate) fn create_eye(attrs: &Attrs) -> Result<OpRef> {
     let name = "_eye";
-    let p = Params::new(name, attrs, &["N", "M", "k", "ctx", "dtype"])?;
-    let n = p.usize("N", 0)?;
-    let m = match p.usize("M", 0)? {
+    let p = Params::declared(name, attrs, EYE_PARAMS)?;
+    let n: usize = p.get("N")?;
+    let m = match p.get::<usize>("M")? {
         0 => n,
         m => m,
     };
     Ok(Arc::new(Init {
         name,
-        fill: Fill::Eye {
-            m,
-            k: p.int("k", 0)?,
-        },
+        fill: Fill::Eye { m, k: p.get("k")? },
         shape: Some((Shape::from_slice(&[n, m]), dtype_attr(&p)?)),
     }))
 }
 
 pub(crate) fn create_like(name: &'static str, value: f64, attrs: &Attrs) -> Result<OpRef> {
-    Params::new(name, attrs, &[])?;
+    Params::declared(name, attrs, &[])?;
     Ok(Arc::new(Init {
         name,
         fill: Fill::Value(value),
@@ -169,10 +238,10 @@ pub(crate) fn create_like(name: &'static str, value: f64, attrs: &Attrs) -> Resu
 
 /// Registers the creation operators.
 pub fn register(r: &mut Registry) {
-    let creation: [(&'static str, Option<f64>, &'static [&'static str]); 3] = [
-        ("_zeros", Some(0.0), &["shape", "ctx", "dtype"]),
-        ("_ones", Some(1.0), &["shape", "ctx", "dtype"]),
-        ("_full", None, &["shape", "ctx", "dtype", "value"]),
+    let creation: [(&'static str, Option<f64>, &'static [Param]); 3] = [
+        ("_zeros", Some(0.0), FILLED_PARAMS),
+        ("_ones", Some(1.0), FILLED_PARAMS),
+        ("_full", None, FULL_PARAMS),
     ];
     for (name, value, params) in creation {
         r.add(OpDef {
@@ -180,7 +249,7 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: &[],
             variadic: false,
-            params: ParamList::Names(params),
+            params: ParamList::Declared(params),
             doc: "A new array filled with one value.",
             create: Box::new(move |a| create_value(name, value, a)),
         });
@@ -190,15 +259,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &[],
         variadic: false,
-        params: ParamList::Names(&[
-            "start",
-            "stop",
-            "step",
-            "repeat",
-            "infer_range",
-            "ctx",
-            "dtype",
-        ]),
+        params: ParamList::Declared(ARANGE_PARAMS),
         doc: "Evenly spaced values in [start, stop).",
         create: Box::new(create_arange),
     });
@@ -207,7 +268,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &[],
         variadic: false,
-        params: ParamList::Names(&["N", "M", "k", "ctx", "dtype"]),
+        params: ParamList::Declared(EYE_PARAMS),
         doc: "A 2-D array with ones on the k-th diagonal.",
         create: Box::new(create_eye),
     });
@@ -217,7 +278,7 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: &["data"],
             variadic: false,
-            params: ParamList::Names(&[]),
+            params: ParamList::Declared(&[]),
             doc: "An array of the input's shape and dtype filled with one value.",
             create: Box::new(move |a| create_like(name, value, a)),
         });

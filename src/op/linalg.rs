@@ -5,7 +5,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::grad::linalg::DotBackward;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -238,17 +238,32 @@ impl Operator for BatchDot {
     }
 }
 
-pub(crate) const DOT_PARAMS: &[&str] = &["transpose_a", "transpose_b", "forward_stype"];
+pub(crate) const DOT_PARAMS: &[Param] = &[
+    Param::new(
+        "transpose_a",
+        "boolean",
+        "False",
+        "If true then transpose the first input before dot.",
+    ),
+    Param::new(
+        "transpose_b",
+        "boolean",
+        "False",
+        "If true then transpose the second input before dot.",
+    ),
+    Param::new(
+        "forward_stype",
+        "{None, 'csr', 'default', 'row_sparse'}",
+        "None",
+        "The desired storage type of the forward output given by user; only dense output is produced.",
+    ),
+];
 
 /// Reads the attributes shared by `dot` and `batch_dot`; only dense output is produced.
 pub(crate) fn transposes(op: &str, attrs: &Attrs) -> Result<(bool, bool)> {
-    let p = Params::new(op, attrs, DOT_PARAMS)?;
-    p.choice(
-        "forward_stype",
-        "None",
-        &["None", "default", "csr", "row_sparse"],
-    )?;
-    Ok((p.bool("transpose_a", false)?, p.bool("transpose_b", false)?))
+    let p = Params::declared(op, attrs, DOT_PARAMS)?;
+    p.get_choice("forward_stype", &["None", "default", "csr", "row_sparse"])?;
+    Ok((p.get("transpose_a")?, p.get("transpose_b")?))
 }
 
 /// A `dot` operator, for callers in the core.
@@ -274,7 +289,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["lhs", "rhs"],
         variadic: false,
-        params: ParamList::Names(DOT_PARAMS),
+        params: ParamList::Declared(DOT_PARAMS),
         doc: "Dot product of two arrays (N-d inputs are flattened to matrices).",
         create: Box::new(|attrs: &Attrs| -> Result<OpRef> {
             let (ta, tb) = transposes("dot", attrs)?;
@@ -286,7 +301,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["lhs", "rhs"],
         variadic: false,
-        params: ParamList::Names(DOT_PARAMS),
+        params: ParamList::Declared(DOT_PARAMS),
         doc: "Batched matrix product over the leading axes of two N-d (N >= 3) arrays.",
         create: Box::new(|attrs: &Attrs| -> Result<OpRef> {
             let (ta, tb) = transposes("batch_dot", attrs)?;

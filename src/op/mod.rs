@@ -311,13 +311,7 @@ pub fn same_dtype(op: &str, inputs: &[DType]) -> Result<DType> {
 
 /// Checks the number of inputs.
 pub fn check_inputs(op: &str, inputs: &[Shape], want: usize) -> Result<()> {
-    if inputs.len() != want {
-        return Err(Error::Value(format!(
-            "{op}: expected {want} input(s), got {}",
-            inputs.len()
-        )));
-    }
-    Ok(())
+    infer::check_count(op, inputs.len(), want)
 }
 
 /// An error saying the op got a shape it cannot take.

@@ -50,6 +50,14 @@ impl Param {
     }
 }
 
+/// The type MXNet's documentation gives a dtype attribute that takes every numeric type.
+pub const ALL_TYPES: &str =
+    "{'bfloat16', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}";
+
+/// As [`ALL_TYPES`], with `bool`.
+pub const ALL_TYPES_WITH_BOOL: &str =
+    "{'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}";
+
 /// A value [`Params::get`] can parse from an attribute string.
 pub trait FromAttr: Sized {
     /// What the string should look like, for errors.
@@ -111,6 +119,14 @@ impl FromAttr for String {
     }
 }
 
+/// A tuple whose entries may be `None` (slice begin, end and step).
+impl FromAttr for Vec<Option<i64>> {
+    const EXPECTED: &'static str = "a tuple of integers or None";
+    fn from_attr(s: &str) -> Option<Vec<Option<i64>>> {
+        parse_opt_tuple(s)
+    }
+}
+
 /// `None` (the string `None`) or a value.
 impl<T: FromAttr> FromAttr for Option<T> {
     const EXPECTED: &'static str = T::EXPECTED;
@@ -138,6 +154,26 @@ fn bad(op: &str, key: &str, value: &str, want: &str) -> Error {
     Error::Value(format!(
         "{op}: invalid value '{value}' for argument '{key}': expected {want}"
     ))
+}
+
+/// Rejects any attribute of `attrs` not among `names` (hidden `__x__` ones pass); the
+/// error lists the names the op takes.
+fn check_names<'n>(
+    op: &str,
+    attrs: &Attrs,
+    names: impl Iterator<Item = &'n str> + Clone,
+) -> Result<()> {
+    for key in attrs.keys() {
+        if key.starts_with("__") || names.clone().any(|n| n == key) {
+            continue;
+        }
+        let list = names.collect::<Vec<_>>().join(", ");
+        return Err(Error::Value(format!(
+            "{op}: unknown argument '{key}'; possible arguments: {}",
+            if list.is_empty() { "none" } else { &list }
+        )));
+    }
+    Ok(())
 }
 
 /// Parses an integer as MXNet does (plain decimal, possibly signed, surrounding spaces).
@@ -201,19 +237,7 @@ pub fn parse_opt_tuple(s: &str) -> Option<Vec<Option<i64>>> {
 impl<'a> Params<'a> {
     /// Checks that every attribute is one of `allowed` (hidden `__x__` attributes pass).
     pub fn new(op: &'a str, attrs: &'a Attrs, allowed: &[&str]) -> Result<Params<'a>> {
-        for key in attrs.keys() {
-            if key.starts_with("__") || allowed.contains(&key.as_str()) {
-                continue;
-            }
-            return Err(Error::Value(format!(
-                "{op}: unknown argument '{key}'; possible arguments: {}",
-                if allowed.is_empty() {
-                    "none".to_string()
-                } else {
-                    allowed.join(", ")
-                }
-            )));
-        }
+        check_names(op, attrs, allowed.iter().copied())?;
         Ok(Params {
             op,
             attrs,
@@ -222,42 +246,47 @@ impl<'a> Params<'a> {
     }
 
     /// Checks that every attribute is declared in `decls` (hidden `__x__` attributes
-    /// pass); [`Params::get`] then reads the declared defaults.
+    /// pass); [`Params::get`] then reads the declared defaults. Allocates nothing unless
+    /// an attribute is rejected.
     pub fn declared(op: &'a str, attrs: &'a Attrs, decls: &'a [Param]) -> Result<Params<'a>> {
-        let names: Vec<&str> = decls.iter().map(|d| d.name).collect();
-        let mut p = Params::new(op, attrs, &names)?;
-        p.decls = decls;
-        Ok(p)
+        check_names(op, attrs, decls.iter().map(|d| d.name))?;
+        Ok(Params { op, attrs, decls })
+    }
+
+    /// The given value of `key`, else its declared default.
+    fn value(&self, key: &str) -> Result<&'a str> {
+        if let Some(v) = self.raw(key) {
+            return Ok(v);
+        }
+        let decl = self.decls.iter().find(|d| d.name == key).ok_or_else(|| {
+            Error::Runtime(format!("{}: argument '{key}' is not declared", self.op))
+        })?;
+        decl.default.ok_or_else(|| {
+            Error::Value(format!("{}: required argument '{key}' is missing", self.op))
+        })
     }
 
     /// The attribute `key` parsed as `T`: the given value, else the declared default;
     /// an error naming the op if it is missing, undeclared or malformed.
     pub fn get<T: FromAttr>(&self, key: &str) -> Result<T> {
-        let raw = match self.raw(key) {
-            Some(v) => v,
-            None => {
-                let decl = self.decls.iter().find(|d| d.name == key).ok_or_else(|| {
-                    Error::Runtime(format!("{}: argument '{key}' is not declared", self.op))
-                })?;
-                decl.default.ok_or_else(|| {
-                    Error::Value(format!("{}: required argument '{key}' is missing", self.op))
-                })?
-            }
-        };
+        let raw = self.value(key)?;
         T::from_attr(raw).ok_or_else(|| bad(self.op, key, raw, T::EXPECTED))
     }
 
     /// The attribute `key`, one of `options` (quotes stripped), else the declared default.
     pub fn get_choice(&self, key: &str, options: &[&'static str]) -> Result<&'static str> {
-        let v: String = self.get(key)?;
-        options.iter().copied().find(|o| *o == v).ok_or_else(|| {
-            bad(
-                self.op,
-                key,
-                self.raw(key).unwrap_or(&v),
-                &format!("one of {}", options.join(", ")),
-            )
-        })
+        let raw = self.value(key)?;
+        let v = unquote(raw);
+        options
+            .iter()
+            .copied()
+            .find(|o| *o == v)
+            .ok_or_else(|| bad(self.op, key, raw, &format!("one of {}", options.join(", "))))
+    }
+
+    /// True if `key` was given (not left to its default).
+    pub fn given(&self, key: &str) -> bool {
+        self.attrs.contains_key(key)
     }
 
     /// The operator's name, for messages.

@@ -5,8 +5,8 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    check_inputs, same_dtype, Attrs, Grad, OpDef, OpRef, Operator, ParamList, Params, Registry,
-    ResourceRequest,
+    check_inputs, same_dtype, Attrs, Grad, OpDef, OpRef, Operator, Param, ParamList, Params,
+    Registry, ResourceRequest,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -91,7 +91,7 @@ pub(crate) fn dist_from(kind: &str, p: &Params) -> Result<Dist> {
     let op = p.op();
     Ok(match kind {
         "uniform" => {
-            let (low, high) = (p.float("low", 0.0)?, p.float("high", 1.0)?);
+            let (low, high) = (p.get::<f64>("low")?, p.get::<f64>("high")?);
             require(
                 high >= low,
                 op,
@@ -105,7 +105,7 @@ pub(crate) fn dist_from(kind: &str, p: &Params) -> Result<Dist> {
             Dist::Uniform { low, high }
         }
         "normal" => {
-            let (loc, scale) = (p.float("loc", 0.0)?, p.float("scale", 1.0)?);
+            let (loc, scale) = (p.get::<f64>("loc")?, p.get::<f64>("scale")?);
             require(
                 scale > 0.0,
                 op,
@@ -114,12 +114,12 @@ pub(crate) fn dist_from(kind: &str, p: &Params) -> Result<Dist> {
             Dist::Normal { loc, scale }
         }
         "exponential" => {
-            let lam = p.float("lam", 1.0)?;
+            let lam: f64 = p.get("lam")?;
             require(lam > 0.0, op, &format!("lam must be positive, got {lam}"))?;
             Dist::Exponential { lam }
         }
         "gamma" => {
-            let (alpha, beta) = (p.float("alpha", 1.0)?, p.float("beta", 1.0)?);
+            let (alpha, beta) = (p.get::<f64>("alpha")?, p.get::<f64>("beta")?);
             require(
                 alpha > 0.0,
                 op,
@@ -133,7 +133,7 @@ pub(crate) fn dist_from(kind: &str, p: &Params) -> Result<Dist> {
             Dist::Gamma { alpha, beta }
         }
         "poisson" => {
-            let lam = p.float("lam", 1.0)?;
+            let lam: f64 = p.get("lam")?;
             require(
                 lam >= 0.0,
                 op,
@@ -142,7 +142,7 @@ pub(crate) fn dist_from(kind: &str, p: &Params) -> Result<Dist> {
             Dist::Poisson { lam }
         }
         "negative_binomial" => {
-            let (k, pr) = (p.int("k", 1)?, p.float("p", 1.0)?);
+            let (k, pr) = (p.get::<i64>("k")?, p.get::<f64>("p")?);
             require(k >= 0, op, &format!("k must be non-negative, got {k}"))?;
             require(
                 pr > 0.0 && pr <= 1.0,
@@ -152,7 +152,7 @@ pub(crate) fn dist_from(kind: &str, p: &Params) -> Result<Dist> {
             Dist::NegBinomial { k: k as f64, p: pr }
         }
         _ => {
-            let (mu, alpha) = (p.float("mu", 1.0)?, p.float("alpha", 1.0)?);
+            let (mu, alpha) = (p.get::<f64>("mu")?, p.get::<f64>("alpha")?);
             require(mu >= 0.0, op, &format!("mu must be non-negative, got {mu}"))?;
             require(
                 alpha >= 0.0,
@@ -164,12 +164,13 @@ pub(crate) fn dist_from(kind: &str, p: &Params) -> Result<Dist> {
     })
 }
 
-/// The `shape` attribute of a sampler: required, non-negative dimensions.
-pub(crate) fn shape_attr(p: &Params, default: Option<&[i64]>) -> Result<Shape> {
-    let dims = match (p.opt_tuple("shape")?, default) {
-        (Some(d), _) => d,
-        (None, Some(d)) => d.to_vec(),
-        (None, None) => {
+/// The `shape` attribute of a sampler, non-negative dimensions; `shape=None` is an empty
+/// shape where `none_is_empty`, else an error.
+pub(crate) fn shape_attr(p: &Params, none_is_empty: bool) -> Result<Shape> {
+    let dims = match p.get::<Option<Vec<i64>>>("shape")? {
+        Some(d) => d,
+        None if none_is_empty => Vec::new(),
+        None => {
             return Err(Error::Value(format!(
                 "{}: the output shape must be given (shape=...)",
                 p.op()
@@ -190,7 +191,7 @@ pub(crate) fn shape_attr(p: &Params, default: Option<&[i64]>) -> Result<Shape> {
 
 /// The `dtype` attribute, `None`/absent giving `default`, limited to `allowed`.
 pub(crate) fn dtype_attr(p: &Params, default: DType, allowed: &[DType]) -> Result<DType> {
-    let d = p.opt_dtype("dtype")?.unwrap_or(default);
+    let d = p.get::<Option<DType>>("dtype")?.unwrap_or(default);
     if !allowed.contains(&d) {
         return Err(Error::Type(format!(
             "{}: dtype {d} is not supported; use one of {}",
@@ -207,12 +208,77 @@ pub(crate) fn dtype_attr(p: &Params, default: DType, allowed: &[DType]) -> Resul
 
 pub(crate) const FLOATS: &[DType] = &[DType::F16, DType::F32, DType::F64];
 
-/// (op name, aliases, distribution kind, parameter names)
+const LOW: Param = Param::new("low", "float", "0", "Lower bound of the distribution.");
+const HIGH: Param = Param::new("high", "float", "1", "Upper bound of the distribution.");
+const LOC: Param = Param::new("loc", "float", "0", "Mean of the distribution.");
+const SCALE: Param = Param::new(
+    "scale",
+    "float",
+    "1",
+    "Standard deviation of the distribution.",
+);
+const EXP_LAM: Param = Param::new(
+    "lam",
+    "float",
+    "1",
+    "Lambda parameter (rate) of the exponential distribution.",
+);
+const ALPHA: Param = Param::new(
+    "alpha",
+    "float",
+    "1",
+    "Alpha parameter (shape) of the gamma distribution.",
+);
+const BETA: Param = Param::new(
+    "beta",
+    "float",
+    "1",
+    "Beta parameter (scale) of the gamma distribution.",
+);
+const POISSON_LAM: Param = Param::new(
+    "lam",
+    "float",
+    "1",
+    "Lambda parameter (rate) of the Poisson distribution.",
+);
+const K: Param = Param::new("k", "int", "1", "Limit of unsuccessful experiments.");
+const P: Param = Param::new("p", "float", "1", "Failure probability in each experiment.");
+const MU: Param = Param::new(
+    "mu",
+    "float",
+    "1",
+    "Mean of the negative binomial distribution.",
+);
+const DISPERSION: Param = Param::new(
+    "alpha",
+    "float",
+    "1",
+    "Alpha (dispersion) parameter of the negative binomial distribution.",
+);
+const SHAPE: Param = Param::required(
+    "shape",
+    "Shape(tuple)",
+    "Shape of the output (rsmx requires it).",
+);
+const CTX: Param = Param::new(
+    "ctx",
+    "string",
+    "''",
+    "Context of output, in format [cpu|gpu|cpu_pinned](n). Only used for imperative calls.",
+);
+const FLOAT_DTYPE: Param = Param::new(
+    "dtype",
+    "{'None', 'float16', 'float32', 'float64'}",
+    "None",
+    "DType of the output in case this can't be inferred. Defaults to float32 if not defined (dtype=None).",
+);
+
+/// (op name, aliases, distribution kind, attributes)
 pub(crate) type RandomEntry = (
     &'static str,
     &'static [&'static str],
     &'static str,
-    &'static [&'static str],
+    &'static [Param],
 );
 
 pub(crate) const RANDOM_OPS: &[RandomEntry] = &[
@@ -220,74 +286,117 @@ pub(crate) const RANDOM_OPS: &[RandomEntry] = &[
         "_random_uniform",
         &["uniform", "random_uniform"],
         "uniform",
-        &["low", "high"],
+        &[LOW, HIGH, SHAPE, CTX, FLOAT_DTYPE],
     ),
     (
         "_random_normal",
         &["normal", "random_normal"],
         "normal",
-        &["loc", "scale"],
+        &[LOC, SCALE, SHAPE, CTX, FLOAT_DTYPE],
     ),
     (
         "_random_exponential",
         &["random_exponential"],
         "exponential",
-        &["lam"],
+        &[EXP_LAM, SHAPE, CTX, FLOAT_DTYPE],
     ),
     (
         "_random_gamma",
         &["random_gamma"],
         "gamma",
-        &["alpha", "beta"],
+        &[ALPHA, BETA, SHAPE, CTX, FLOAT_DTYPE],
     ),
-    ("_random_poisson", &["random_poisson"], "poisson", &["lam"]),
+    (
+        "_random_poisson",
+        &["random_poisson"],
+        "poisson",
+        &[POISSON_LAM, SHAPE, CTX, FLOAT_DTYPE],
+    ),
     (
         "_random_negative_binomial",
         &["random_negative_binomial"],
         "negative_binomial",
-        &["k", "p"],
+        &[K, P, SHAPE, CTX, FLOAT_DTYPE],
     ),
     (
         "_random_generalized_negative_binomial",
         &["random_generalized_negative_binomial"],
         "generalized_negative_binomial",
-        &["mu", "alpha"],
+        &[MU, DISPERSION, SHAPE, CTX, FLOAT_DTYPE],
     ),
 ];
 
-pub(crate) const LIKE_OPS: &[(&str, &str)] = &[
-    ("_random_uniform_like", "uniform"),
-    ("_random_normal_like", "normal"),
-    ("_random_exponential_like", "exponential"),
-    ("_random_gamma_like", "gamma"),
-    ("_random_poisson_like", "poisson"),
-    ("_random_negative_binomial_like", "negative_binomial"),
+/// (op name, distribution kind, attributes)
+pub(crate) const LIKE_OPS: &[(&str, &str, &[Param])] = &[
+    ("_random_uniform_like", "uniform", &[LOW, HIGH]),
+    ("_random_normal_like", "normal", &[LOC, SCALE]),
+    ("_random_exponential_like", "exponential", &[EXP_LAM]),
+    ("_random_gamma_like", "gamma", &[ALPHA, BETA]),
+    ("_random_poisson_like", "poisson", &[POISSON_LAM]),
+    (
+        "_random_negative_binomial_like",
+        "negative_binomial",
+        &[K, P],
+    ),
     (
         "_random_generalized_negative_binomial_like",
         "generalized_negative_binomial",
+        &[MU, DISPERSION],
+    ),
+];
+
+const RANDINT_PARAMS: &[Param] = &[
+    Param::required("low", "long", "Lower bound of the distribution."),
+    Param::required("high", "long", "Upper bound of the distribution."),
+    SHAPE,
+    CTX,
+    Param::new(
+        "dtype",
+        "{'None', 'int32', 'int64'}",
+        "None",
+        "DType of the output in case this can't be inferred. Defaults to int32 if not defined (dtype=None).",
+    ),
+];
+
+const SAMPLE_SHAPE: Param = Param::new(
+    "shape",
+    "Shape(tuple)",
+    "()",
+    "Shape to be sampled from each random distribution.",
+);
+
+const SAMPLE_PARAMS: &[Param] = &[SAMPLE_SHAPE, FLOAT_DTYPE];
+
+const MULTINOMIAL_PARAMS: &[Param] = &[
+    SAMPLE_SHAPE,
+    Param::new(
+        "get_prob",
+        "boolean",
+        "False",
+        "Whether to also return the log probability of sampled result. This is usually used for differentiating through stochastic variables, e.g. in reinforcement learning.",
+    ),
+    Param::new(
+        "dtype",
+        "{'float16', 'float32', 'float64', 'int32', 'uint8'}",
+        "'int32'",
+        "DType of the output in case this can't be inferred.",
     ),
 ];
 
 pub(crate) fn create_random(i: usize, attrs: &Attrs) -> Result<OpRef> {
     let (name, _, kind, params) = RANDOM_OPS[i];
-    let mut allowed: Vec<&str> = params.to_vec();
-    allowed.extend(["shape", "ctx", "dtype"]);
-    let p = Params::new(name, attrs, &allowed)?;
+    let p = Params::declared(name, attrs, params)?;
     let dist = dist_from(kind, &p)?;
     Ok(Arc::new(Random {
         name,
         dist,
-        out: Some((shape_attr(&p, None)?, dtype_attr(&p, DType::F32, FLOATS)?)),
+        out: Some((shape_attr(&p, false)?, dtype_attr(&p, DType::F32, FLOATS)?)),
     }))
 }
 
 pub(crate) fn create_like(i: usize, attrs: &Attrs) -> Result<OpRef> {
-    let (name, kind) = LIKE_OPS[i];
-    let params = RANDOM_OPS
-        .iter()
-        .find(|e| e.2 == kind)
-        .map_or(&[][..], |e| e.3);
-    let p = Params::new(name, attrs, params)?;
+    let (name, kind, params) = LIKE_OPS[i];
+    let p = Params::declared(name, attrs, params)?;
     Ok(Arc::new(Random {
         name,
         dist: dist_from(kind, &p)?,
@@ -297,8 +406,8 @@ pub(crate) fn create_like(i: usize, attrs: &Attrs) -> Result<OpRef> {
 
 pub(crate) fn create_randint(attrs: &Attrs) -> Result<OpRef> {
     let name = "_random_randint";
-    let p = Params::new(name, attrs, &["low", "high", "shape", "ctx", "dtype"])?;
-    let (low, high) = (p.int_required("low")?, p.int_required("high")?);
+    let p = Params::declared(name, attrs, RANDINT_PARAMS)?;
+    let (low, high) = (p.get::<i64>("low")?, p.get::<i64>("high")?);
     require(
         low < high,
         name,
@@ -315,7 +424,7 @@ pub(crate) fn create_randint(attrs: &Attrs) -> Result<OpRef> {
     Ok(Arc::new(Random {
         name,
         dist: Dist::RandInt { low, high },
-        out: Some((shape_attr(&p, None)?, dtype)),
+        out: Some((shape_attr(&p, false)?, dtype)),
     }))
 }
 
@@ -430,12 +539,12 @@ pub(crate) const SAMPLE_OPS: &[SampleEntry] = &[
 
 pub(crate) fn create_sample(i: usize, attrs: &Attrs) -> Result<OpRef> {
     let (name, _, kind, inputs) = SAMPLE_OPS[i];
-    let p = Params::new(name, attrs, &["shape", "dtype"])?;
+    let p = Params::declared(name, attrs, SAMPLE_PARAMS)?;
     Ok(Arc::new(Sample {
         name,
         kind,
         nparams: inputs.len(),
-        shape: shape_attr(&p, Some(&[]))?,
+        shape: shape_attr(&p, true)?,
         dtype: dtype_attr(&p, DType::F32, FLOATS)?,
     }))
 }
@@ -503,14 +612,10 @@ impl Operator for Multinomial {
 }
 
 pub(crate) fn create_multinomial(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(
-        "_sample_multinomial",
-        attrs,
-        &["shape", "get_prob", "dtype"],
-    )?;
+    let p = Params::declared("_sample_multinomial", attrs, MULTINOMIAL_PARAMS)?;
     Ok(Arc::new(Multinomial {
-        shape: shape_attr(&p, Some(&[]))?,
-        get_prob: p.bool("get_prob", false)?,
+        shape: shape_attr(&p, true)?,
+        get_prob: p.get("get_prob")?,
         dtype: dtype_attr(
             &p,
             DType::I32,
@@ -553,7 +658,7 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs: &[],
             variadic: false,
-            params: ParamList::Names(params),
+            params: ParamList::Declared(params),
             doc: "Draws samples of a distribution with the given parameters into a new array of the given shape.",
             create: Box::new(move |attrs| create_random(i, attrs)),
         });
@@ -563,21 +668,17 @@ pub fn register(r: &mut Registry) {
         aliases: &["random_randint"],
         inputs: &[],
         variadic: false,
-        params: ParamList::Names(&["low", "high", "shape", "ctx", "dtype"]),
+        params: ParamList::Declared(RANDINT_PARAMS),
         doc: "Draws integers uniformly from [low, high).",
         create: Box::new(create_randint),
     });
-    for (i, (name, kind)) in LIKE_OPS.iter().enumerate() {
-        let params = RANDOM_OPS
-            .iter()
-            .find(|e| e.2 == *kind)
-            .map_or(&[][..], |e| e.3);
+    for (i, (name, _, params)) in LIKE_OPS.iter().enumerate() {
         r.add(OpDef {
             name,
             aliases: &[],
             inputs: &["data"],
             variadic: false,
-            params: ParamList::Names(params),
+            params: ParamList::Declared(params),
             doc: "Draws samples of a distribution into an array of the input's shape and dtype.",
             create: Box::new(move |attrs| create_like(i, attrs)),
         });
@@ -588,7 +689,7 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs,
             variadic: false,
-            params: ParamList::Names(&["shape", "dtype"]),
+            params: ParamList::Declared(SAMPLE_PARAMS),
             doc: "Draws `shape` samples for every element of the parameter arrays.",
             create: Box::new(move |attrs| create_sample(i, attrs)),
         });
@@ -598,7 +699,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["sample_multinomial"],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(&["shape", "get_prob", "dtype"]),
+        params: ParamList::Declared(MULTINOMIAL_PARAMS),
         doc: "Draws categories from the probabilities in the last axis of data.",
         create: Box::new(create_multinomial),
     });
@@ -607,10 +708,10 @@ pub fn register(r: &mut Registry) {
         aliases: &["shuffle"],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(&[]),
+        params: ParamList::Declared(&[]),
         doc: "Shuffles the array along its first axis.",
         create: Box::new(|attrs| {
-            Params::new("_shuffle", attrs, &[])?;
+            Params::declared("_shuffle", attrs, &[])?;
             Ok(Arc::new(Shuffle) as OpRef)
         }),
     });

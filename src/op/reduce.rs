@@ -13,7 +13,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::grad::reduce::ReduceBackward;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -316,15 +316,74 @@ pub(crate) const REDUCE_OPS: &[Entry] = &[
     ),
 ];
 
-pub(crate) const REDUCE_PARAMS: &[&str] = &["axis", "keepdims", "exclude"];
+const AXES_DOC: &str = "The axis or axes along which to perform the reduction.";
+const KEEPDIMS_DOC: &str =
+    "If this is set to `True`, the reduced axes are left in the result as dimension with size one.";
+const KEEPDIM_DOC: &str =
+    "If this is set to `True`, the reduced axis is left in the result as dimension with size one.";
 
-pub(crate) const NORM_PARAMS: &[&str] = &["ord", "axis", "out_dtype", "keepdims"];
+pub(crate) const REDUCE_PARAMS: &[Param] = &[
+    Param::new("axis", "Shape or None", "None", AXES_DOC),
+    Param::new("keepdims", "boolean", "False", KEEPDIMS_DOC),
+    Param::new(
+        "exclude",
+        "boolean",
+        "False",
+        "Whether to perform reduction on axis that are NOT in axis instead.",
+    ),
+];
 
-pub(crate) const ARG_PARAMS: &[&str] = &["axis", "keepdims"];
+const NORM_DTYPES: &[&str] = &[
+    "None", "float16", "float32", "float64", "int32", "int64", "int8",
+];
+
+pub(crate) const NORM_PARAMS: &[Param] = &[
+    Param::new(
+        "ord",
+        "int",
+        "2",
+        "Order of the norm. Currently ord=1 and ord=2 is supported.",
+    ),
+    Param::new("axis", "Shape or None", "None", AXES_DOC),
+    Param::new(
+        "out_dtype",
+        "{None, 'float16', 'float32', 'float64', 'int32', 'int64', 'int8'}",
+        "None",
+        "The data type of the output.",
+    ),
+    Param::new("keepdims", "boolean", "False", KEEPDIM_DOC),
+];
+
+pub(crate) const ARG_PARAMS: &[Param] = &[
+    Param::new(
+        "axis",
+        "int or None",
+        "None",
+        "The axis along which to perform the reduction. Negative values means indexing from right to left.",
+    ),
+    Param::new("keepdims", "boolean", "False", KEEPDIM_DOC),
+];
+
+/// `argmax_channel` accepts `argmax`'s attributes and, as MXNet's parser does, ignores
+/// them.
+const ARG_CHANNEL_PARAMS: &[Param] = &[
+    Param::new(
+        "axis",
+        "int or None",
+        "None",
+        "Accepted and ignored: the reduction is always along axis 1.",
+    ),
+    Param::new(
+        "keepdims",
+        "boolean",
+        "False",
+        "Accepted and ignored: the reduced axis is always removed.",
+    ),
+];
 
 pub(crate) fn create_norm(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("norm", attrs, NORM_PARAMS)?;
-    let kind = match p.int("ord", 2)? {
+    let p = Params::declared("norm", attrs, NORM_PARAMS)?;
+    let kind = match p.get::<i64>("ord")? {
         1 => ReduceKind::Norm1,
         2 => ReduceKind::Norm2,
         o => {
@@ -333,33 +392,27 @@ pub(crate) fn create_norm(attrs: &Attrs) -> Result<OpRef> {
             )))
         }
     };
-    let out_dtype = match p.choice(
-        "out_dtype",
-        "None",
-        &[
-            "None", "float16", "float32", "float64", "int32", "int64", "int8",
-        ],
-    )? {
+    let out_dtype = match p.get_choice("out_dtype", NORM_DTYPES)? {
         "None" => None,
         name => Some(DType::from_name(name)?),
     };
     Ok(Arc::new(Reduce {
         name: "norm",
         kind,
-        axis: p.opt_tuple("axis")?,
-        keepdims: p.bool("keepdims", false)?,
+        axis: p.get("axis")?,
+        keepdims: p.get("keepdims")?,
         exclude: false,
         out_dtype,
     }))
 }
 
 pub(crate) fn create_arg(name: &'static str, max: bool, attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(name, attrs, ARG_PARAMS)?;
+    let p = Params::declared(name, attrs, ARG_PARAMS)?;
     Ok(Arc::new(ArgReduce {
         name,
         max,
-        axis: p.opt_int("axis")?,
-        keepdims: p.bool("keepdims", false)?,
+        axis: p.get("axis")?,
+        keepdims: p.get("keepdims")?,
     }))
 }
 
@@ -371,16 +424,16 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs: &["data"],
             variadic: false,
-            params: ParamList::Names(REDUCE_PARAMS),
+            params: ParamList::Declared(REDUCE_PARAMS),
             doc,
             create: Box::new(move |attrs: &Attrs| -> Result<OpRef> {
-                let p = Params::new(name, attrs, REDUCE_PARAMS)?;
+                let p = Params::declared(name, attrs, REDUCE_PARAMS)?;
                 Ok(reduce_op(
                     name,
                     kind,
-                    p.opt_tuple("axis")?,
-                    p.bool("keepdims", false)?,
-                    p.bool("exclude", false)?,
+                    p.get("axis")?,
+                    p.get("keepdims")?,
+                    p.get("exclude")?,
                 ))
             }),
         });
@@ -390,7 +443,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(NORM_PARAMS),
+        params: ParamList::Declared(NORM_PARAMS),
         doc: "The 1-norm or 2-norm over the given axes (all elements by default).",
         create: Box::new(create_norm),
     });
@@ -399,7 +452,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(ARG_PARAMS),
+        params: ParamList::Declared(ARG_PARAMS),
         doc: "Index of the maximum along an axis (of the flattened array without one).",
         create: Box::new(|attrs: &Attrs| create_arg("argmax", true, attrs)),
     });
@@ -408,7 +461,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(ARG_PARAMS),
+        params: ParamList::Declared(ARG_PARAMS),
         doc: "Index of the minimum along an axis (of the flattened array without one).",
         create: Box::new(|attrs: &Attrs| create_arg("argmin", false, attrs)),
     });
@@ -417,11 +470,11 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(&[]),
+        params: ParamList::Declared(ARG_CHANNEL_PARAMS),
         doc: "Index of the maximum along axis 1.",
         create: Box::new(|attrs: &Attrs| -> Result<OpRef> {
             // MXNet's parser fixes axis=1 and ignores what it is given.
-            Params::new("argmax_channel", attrs, ARG_PARAMS)?;
+            Params::declared("argmax_channel", attrs, ARG_CHANNEL_PARAMS)?;
             Ok(Arc::new(ArgReduce {
                 name: "argmax_channel",
                 max: true,

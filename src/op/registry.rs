@@ -125,11 +125,86 @@ pub fn list_ops() -> &'static [&'static OpDef] {
 }
 
 impl OpDef {
-    /// Builds the operator from attributes, with the op's name in any error.
+    /// Builds the operator from attributes, with the op's name in any error. Attributes
+    /// are checked once, by the creator: a `Declared` operator's creator reads them
+    /// through [`super::Params::declared`] with the same declarations, which rejects
+    /// unknown names (a test holds every registered operator to this).
     pub fn build(&self, attrs: &Attrs) -> Result<OpRef> {
-        if let ParamList::Declared(decls) = self.params {
-            super::Params::declared(self.name, attrs, decls).map_err(|e| e.in_op(self.name))?;
-        }
         (self.create)(attrs).map_err(|e| e.in_op(self.name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{list_ops, ParamList, Registry};
+    use crate::op::Attrs;
+
+    /// The operator families whose attributes are declared in full: each one's
+    /// registration, run into a registry of its own. (nn joins this list once its
+    /// operators are declared.)
+    type Register = fn(&mut Registry);
+
+    const DECLARED_FAMILIES: &[(&str, Register)] = &[
+        ("add_n", super::super::elemwise::add_n::register),
+        ("unary", super::super::elemwise::unary::register),
+        ("binary", super::super::elemwise::binary::register),
+        ("init", super::super::init::register),
+        ("reduce", super::super::reduce::register),
+        ("linalg", super::super::linalg::register),
+        ("transform", super::super::transform::register),
+        ("indexing", super::super::indexing::register),
+        ("sorting", super::super::sorting::register),
+        ("random", super::super::random::register),
+        ("optim", super::super::optim::register),
+    ];
+
+    #[test]
+    fn every_family_outside_nn_declares_its_attributes() {
+        let mut r = Registry::default();
+        for (_, register) in DECLARED_FAMILIES {
+            register(&mut r);
+        }
+        // The backward operators of these families take their forward's declarations.
+        super::super::grad::register(&mut r);
+        assert!(r.defs.len() > 200, "{} operators", r.defs.len());
+        for def in &r.defs {
+            let ParamList::Declared(decls) = def.params else {
+                panic!("{}: attributes are listed by name only", def.name);
+            };
+            for (i, p) in decls.iter().enumerate() {
+                assert!(!p.ty.is_empty(), "{}.{}: no type", def.name, p.name);
+                assert!(!p.doc.is_empty(), "{}.{}: no description", def.name, p.name);
+                assert!(
+                    decls[..i].iter().all(|q| q.name != p.name),
+                    "{}.{}: declared twice",
+                    def.name,
+                    p.name
+                );
+            }
+        }
+    }
+
+    /// `OpDef::build` leaves the check of attribute names to the creator, so every
+    /// operator declared in full must reject one it does not take.
+    #[test]
+    fn declared_operators_reject_unknown_attributes() {
+        let attrs: Attrs = [("no_such_argument".to_string(), "1".to_string())].into();
+        let mut checked = 0;
+        for def in list_ops() {
+            if let ParamList::Declared(_) = def.params {
+                let e = def
+                    .build(&attrs)
+                    .err()
+                    .unwrap_or_else(|| panic!("{}: accepted an unknown attribute", def.name));
+                assert!(
+                    e.to_string()
+                        .contains("unknown argument 'no_such_argument'"),
+                    "{}: {e}",
+                    def.name
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 200, "{checked} operators checked");
     }
 }

@@ -5,7 +5,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::grad::indexing::TopkBackward;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
 };
 use crate::shape::{norm_axis, size_of, Shape};
 use std::sync::Arc;
@@ -161,15 +161,8 @@ impl Operator for SortOp {
     }
 }
 
-pub(crate) fn axis_param(p: &Params) -> Result<Option<i64>> {
-    match p.raw("axis") {
-        None => Ok(Some(-1)),
-        Some(_) => p.opt_int("axis"),
-    }
-}
-
 pub(crate) fn index_dtype(p: &Params) -> Result<DType> {
-    let d = p.opt_dtype("dtype")?.unwrap_or(DType::F32);
+    let d = p.get::<Option<DType>>("dtype")?.unwrap_or(DType::F32);
     if matches!(d, DType::Bool | DType::I8) {
         return Err(Error::Type(format!(
             "{}: dtype {d} is not supported for indices; use one of float16, float32, float64, int32, int64, uint8",
@@ -179,13 +172,77 @@ pub(crate) fn index_dtype(p: &Params) -> Result<DType> {
     Ok(d)
 }
 
+const INDEX_DTYPES: &str = "{'float16', 'float32', 'float64', 'int32', 'int64', 'uint8'}";
+
+const IS_ASCEND_SORT: Param = Param::new(
+    "is_ascend",
+    "boolean",
+    "True",
+    "Whether to sort in ascending or descending order.",
+);
+
+const TOPK_PARAMS: &[Param] = &[
+    Param::new(
+        "axis",
+        "int or None",
+        "-1",
+        "Axis along which to choose the top k indices. If not given, the flattened array is used. Default is -1.",
+    ),
+    Param::new(
+        "k",
+        "int",
+        "1",
+        "Number of top elements to select, should be always smaller than or equal to the element number in the given axis. A global sort is performed if set k < 1.",
+    ),
+    Param::new(
+        "ret_typ",
+        "{'both', 'indices', 'mask', 'value'}",
+        "'indices'",
+        "The return type. \"value\" means to return the top k values, \"indices\" means to return the indices of the top k values, \"mask\" means to return a mask array containing 0 and 1. 1 means the top k values. \"both\" means to return a list of both values and indices of top k elements.",
+    ),
+    Param::new(
+        "is_ascend",
+        "boolean",
+        "False",
+        "Whether to choose k largest or k smallest elements. Top K largest elements will be chosen if set to false.",
+    ),
+    Param::new(
+        "dtype",
+        INDEX_DTYPES,
+        "'float32'",
+        "DType of the output indices when ret_typ is \"indices\" or \"both\". An error will be raised if the selected data type cannot precisely represent the indices.",
+    ),
+];
+
+const SORT_PARAMS: &[Param] = &[
+    Param::new(
+        "axis",
+        "int or None",
+        "-1",
+        "Axis along which to choose sort the input tensor. If not given, the flattened array is used. Default is -1.",
+    ),
+    IS_ASCEND_SORT,
+];
+
+const ARGSORT_PARAMS: &[Param] = &[
+    Param::new(
+        "axis",
+        "int or None",
+        "-1",
+        "Axis along which to sort the input tensor. If not given, the flattened array is used. Default is -1.",
+    ),
+    IS_ASCEND_SORT,
+    Param::new(
+        "dtype",
+        INDEX_DTYPES,
+        "'float32'",
+        "DType of the output indices. It is only valid when ret_typ is \"indices\" or \"both\". An error will be raised if the selected data type cannot precisely represent the indices.",
+    ),
+];
+
 pub(crate) fn create_topk(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(
-        "topk",
-        attrs,
-        &["axis", "k", "ret_typ", "is_ascend", "dtype"],
-    )?;
-    let ret = match p.choice("ret_typ", "indices", &["both", "indices", "mask", "value"])? {
+    let p = Params::declared("topk", attrs, TOPK_PARAMS)?;
+    let ret = match p.get_choice("ret_typ", &["both", "indices", "mask", "value"])? {
         "both" => Ret::Both,
         "mask" => Ret::Mask,
         "value" => Ret::Value,
@@ -193,34 +250,34 @@ pub(crate) fn create_topk(attrs: &Attrs) -> Result<OpRef> {
     };
     Ok(Arc::new(SortOp {
         name: "topk",
-        axis: axis_param(&p)?,
-        k: p.int("k", 1)?,
+        axis: p.get("axis")?,
+        k: p.get("k")?,
         ret,
-        ascend: p.bool("is_ascend", false)?,
+        ascend: p.get("is_ascend")?,
         dtype: index_dtype(&p)?,
     }))
 }
 
 pub(crate) fn create_sort(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("sort", attrs, &["axis", "is_ascend"])?;
+    let p = Params::declared("sort", attrs, SORT_PARAMS)?;
     Ok(Arc::new(SortOp {
         name: "sort",
-        axis: axis_param(&p)?,
+        axis: p.get("axis")?,
         k: 0,
         ret: Ret::Value,
-        ascend: p.bool("is_ascend", true)?,
+        ascend: p.get("is_ascend")?,
         dtype: DType::F32,
     }))
 }
 
 pub(crate) fn create_argsort(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("argsort", attrs, &["axis", "is_ascend", "dtype"])?;
+    let p = Params::declared("argsort", attrs, ARGSORT_PARAMS)?;
     Ok(Arc::new(SortOp {
         name: "argsort",
-        axis: axis_param(&p)?,
+        axis: p.get("axis")?,
         k: 0,
         ret: Ret::Indices,
-        ascend: p.bool("is_ascend", true)?,
+        ascend: p.get("is_ascend")?,
         dtype: index_dtype(&p)?,
     }))
 }
@@ -232,7 +289,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(&["axis", "k", "ret_typ", "is_ascend", "dtype"]),
+        params: ParamList::Declared(TOPK_PARAMS),
         doc: "The k largest (or smallest) elements along an axis: values, indices, a mask or both.",
         create: Box::new(create_topk),
     });
@@ -241,7 +298,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(&["axis", "is_ascend"]),
+        params: ParamList::Declared(SORT_PARAMS),
         doc: "Sorts along an axis (the flattened array for axis=None).",
         create: Box::new(create_sort),
     });
@@ -250,7 +307,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(&["axis", "is_ascend", "dtype"]),
+        params: ParamList::Declared(ARGSORT_PARAMS),
         doc: "Indices that sort an array along an axis.",
         create: Box::new(create_argsort),
     });

@@ -5,7 +5,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::infer;
 use crate::op::{
-    check_inputs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
+    check_inputs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
 };
 use crate::shape::Shape;
 use std::sync::Arc;
@@ -25,11 +25,11 @@ impl Operator for AddN {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("add_n", inputs, self.num_args)?;
-        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
-        let mut out = [None];
-        infer::same_shape("add_n", &mut ins, &mut out)?;
-        Ok(vec![out[0].clone().unwrap_or_default()])
+        infer::shapes_from_partial(self, inputs)
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        infer::types_from_partial(self, inputs)
     }
 
     fn infer_shape_partial(
@@ -37,6 +37,7 @@ impl Operator for AddN {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
+        infer::check_count("add_n", inputs.len(), self.num_args)?;
         infer::same_shape("add_n", inputs, outputs)
     }
 
@@ -90,9 +91,15 @@ impl Operator for AddNBackward {
     }
 }
 
+const PARAMS: &[Param] = &[Param::required(
+    "num_args",
+    "int",
+    "Number of inputs to be summed.",
+)];
+
 pub(crate) fn create(attrs: &crate::op::Attrs) -> Result<OpRef> {
-    let p = Params::new("add_n", attrs, &["num_args"])?;
-    let n = p.int_required("num_args")?;
+    let p = Params::declared("add_n", attrs, PARAMS)?;
+    let n: i64 = p.get("num_args")?;
     if n < 1 {
         return Err(Error::Value(format!(
             "add_n: num_args must be at least 1, got {n}"
@@ -108,7 +115,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["ElementWiseSum", "_sparse_add_n", "_sparse_ElementWiseSum"],
         inputs: &["args"],
         variadic: true,
-        params: ParamList::Names(&["num_args"]),
+        params: ParamList::Declared(PARAMS),
         doc: "Adds all input arguments element-wise.",
         create: Box::new(create),
     });

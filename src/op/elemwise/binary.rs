@@ -2,15 +2,15 @@
 //! broadcasting (`broadcast_*`) and with a scalar (`_plus_scalar`, ...).
 
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::op::elemwise::unary::{unary_op, UnaryKind};
 use crate::op::grad::binary::BinaryBackward;
 use crate::op::grad::elemwise::ScalarBackward;
 use crate::op::infer;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
+    Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
 };
-use crate::shape::{broadcast_shapes, fmt_shape, Shape};
+use crate::shape::{broadcast_shapes, Shape};
 use std::sync::Arc;
 
 /// The element-wise functions of two values.
@@ -49,19 +49,11 @@ impl Operator for Binary {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, 2)?;
-        if self.broadcast {
-            Ok(vec![broadcast_shapes(self.name, &inputs[0], &inputs[1])?])
-        } else if inputs[0] != inputs[1] {
-            Err(Error::Value(format!(
-                "{}: the two inputs must have the same shape, got {} and {}",
-                self.name,
-                fmt_shape(&inputs[0]),
-                fmt_shape(&inputs[1])
-            )))
-        } else {
-            Ok(vec![inputs[0].clone()])
-        }
+        infer::shapes_from_partial(self, inputs)
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        infer::types_from_partial(self, inputs)
     }
 
     fn inplace(&self) -> &'static [(usize, usize)] {
@@ -73,6 +65,7 @@ impl Operator for Binary {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
+        infer::check_count(self.name, inputs.len(), 2)?;
         if self.broadcast {
             if let [Some(a), Some(b)] = inputs {
                 let out = broadcast_shapes(self.name, a, b)?;
@@ -141,8 +134,11 @@ impl Operator for Scalar {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
+        infer::shapes_from_partial(self, inputs)
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        infer::types_from_partial(self, inputs)
     }
 
     fn inplace(&self) -> &'static [(usize, usize)] {
@@ -154,6 +150,7 @@ impl Operator for Scalar {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
+        infer::check_count(self.name, inputs.len(), 1)?;
         infer::same_shape(self.name, inputs, outputs)
     }
 
@@ -325,6 +322,16 @@ pub(crate) const SCALAR: &[ScalarEntry] = &[
     ("_logical_xor_scalar", &[], BinaryKind::LogicalXor, false),
 ];
 
+const SCALAR_PARAMS: &[Param] = &[
+    Param::new("scalar", "double", "1", "Scalar input value"),
+    Param::new(
+        "is_int",
+        "boolean",
+        "True",
+        "Indicate whether scalar input is int type",
+    ),
+];
+
 /// Registers the binary operators.
 pub fn register(r: &mut Registry) {
     for (table, broadcast) in [(ELEMWISE, false), (BROADCAST, true)] {
@@ -334,14 +341,14 @@ pub fn register(r: &mut Registry) {
                 aliases,
                 inputs: &["lhs", "rhs"],
                 variadic: false,
-                params: ParamList::Names(&[]),
+                params: ParamList::Declared(&[]),
                 doc: if broadcast {
                     "Element-wise function of two arrays, with broadcasting."
                 } else {
                     "Element-wise function of two arrays of the same shape."
                 },
                 create: Box::new(move |attrs: &Attrs| -> Result<OpRef> {
-                    Params::new(name, attrs, &[])?;
+                    Params::declared(name, attrs, &[])?;
                     Ok(Arc::new(Binary {
                         name,
                         kind,
@@ -357,12 +364,12 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs: &["data"],
             variadic: false,
-            params: ParamList::Names(&["scalar", "is_int"]),
+            params: ParamList::Declared(SCALAR_PARAMS),
             doc: "Element-wise function of an array and a scalar.",
             create: Box::new(move |attrs: &Attrs| -> Result<OpRef> {
-                let p = Params::new(name, attrs, &["scalar", "is_int"])?;
-                let scalar = p.float("scalar", 1.0)?;
-                p.bool("is_int", true)?;
+                let p = Params::declared(name, attrs, SCALAR_PARAMS)?;
+                let scalar = p.get("scalar")?;
+                p.get::<bool>("is_int")?;
                 Ok(scalar_op(name, kind, reverse, scalar))
             }),
         });

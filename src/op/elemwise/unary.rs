@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::op::grad::elemwise::{uses_output, UnaryBackward};
 use crate::op::infer;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
+    Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
 };
 use crate::shape::Shape;
 use std::sync::Arc;
@@ -71,8 +71,11 @@ impl Operator for Unary {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
+        infer::shapes_from_partial(self, inputs)
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        infer::types_from_partial(self, inputs)
     }
 
     fn inplace(&self) -> &'static [(usize, usize)] {
@@ -84,6 +87,7 @@ impl Operator for Unary {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
+        infer::check_count(self.name, inputs.len(), 1)?;
         infer::same_shape(self.name, inputs, outputs)
     }
 
@@ -181,18 +185,21 @@ pub(crate) const UNARY_OPS: &[UnaryEntry] = &[
     ("logical_not", &[], UnaryKind::LogicalNot),
 ];
 
+const CLIP_PARAMS: &[Param] = &[
+    Param::required("a_min", "float", "Minimum value"),
+    Param::required("a_max", "float", "Maximum value"),
+];
+
 pub(crate) fn create_clip(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("clip", attrs, &["a_min", "a_max"])?;
-    let lo = p.float("a_min", f64::NEG_INFINITY)?;
-    let hi = p.float("a_max", f64::INFINITY)?;
-    if p.raw("a_min").is_none() || p.raw("a_max").is_none() {
+    let p = Params::declared("clip", attrs, CLIP_PARAMS)?;
+    if !p.given("a_min") || !p.given("a_max") {
         return Err(crate::error::Error::Value(
             "clip: required arguments 'a_min' and 'a_max' must both be given".into(),
         ));
     }
     Ok(Arc::new(Unary {
         name: "clip",
-        kind: UnaryKind::Clip(lo, hi),
+        kind: UnaryKind::Clip(p.get("a_min")?, p.get("a_max")?),
     }))
 }
 
@@ -209,11 +216,11 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs: &["data"],
             variadic: false,
-            params: ParamList::Names(&[]),
+            params: ParamList::Declared(&[]),
             doc: "Element-wise function of one array.",
             create: Box::new(move |attrs| {
                 let (name, _, kind) = UNARY_OPS[i];
-                Params::new(name, attrs, &[])?;
+                Params::declared(name, attrs, &[])?;
                 Ok(unary_op(name, kind))
             }),
         });
@@ -223,7 +230,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(&["a_min", "a_max"]),
+        params: ParamList::Declared(CLIP_PARAMS),
         doc: "Clips values to [a_min, a_max].",
         create: Box::new(create_clip),
     });

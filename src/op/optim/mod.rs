@@ -28,7 +28,7 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: spec.inputs,
             variadic: false,
-            params: ParamList::Names(spec.params),
+            params: ParamList::Declared(spec.params),
             doc: spec.doc,
             create: Box::new(move |a| create(kind, a)),
         });

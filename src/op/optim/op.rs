@@ -4,7 +4,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::optim::spec::{Hyper, Kind};
-use crate::op::Operator;
+use crate::op::{assign_shape, infer, Operator};
 use crate::shape::{fmt_shape, Shape};
 
 /// One fused optimizer update with its hyperparameters.
@@ -23,6 +23,15 @@ impl Operator for UpdateOp {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        infer::shapes_from_partial(self, inputs)
+    }
+
+    /// Every input and the output share the weight's shape.
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
         let spec = self.kind.spec();
         if inputs.len() != spec.inputs.len() {
             return Err(Error::Value(format!(
@@ -33,79 +42,85 @@ impl Operator for UpdateOp {
                 inputs.len()
             )));
         }
-        for (name, s) in spec.inputs.iter().zip(inputs).skip(1) {
-            if s != &inputs[0] {
-                return Err(Error::Value(format!(
-                    "{}: {name} has shape {} but weight has shape {}",
-                    spec.name,
-                    fmt_shape(s),
-                    fmt_shape(&inputs[0])
-                )));
+        let Some((known_name, known)) = spec
+            .inputs
+            .iter()
+            .zip(inputs.iter())
+            .chain(std::iter::once((&"output", &outputs[0])))
+            .find_map(|(n, s)| s.as_ref().map(|s| (*n, s.clone())))
+        else {
+            return Ok(());
+        };
+        for (name, slot) in spec.inputs.iter().zip(inputs.iter_mut()) {
+            match slot {
+                Some(s) if *s != known => {
+                    return Err(Error::Value(format!(
+                        "{}: {name} has shape {} but {known_name} has shape {}",
+                        spec.name,
+                        fmt_shape(s),
+                        fmt_shape(&known)
+                    )))
+                }
+                Some(_) => {}
+                None => *slot = Some(known.clone()),
             }
         }
-        Ok(vec![inputs[0].clone()])
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        crate::op::infer::same_shape(self.name(), inputs, outputs)
+        assign_shape(spec.name, "output 0", &mut outputs[0], &known)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        let spec = self.kind.spec();
-        let w = inputs[0];
-        let mp = spec.mp_from.unwrap_or(spec.inputs.len());
-        if !is_float(w) {
-            return Err(Error::Type(format!(
-                "{}: weight must be float16, float32 or float64, got {w}",
-                spec.name
-            )));
-        }
-        for (i, (name, t)) in spec.inputs.iter().zip(inputs).enumerate() {
-            let want = if i < mp { w } else { DType::F32 };
-            if *t != want {
-                return Err(Error::Type(format!(
-                    "{}: {name} has dtype {t} but must be {want} (weight has dtype {w})",
-                    spec.name
-                )));
-            }
-        }
-        Ok(vec![w])
+        infer::types_from_partial(self, inputs)
     }
 
+    /// The weight's type is a float type, shared by the gradient, the states and the
+    /// output; mixed-precision copies are float32.
     fn infer_type_partial(
         &self,
         inputs: &mut [Option<DType>],
         outputs: &mut [Option<DType>],
     ) -> Result<()> {
         let spec = self.kind.spec();
-        let mp = spec.mp_from.unwrap_or(spec.inputs.len());
-        for slot in inputs.iter_mut().skip(mp) {
-            slot.get_or_insert(DType::F32);
-        }
-        let known = inputs[..mp]
+        let mp = spec.mp_from.unwrap_or(spec.inputs.len()).min(inputs.len());
+        let Some(w) = inputs[..mp]
             .iter()
             .chain(outputs.iter())
             .flatten()
             .next()
-            .copied();
-        if let Some(t) = known {
-            for slot in inputs[..mp].iter_mut().chain(outputs.iter_mut()) {
-                slot.get_or_insert(t);
+            .copied()
+        else {
+            for slot in inputs.iter_mut().skip(mp) {
+                slot.get_or_insert(DType::F32);
             }
-            let ins: Vec<DType> = inputs.iter().flatten().copied().collect();
-            let out = self.infer_type(&ins)?;
-            if outputs[0] != Some(out[0]) {
-                return Err(Error::Type(format!(
-                    "{}: output must have dtype {}, got {:?}",
-                    spec.name, out[0], outputs[0]
-                )));
+            return Ok(());
+        };
+        if !is_float(w) {
+            return Err(Error::Type(format!(
+                "{}: weight must be float16, float32 or float64, got {w}",
+                spec.name
+            )));
+        }
+        for (i, (name, slot)) in spec.inputs.iter().zip(inputs.iter_mut()).enumerate() {
+            let want = if i < mp { w } else { DType::F32 };
+            match slot {
+                Some(t) if *t != want => {
+                    return Err(Error::Type(format!(
+                        "{}: {name} has dtype {t} but must be {want} (weight has dtype {w})",
+                        spec.name
+                    )))
+                }
+                _ => *slot = Some(want),
             }
         }
-        Ok(())
+        match outputs[0] {
+            Some(o) if o != w => Err(Error::Type(format!(
+                "{}: output must have dtype {w}, got {o}",
+                spec.name
+            ))),
+            _ => {
+                outputs[0] = Some(w);
+                Ok(())
+            }
+        }
     }
 
     fn inplace(&self) -> &'static [(usize, usize)] {

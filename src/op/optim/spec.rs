@@ -2,7 +2,8 @@
 //! defaults) and which inputs it writes, plus the parsed hyperparameters.
 
 use crate::error::Result;
-use crate::op::{Attrs, Params};
+use crate::op::params::parse_float;
+use crate::op::{Attrs, Param, Params};
 
 /// The update operators of this family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,8 +32,8 @@ pub struct Spec {
     pub name: &'static str,
     /// Input names, weight and gradient first.
     pub inputs: &'static [&'static str],
-    /// Argument names.
-    pub params: &'static [&'static str],
+    /// The arguments, declared with MXNet's defaults.
+    pub params: &'static [Param],
     /// Inputs the op writes in place (its optimizer states).
     pub aux: &'static [usize],
     /// Mixed precision: inputs from this index on are float32 whatever the weight's type.
@@ -44,18 +45,224 @@ pub struct Spec {
     pub doc: &'static str,
 }
 
-pub(crate) const SGD: &[&str] = &["lr", "wd", "rescale_grad", "clip_gradient", "lazy_update"];
-
-pub(crate) const SGD_MOM: &[&str] = &[
-    "lr",
+const LR: Param = Param::required("lr", "float", "Learning rate");
+const WD: Param = Param::new(
+    "wd",
+    "float",
+    "0",
+    "Weight decay augments the objective function with a regularization term that penalizes large weights. The penalty scales with the square of the magnitude of each weight.",
+);
+const RESCALE_GRAD: Param = Param::new(
+    "rescale_grad",
+    "float",
+    "1",
+    "Rescale gradient to grad = rescale_grad*grad.",
+);
+const CLIP_GRADIENT: Param = Param::new(
+    "clip_gradient",
+    "float",
+    "-1",
+    "Clip gradient to the range of [-clip_gradient, clip_gradient] If clip_gradient <= 0, gradient clipping is turned off. grad = max(min(grad, clip_gradient), -clip_gradient).",
+);
+const MOMENTUM: Param = Param::new(
     "momentum",
+    "float",
+    "0",
+    "The decay rate of momentum estimates at each epoch.",
+);
+const EPSILON: Param = Param::new(
+    "epsilon",
+    "float",
+    "1e-08",
+    "A small constant for numerical stability.",
+);
+const CLIP_WEIGHTS: Param = Param::new(
+    "clip_weights",
+    "float",
+    "-1",
+    "Clip weights to the range of [-clip_weights, clip_weights] If clip_weights <= 0, weight clipping is turned off. weights = max(min(weights, clip_weights), -clip_weights).",
+);
+
+pub(crate) const SGD: &[Param] = &[
+    LR,
+    WD,
+    RESCALE_GRAD,
+    CLIP_GRADIENT,
+    Param::new(
+        "lazy_update",
+        "boolean",
+        "True",
+        "If true, lazy updates are applied if gradient's stype is row_sparse.",
+    ),
+];
+
+pub(crate) const SGD_MOM: &[Param] = &[
+    LR,
+    MOMENTUM,
+    WD,
+    RESCALE_GRAD,
+    CLIP_GRADIENT,
+    Param::new(
+        "lazy_update",
+        "boolean",
+        "True",
+        "If true, lazy updates are applied if gradient's stype is row_sparse and both weight and momentum have the same stype",
+    ),
+];
+
+pub(crate) const NAG: &[Param] = &[LR, MOMENTUM, WD, RESCALE_GRAD, CLIP_GRADIENT];
+
+const ADAM: &[Param] = &[
+    LR,
+    Param::new(
+        "beta1",
+        "float",
+        "0.9",
+        "The decay rate for the 1st moment estimates.",
+    ),
+    Param::new(
+        "beta2",
+        "float",
+        "0.999",
+        "The decay rate for the 2nd moment estimates.",
+    ),
+    EPSILON,
+    WD,
+    RESCALE_GRAD,
+    CLIP_GRADIENT,
+    Param::new(
+        "lazy_update",
+        "boolean",
+        "True",
+        "If true, lazy updates are applied if gradient's stype is row_sparse and all of w, m and v have the same stype",
+    ),
+];
+
+const RMSPROP: &[Param] = &[
+    LR,
+    Param::new(
+        "gamma1",
+        "float",
+        "0.95",
+        "The decay rate of momentum estimates.",
+    ),
+    EPSILON,
+    WD,
+    RESCALE_GRAD,
+    CLIP_GRADIENT,
+    CLIP_WEIGHTS,
+];
+
+const RMSPROP_ALEX: &[Param] = &[
+    LR,
+    Param::new("gamma1", "float", "0.95", "Decay rate."),
+    Param::new("gamma2", "float", "0.9", "Decay rate."),
+    EPSILON,
+    WD,
+    RESCALE_GRAD,
+    CLIP_GRADIENT,
+    CLIP_WEIGHTS,
+];
+
+const FTRL: &[Param] = &[
+    LR,
+    Param::new(
+        "lamda1",
+        "float",
+        "0.01",
+        "The L1 regularization coefficient.",
+    ),
+    Param::new("beta", "float", "1", "Per-Coordinate Learning Rate beta."),
+    WD,
+    RESCALE_GRAD,
+    CLIP_GRADIENT,
+];
+
+const PLAIN: &[Param] = &[LR, WD, RESCALE_GRAD, CLIP_GRADIENT];
+
+const SIGNUM: &[Param] = &[
+    LR,
+    MOMENTUM,
+    WD,
+    RESCALE_GRAD,
+    CLIP_GRADIENT,
+    Param::new(
+        "wd_lh",
+        "float",
+        "0",
+        "The amount of weight decay that does not go into gradient/momentum calculationsotherwise do weight decay algorithmically only.",
+    ),
+];
+
+const ADAGRAD: &[Param] = &[
+    Param::required("lr", "double", "Learning rate"),
+    Param::new(
+        "epsilon",
+        "double",
+        "1e-07",
+        "Small value added to the history's square root to avoid division by 0.",
+    ),
+    Param::new("wd", "double", "0", "weight decay"),
+    Param::new(
+        "rescale_grad",
+        "double",
+        "1",
+        "Rescale gradient to grad = rescale_grad*grad.",
+    ),
+    Param::new(
+        "clip_gradient",
+        "double",
+        "-1",
+        "Clip gradient to the range of [-clip_gradient, clip_gradient] If clip_gradient <= 0, gradient clipping is turned off.",
+    ),
+];
+
+const ADADELTA: &[Param] = &[
+    Param::new(
+        "rho",
+        "double",
+        "0.9",
+        "Decay rate for both squared gradients and delta.",
+    ),
+    Param::new(
+        "epsilon",
+        "double",
+        "1e-05",
+        "Small value to avoid division by 0.",
+    ),
+    Param::new("wd", "double", "0", "weight decay"),
+    Param::new(
+        "rescale_grad",
+        "double",
+        "1",
+        "Rescale gradient to grad = rescale_grad*grad.",
+    ),
+    Param::new(
+        "clip_gradient",
+        "double",
+        "-1",
+        "Clip gradient to the range of [-clip_gradient, clip_gradient] If clip_gradient <= 0, gradient clipping is turned off.",
+    ),
+];
+
+/// The names of [`Hyper`]'s fields, in the order of [`Hyper::fields_mut`].
+const FIELDS: [&str; 15] = [
+    "lr",
     "wd",
     "rescale_grad",
     "clip_gradient",
-    "lazy_update",
+    "momentum",
+    "beta1",
+    "beta2",
+    "epsilon",
+    "gamma1",
+    "gamma2",
+    "clip_weights",
+    "lamda1",
+    "beta",
+    "wd_lh",
+    "rho",
 ];
-
-pub(crate) const NAG: &[&str] = &["lr", "momentum", "wd", "rescale_grad", "clip_gradient"];
 
 impl Kind {
     /// Every kind, in registration order.
@@ -138,16 +345,7 @@ impl Kind {
             Kind::Adam => &Spec {
                 name: "adam_update",
                 inputs: &["weight", "grad", "mean", "var"],
-                params: &[
-                    "lr",
-                    "beta1",
-                    "beta2",
-                    "epsilon",
-                    "wd",
-                    "rescale_grad",
-                    "clip_gradient",
-                    "lazy_update",
-                ],
+                params: ADAM,
                 aux: &[2, 3],
                 mp_from: None,
                 f32_params: true,
@@ -156,15 +354,7 @@ impl Kind {
             Kind::RmsProp => &Spec {
                 name: "rmsprop_update",
                 inputs: &["weight", "grad", "n"],
-                params: &[
-                    "lr",
-                    "gamma1",
-                    "epsilon",
-                    "wd",
-                    "rescale_grad",
-                    "clip_gradient",
-                    "clip_weights",
-                ],
+                params: RMSPROP,
                 aux: &[2],
                 mp_from: None,
                 f32_params: true,
@@ -173,16 +363,7 @@ impl Kind {
             Kind::RmsPropAlex => &Spec {
                 name: "rmspropalex_update",
                 inputs: &["weight", "grad", "n", "g", "delta"],
-                params: &[
-                    "lr",
-                    "gamma1",
-                    "gamma2",
-                    "epsilon",
-                    "wd",
-                    "rescale_grad",
-                    "clip_gradient",
-                    "clip_weights",
-                ],
+                params: RMSPROP_ALEX,
                 aux: &[2, 3, 4],
                 mp_from: None,
                 f32_params: true,
@@ -191,14 +372,7 @@ impl Kind {
             Kind::Ftrl => &Spec {
                 name: "ftrl_update",
                 inputs: &["weight", "grad", "z", "n"],
-                params: &[
-                    "lr",
-                    "lamda1",
-                    "beta",
-                    "wd",
-                    "rescale_grad",
-                    "clip_gradient",
-                ],
+                params: FTRL,
                 aux: &[2, 3],
                 mp_from: None,
                 f32_params: true,
@@ -207,7 +381,7 @@ impl Kind {
             Kind::SignSgd => &Spec {
                 name: "signsgd_update",
                 inputs: &["weight", "grad"],
-                params: &["lr", "wd", "rescale_grad", "clip_gradient"],
+                params: PLAIN,
                 aux: &[],
                 mp_from: None,
                 f32_params: true,
@@ -216,14 +390,7 @@ impl Kind {
             Kind::Signum => &Spec {
                 name: "signum_update",
                 inputs: &["weight", "grad", "mom"],
-                params: &[
-                    "lr",
-                    "momentum",
-                    "wd",
-                    "rescale_grad",
-                    "clip_gradient",
-                    "wd_lh",
-                ],
+                params: SIGNUM,
                 aux: &[2],
                 mp_from: None,
                 f32_params: true,
@@ -232,7 +399,7 @@ impl Kind {
             Kind::AdaGrad => &Spec {
                 name: "_rsmx_adagrad_update",
                 inputs: &["weight", "grad", "history"],
-                params: &["lr", "epsilon", "wd", "rescale_grad", "clip_gradient"],
+                params: ADAGRAD,
                 aux: &[2],
                 mp_from: None,
                 f32_params: false,
@@ -241,7 +408,7 @@ impl Kind {
             Kind::AdaDelta => &Spec {
                 name: "_rsmx_adadelta_update",
                 inputs: &["weight", "grad", "acc_g", "acc_delta"],
-                params: &["rho", "epsilon", "wd", "rescale_grad", "clip_gradient"],
+                params: ADADELTA,
                 aux: &[2, 3],
                 mp_from: None,
                 f32_params: false,
@@ -250,7 +417,7 @@ impl Kind {
             Kind::AggSgd => &Spec {
                 name: "_rsmx_agg_sgd_update",
                 inputs: &["weight", "grad"],
-                params: &["lr", "wd", "rescale_grad", "clip_gradient"],
+                params: PLAIN,
                 aux: &[],
                 mp_from: None,
                 f32_params: true,
@@ -259,7 +426,7 @@ impl Kind {
             Kind::AggMpSgd => &Spec {
                 name: "_rsmx_agg_mp_sgd_update",
                 inputs: &["weight", "grad", "weight32"],
-                params: &["lr", "wd", "rescale_grad", "clip_gradient"],
+                params: PLAIN,
                 aux: &[2],
                 mp_from: Some(2),
                 f32_params: true,
@@ -298,29 +465,37 @@ pub struct Hyper {
 }
 
 impl Hyper {
-    /// MXNet's defaults for `kind` (and a learning rate of zero).
+    /// The declared defaults of `kind`'s arguments (a learning rate of zero). Fields the
+    /// kind does not take are never read by its update and hold placeholder values.
     pub fn defaults(kind: Kind) -> Hyper {
-        Hyper {
+        let mut h = Hyper {
             lr: 0.0,
             wd: 0.0,
             rescale_grad: 1.0,
             clip_gradient: -1.0,
             momentum: 0.0,
-            beta1: 0.9,
-            beta2: 0.999,
-            epsilon: match kind {
-                Kind::AdaGrad => 1e-7,
-                Kind::AdaDelta => 1e-5,
-                _ => 1e-8,
-            },
-            gamma1: 0.95,
-            gamma2: 0.9,
+            beta1: 0.0,
+            beta2: 0.0,
+            epsilon: 0.0,
+            gamma1: 0.0,
+            gamma2: 0.0,
             clip_weights: -1.0,
-            lamda1: 0.01,
-            beta: 1.0,
+            lamda1: 0.0,
+            beta: 0.0,
             wd_lh: 0.0,
-            rho: 0.9,
+            rho: 0.0,
+        };
+        let decls = kind.spec().params;
+        for (key, slot) in FIELDS.iter().zip(h.fields_mut()) {
+            let default = decls
+                .iter()
+                .find(|d| d.name == *key)
+                .and_then(|d| d.default);
+            if let Some(v) = default.and_then(parse_float) {
+                *slot = v;
+            }
         }
+        h
     }
 
     /// The values `kind` computes with: rounded to float32 where MXNet's op declares its
@@ -357,78 +532,29 @@ impl Hyper {
     /// Parses the arguments of `kind` as MXNet does; `lr` is required where taken.
     pub fn parse(kind: Kind, attrs: &Attrs) -> Result<Hyper> {
         let spec = kind.spec();
-        let p = Params::new(spec.name, attrs, spec.params)?;
+        let p = Params::declared(spec.name, attrs, spec.params)?;
         let mut h = Hyper::defaults(kind);
-        let takes = |k: &str| spec.params.contains(&k);
-        let round = |v: f64| {
-            if spec.f32_params {
-                v as f32 as f64
-            } else {
-                v
-            }
-        };
-        if takes("lr") {
-            let v = p.required("lr")?;
-            h.lr = round(crate::op::params::parse_float(v).ok_or_else(|| {
-                crate::error::Error::Value(format!(
-                    "{}: invalid value '{v}' for argument 'lr': expected a number",
-                    spec.name
-                ))
-            })?);
-        }
-        let fields: [(&str, &mut f64); 14] = [
-            ("wd", &mut h.wd),
-            ("rescale_grad", &mut h.rescale_grad),
-            ("clip_gradient", &mut h.clip_gradient),
-            ("momentum", &mut h.momentum),
-            ("beta1", &mut h.beta1),
-            ("beta2", &mut h.beta2),
-            ("epsilon", &mut h.epsilon),
-            ("gamma1", &mut h.gamma1),
-            ("gamma2", &mut h.gamma2),
-            ("clip_weights", &mut h.clip_weights),
-            ("lamda1", &mut h.lamda1),
-            ("beta", &mut h.beta),
-            ("wd_lh", &mut h.wd_lh),
-            ("rho", &mut h.rho),
-        ];
-        for (key, slot) in fields {
-            if takes(key) {
-                *slot = round(p.float(key, *slot)?);
-            } else {
-                *slot = round(*slot);
+        for (key, slot) in FIELDS.iter().zip(h.fields_mut()) {
+            if spec.params.iter().any(|d| d.name == *key) {
+                *slot = p.get(key)?;
             }
         }
-        if takes("lazy_update") {
+        if spec.params.iter().any(|d| d.name == "lazy_update") {
             // Only row-sparse gradients update lazily; dense updates ignore it.
-            p.bool("lazy_update", true)?;
+            p.get::<bool>("lazy_update")?;
         }
-        Ok(h)
+        Ok(h.rounded(kind))
     }
 
     /// The attributes that [`Hyper::parse`] reads back into these values, for `kind`.
     pub fn to_attrs(&self, kind: Kind) -> Attrs {
         let spec = kind.spec();
-        let all = [
-            ("lr", self.lr),
-            ("wd", self.wd),
-            ("rescale_grad", self.rescale_grad),
-            ("clip_gradient", self.clip_gradient),
-            ("momentum", self.momentum),
-            ("beta1", self.beta1),
-            ("beta2", self.beta2),
-            ("epsilon", self.epsilon),
-            ("gamma1", self.gamma1),
-            ("gamma2", self.gamma2),
-            ("clip_weights", self.clip_weights),
-            ("lamda1", self.lamda1),
-            ("beta", self.beta),
-            ("wd_lh", self.wd_lh),
-            ("rho", self.rho),
-        ];
-        all.iter()
-            .filter(|(k, _)| spec.params.contains(k))
-            .map(|(k, v)| (k.to_string(), format!("{v:?}")))
+        let mut h = *self;
+        FIELDS
+            .iter()
+            .zip(h.fields_mut())
+            .filter(|(k, _)| spec.params.iter().any(|d| d.name == **k))
+            .map(|(k, v)| (k.to_string(), format!("{:?}", *v)))
             .collect()
     }
 }

@@ -3,8 +3,10 @@
 
 use crate::error::{Error, Result};
 use crate::op::transform::view::View;
-use crate::op::transform::{axis_in, def, dims, fmt_tuple, gather_op, gather_op2, plain};
-use crate::op::{Attrs, OpRef, Params, Registry};
+use crate::op::transform::{
+    axis_in, def, dims, fmt_tuple, gather_op, gather_op2, plain, tuple_or_empty,
+};
+use crate::op::{Attrs, OpRef, Param, Params, Registry};
 use crate::shape::{fmt_shape, Shape};
 
 pub(crate) fn too_large(op: &str, s: &[usize]) -> Error {
@@ -41,8 +43,8 @@ pub(crate) fn broadcast_view(op: &str, s: &[usize], target: &[usize]) -> Result<
 
 pub(crate) fn create_broadcast_to(attrs: &Attrs) -> Result<OpRef> {
     let op = "broadcast_to";
-    let p = Params::new(op, attrs, &["shape"])?;
-    let shape = dims(op, "shape", &p.tuple("shape", &[])?)?;
+    let p = Params::declared(op, attrs, BROADCAST_TO_PARAMS)?;
+    let shape = dims(op, "shape", &tuple_or_empty(&p, "shape")?)?;
     gather_op(op, move |s| {
         // 0 keeps the input's size on that axis.
         let target: Vec<usize> = shape
@@ -96,9 +98,9 @@ pub(crate) fn broadcast_like_view(
 
 pub(crate) fn create_broadcast_like(attrs: &Attrs) -> Result<OpRef> {
     let op = "broadcast_like";
-    let p = Params::new(op, attrs, &["lhs_axes", "rhs_axes"])?;
+    let p = Params::declared(op, attrs, BROADCAST_LIKE_PARAMS)?;
     // Axes are used only when both are given, as in MXNet.
-    let axes = match (p.opt_tuple("lhs_axes")?, p.opt_tuple("rhs_axes")?) {
+    let axes = match (p.get("lhs_axes")?, p.get("rhs_axes")?) {
         (Some(l), Some(r)) => Some((l, r)),
         _ => None,
     };
@@ -132,9 +134,9 @@ pub(crate) fn broadcast_axis_view(s: &[usize], axes: &[i64], sizes: &[usize]) ->
 
 pub(crate) fn create_broadcast_axis(attrs: &Attrs) -> Result<OpRef> {
     let op = "broadcast_axis";
-    let p = Params::new(op, attrs, &["axis", "size"])?;
-    let axes = p.tuple("axis", &[])?;
-    let sizes = dims(op, "size", &p.tuple("size", &[])?)?;
+    let p = Params::declared(op, attrs, BROADCAST_AXIS_PARAMS)?;
+    let axes = tuple_or_empty(&p, "axis")?;
+    let sizes = dims(op, "size", &tuple_or_empty(&p, "size")?)?;
     gather_op(op, move |s| {
         broadcast_axis_view(s, &axes, &sizes).map(plain)
     })
@@ -169,8 +171,8 @@ pub(crate) fn tile_view(s: &[usize], reps: &[usize]) -> Result<(Shape, View)> {
 }
 
 pub(crate) fn create_tile(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("tile", attrs, &["reps"])?;
-    let reps = dims("tile", "reps", &p.tuple_required("reps")?)?;
+    let p = Params::declared("tile", attrs, TILE_PARAMS)?;
+    let reps = dims("tile", "reps", &p.get::<Vec<i64>>("reps")?)?;
     gather_op("tile", move |s| tile_view(s, &reps))
 }
 
@@ -204,20 +206,77 @@ pub(crate) fn repeat_view(s: &[usize], r: usize, axis: Option<i64>) -> Result<(S
 }
 
 pub(crate) fn create_repeat(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("repeat", attrs, &["repeats", "axis"])?;
-    let r = p.int_required("repeats")?;
+    let p = Params::declared("repeat", attrs, REPEAT_PARAMS)?;
+    let r: i64 = p.get("repeats")?;
     let r = usize::try_from(r)
         .map_err(|_| Error::Value(format!("repeat: repeats cannot be negative, got {r}")))?;
-    let axis = p.opt_int("axis")?;
+    let axis: Option<i64> = p.get("axis")?;
     gather_op("repeat", move |s| repeat_view(s, r, axis))
 }
+
+const BROADCAST_TO_PARAMS: &[Param] = &[Param::new(
+    "shape",
+    "Shape(tuple)",
+    "()",
+    "The shape of the desired array. We can set the dim to zero if it's same as the original. E.g `A = broadcast_to(B, shape=(10, 0, 0))` has the same meaning as `A = broadcast_axis(B, axis=0, size=10)`.",
+)];
+
+const BROADCAST_LIKE_PARAMS: &[Param] = &[
+    Param::new(
+        "lhs_axes",
+        "Shape or None",
+        "None",
+        "Axes to perform broadcast on in the first input array",
+    ),
+    Param::new(
+        "rhs_axes",
+        "Shape or None",
+        "None",
+        "Axes to copy from the second input array",
+    ),
+];
+
+const BROADCAST_AXIS_PARAMS: &[Param] = &[
+    Param::new(
+        "axis",
+        "Shape(tuple)",
+        "()",
+        "The axes to perform the broadcasting.",
+    ),
+    Param::new(
+        "size",
+        "Shape(tuple)",
+        "()",
+        "Target sizes of the broadcasting axes.",
+    ),
+];
+
+const TILE_PARAMS: &[Param] = &[Param::required(
+    "reps",
+    "Shape(tuple)",
+    "The number of times for repeating the tensor a. Each dim size of reps must be a positive integer. If reps has length d, the result will have dimension of max(d, a.ndim); If a.ndim < d, a is promoted to be d-dimensional by prepending new axes. If a.ndim > d, reps is promoted to a.ndim by pre-pending 1's to it.",
+)];
+
+const REPEAT_PARAMS: &[Param] = &[
+    Param::required(
+        "repeats",
+        "int",
+        "The number of repetitions for each element.",
+    ),
+    Param::new(
+        "axis",
+        "int or None",
+        "None",
+        "The axis along which to repeat values. The negative numbers are interpreted counting from the backward. By default, use the flattened input array, and return a flat output array.",
+    ),
+];
 
 pub(super) fn register(r: &mut Registry) {
     r.add(def(
         "broadcast_to",
         &[],
         &["data"],
-        &["shape"],
+        BROADCAST_TO_PARAMS,
         "Broadcasts axes of size 1 to a shape (0 keeps an axis).",
         create_broadcast_to,
     ));
@@ -225,7 +284,7 @@ pub(super) fn register(r: &mut Registry) {
         "broadcast_like",
         &[],
         &["lhs", "rhs"],
-        &["lhs_axes", "rhs_axes"],
+        BROADCAST_LIKE_PARAMS,
         "Broadcasts lhs to the shape of rhs (on the given axes).",
         create_broadcast_like,
     ));
@@ -233,7 +292,7 @@ pub(super) fn register(r: &mut Registry) {
         "broadcast_axis",
         &["broadcast_axes"],
         &["data"],
-        &["axis", "size"],
+        BROADCAST_AXIS_PARAMS,
         "Broadcasts axes of size 1 to the given sizes.",
         create_broadcast_axis,
     ));
@@ -241,7 +300,7 @@ pub(super) fn register(r: &mut Registry) {
         "tile",
         &[],
         &["data"],
-        &["reps"],
+        TILE_PARAMS,
         "Repeats the whole array along each axis.",
         create_tile,
     ));
@@ -249,7 +308,7 @@ pub(super) fn register(r: &mut Registry) {
         "repeat",
         &[],
         &["data"],
-        &["repeats", "axis"],
+        REPEAT_PARAMS,
         "Repeats each element along an axis (of the flattened array by default).",
         create_repeat,
     ));

@@ -4,7 +4,9 @@
 use crate::error::{Error, Result};
 use crate::op::grad::join::ConcatBackward;
 use crate::op::transform::{axis_in, def};
-use crate::op::{assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Params, Registry};
+use crate::op::{
+    assign_shape, infer, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
+};
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
 
@@ -26,7 +28,7 @@ pub(crate) fn check_count(op: &str, inputs: usize, num_args: Option<usize>) -> R
 }
 
 pub(crate) fn num_args(op: &str, p: &Params) -> Result<Option<usize>> {
-    match p.opt_int("num_args")? {
+    match p.get::<Option<i64>>("num_args")? {
         None => Ok(None),
         Some(n) if n >= 1 => Ok(Some(n as usize)),
         Some(n) => Err(Error::Value(format!(
@@ -46,26 +48,7 @@ impl Operator for Concat {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        let op = "Concat";
-        check_count(op, inputs.len(), self.num_args)?;
-        let first = &inputs[0];
-        let axis = axis_in(op, self.dim, first.len())?;
-        let mut out = first.clone();
-        for s in &inputs[1..] {
-            let same =
-                s.len() == first.len() && (0..s.len()).all(|k| k == axis || s[k] == first[k]);
-            if !same {
-                return Err(Error::Value(format!(
-                    "{op}: cannot concatenate arrays of shapes {} and {} along axis {axis}",
-                    fmt_shape(first),
-                    fmt_shape(s)
-                )));
-            }
-            out[axis] = out[axis]
-                .checked_add(s[axis])
-                .ok_or_else(|| Error::Value(format!("{op}: the result is too large")))?;
-        }
-        Ok(vec![out])
+        infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_shape_partial(
@@ -73,7 +56,7 @@ impl Operator for Concat {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        concat_partial(self.dim, inputs, &mut outputs[0])
+        concat_partial(self.dim, self.num_args, inputs, &mut outputs[0])
     }
 
     fn gradient(&self) -> Grad {
@@ -94,56 +77,71 @@ impl Operator for Concat {
     }
 }
 
+/// True if `a` and `b` agree on every axis but `axis`.
+fn same_but(a: &[usize], b: &[usize], axis: usize) -> bool {
+    a.len() == b.len() && (0..a.len()).all(|k| k == axis || a[k] == b[k])
+}
+
 /// `Concat`'s shape inference over partly known shapes, as MXNet's: every axis but the
 /// joined one is shared by all inputs and the output; the output's joined axis is the
 /// sum of the inputs', and a single unknown input length is what the output leaves.
 pub(crate) fn concat_partial(
     dim: i64,
+    num_args: Option<usize>,
     inputs: &mut [Option<Shape>],
     output: &mut Option<Shape>,
 ) -> Result<()> {
     let op = "Concat";
-    let Some(ndim) = inputs
+    check_count(op, inputs.len(), num_args)?;
+    let Some(first) = inputs
         .iter()
         .chain(std::iter::once(&*output))
         .flatten()
-        .map(|s| s.len())
         .next()
+        .cloned()
     else {
         return Ok(());
     };
-    let axis = axis_in(op, dim, ndim)?;
-    // Shared dims; 0 marks unknown (the joined axis stays unknown here).
-    let mut common: Option<Shape> = None;
-    for s in inputs.iter().chain(std::iter::once(&*output)).flatten() {
-        let mut t = s.clone();
-        t[axis] = 0;
-        match &common {
-            Some(c) if *c != t => {
-                return Err(Error::Value(format!(
-                    "{op}: cannot concatenate arrays of shapes {} and {} along axis {axis}",
-                    fmt_shape(c),
-                    fmt_shape(s)
-                )))
-            }
-            _ => common = Some(t),
+    let axis = axis_in(op, dim, first.len())?;
+    let mut known = 0usize;
+    let mut missing = None;
+    let mut n_missing = 0;
+    for (i, slot) in inputs.iter().enumerate() {
+        let Some(s) = slot else {
+            missing = Some(i);
+            n_missing += 1;
+            continue;
+        };
+        if !same_but(&first, s, axis) {
+            return Err(Error::Value(format!(
+                "{op}: cannot concatenate arrays of shapes {} and {} along axis {axis}",
+                fmt_shape(&first),
+                fmt_shape(s)
+            )));
+        }
+        known = known
+            .checked_add(s[axis])
+            .ok_or_else(|| Error::Value(format!("{op}: the result is too large")))?;
+    }
+    if let Some(o) = output.as_ref() {
+        if !same_but(&first, o, axis) {
+            return Err(Error::Value(format!(
+                "{op}: cannot concatenate arrays of shapes {} and {} along axis {axis}",
+                fmt_shape(&first),
+                fmt_shape(o)
+            )));
         }
     }
-    let Some(common) = common else {
-        return Ok(());
-    };
-    let known: usize = inputs.iter().flatten().map(|s| s[axis]).sum();
-    let missing: Vec<usize> = (0..inputs.len()).filter(|&i| inputs[i].is_none()).collect();
-    match (missing.as_slice(), output.as_ref()) {
-        ([], _) => {
-            let mut o = common.clone();
+    match (n_missing, missing, output.as_ref()) {
+        (0, _, _) => {
+            let mut o = first;
             o[axis] = known;
             assign_shape(op, "output 0", output, &o)?;
         }
-        ([i], Some(o)) if o[axis] >= known => {
-            let mut s = common.clone();
+        (1, Some(i), Some(o)) if o[axis] >= known => {
+            let mut s = first;
             s[axis] = o[axis] - known;
-            inputs[*i] = Some(s);
+            inputs[i] = Some(s);
         }
         _ => {}
     }
@@ -179,19 +177,7 @@ impl Operator for Stack {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_count("stack", inputs.len(), self.num_args)?;
-        let first = &inputs[0];
-        if let Some(s) = inputs.iter().find(|s| *s != first) {
-            return Err(Error::Value(format!(
-                "stack: all inputs must have the same shape, got {} and {}",
-                fmt_shape(first),
-                fmt_shape(s)
-            )));
-        }
-        let axis = self.axis(first.len())?;
-        let mut out = first.clone();
-        out.insert(axis, inputs.len());
-        Ok(vec![out])
+        infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_shape_partial(
@@ -199,15 +185,27 @@ impl Operator for Stack {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
+        check_count("stack", inputs.len(), self.num_args)?;
         let Some(first) = inputs.iter().flatten().next().cloned() else {
             return Ok(());
         };
-        for (i, s) in inputs.iter_mut().enumerate() {
-            assign_shape("stack", &format!("input {i}"), s, &first)?;
+        for slot in inputs.iter_mut() {
+            match slot {
+                Some(s) if *s != first => {
+                    return Err(Error::Value(format!(
+                        "stack: all inputs must have the same shape, got {} and {}",
+                        fmt_shape(&first),
+                        fmt_shape(s)
+                    )))
+                }
+                Some(_) => {}
+                None => *slot = Some(first.clone()),
+            }
         }
-        let all: Vec<Shape> = inputs.iter().flatten().cloned().collect();
-        let out = self.infer_shape(&all)?;
-        crate::op::assign_shapes("stack", "output", outputs, &out)
+        let axis = self.axis(first.len())?;
+        let mut out = first;
+        out.insert(axis, inputs.len());
+        assign_shape("stack", "output 0", &mut outputs[0], &out)
     }
 
     fn gradient(&self) -> Grad {
@@ -299,25 +297,25 @@ impl Operator for SliceChannel {
 }
 
 pub(crate) fn create_concat(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("Concat", attrs, &["num_args", "dim"])?;
+    let p = Params::declared("Concat", attrs, CONCAT_PARAMS)?;
     Ok(Arc::new(Concat {
-        dim: p.int("dim", 1)?,
+        dim: p.get("dim")?,
         num_args: num_args("Concat", &p)?,
     }))
 }
 
 pub(crate) fn create_stack(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("stack", attrs, &["num_args", "axis"])?;
+    let p = Params::declared("stack", attrs, STACK_PARAMS)?;
     Ok(Arc::new(Stack {
-        axis: p.int("axis", 0)?,
+        axis: p.get("axis")?,
         num_args: num_args("stack", &p)?,
     }))
 }
 
 pub(crate) fn create_split(attrs: &Attrs) -> Result<OpRef> {
     let op = "SliceChannel";
-    let p = Params::new(op, attrs, &["num_outputs", "axis", "squeeze_axis"])?;
-    let n = p.int_required("num_outputs")?;
+    let p = Params::declared(op, attrs, SPLIT_PARAMS)?;
+    let n: i64 = p.get("num_outputs")?;
     if n < 1 {
         return Err(Error::Value(format!(
             "{op}: num_outputs must be at least 1, got {n}"
@@ -325,10 +323,50 @@ pub(crate) fn create_split(attrs: &Attrs) -> Result<OpRef> {
     }
     Ok(Arc::new(SliceChannel {
         num_outputs: n as usize,
-        axis: p.int("axis", 1)?,
-        squeeze_axis: p.bool("squeeze_axis", false)?,
+        axis: p.get("axis")?,
+        squeeze_axis: p.get("squeeze_axis")?,
     }))
 }
+
+const CONCAT_PARAMS: &[Param] = &[
+    Param::new(
+        "num_args",
+        "int",
+        "None",
+        "Number of inputs to be concated; rsmx takes the number of inputs given when it is not set.",
+    ),
+    Param::new("dim", "int", "1", "the dimension to be concated."),
+];
+
+const STACK_PARAMS: &[Param] = &[
+    Param::new(
+        "axis",
+        "int",
+        "0",
+        "The axis in the result array along which the input arrays are stacked.",
+    ),
+    Param::new(
+        "num_args",
+        "int",
+        "None",
+        "Number of inputs to be stacked; rsmx takes the number of inputs given when it is not set.",
+    ),
+];
+
+const SPLIT_PARAMS: &[Param] = &[
+    Param::required(
+        "num_outputs",
+        "int",
+        "Number of splits. Note that this should evenly divide the length of the `axis`.",
+    ),
+    Param::new("axis", "int", "1", "Axis along which to split."),
+    Param::new(
+        "squeeze_axis",
+        "boolean",
+        "False",
+        "If true, Removes the axis with length 1 from the shapes of the output arrays. **Note** that setting `squeeze_axis` to ``true`` removes axis with length 1 only along the `axis` which it is split. Also `squeeze_axis` can be set to ``true`` only if ``input.shape[axis] == num_outputs``.",
+    ),
+];
 
 pub(super) fn register(r: &mut Registry) {
     r.add(OpDef {
@@ -337,7 +375,7 @@ pub(super) fn register(r: &mut Registry) {
             "Concat",
             &["concat"],
             &["data"],
-            &["num_args", "dim"],
+            CONCAT_PARAMS,
             "Joins arrays along an existing axis.",
             create_concat,
         )
@@ -348,7 +386,7 @@ pub(super) fn register(r: &mut Registry) {
             "stack",
             &[],
             &["data"],
-            &["num_args", "axis"],
+            STACK_PARAMS,
             "Joins arrays of one shape along a new axis.",
             create_stack,
         )
@@ -357,7 +395,7 @@ pub(super) fn register(r: &mut Registry) {
         "SliceChannel",
         &["split"],
         &["data"],
-        &["num_outputs", "axis", "squeeze_axis"],
+        SPLIT_PARAMS,
         "Splits an array into equal parts along an axis.",
         create_split,
     ));

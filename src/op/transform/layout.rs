@@ -3,8 +3,8 @@
 
 use crate::error::{Error, Result};
 use crate::op::transform::view::View;
-use crate::op::transform::{axis_in, def, fmt_tuple, gather_op, plain};
-use crate::op::{Attrs, OpRef, Params, Registry};
+use crate::op::transform::{axis_in, def, fmt_tuple, gather_op, plain, tuple_or_empty};
+use crate::op::{Attrs, OpRef, Param, Params, Registry};
 use crate::shape::{fmt_shape, Shape};
 
 /// The view of a permutation of the axes of `s`.
@@ -47,14 +47,14 @@ pub(crate) fn transpose_view(s: &[usize], axes: &[i64]) -> Result<View> {
 }
 
 pub(crate) fn create_transpose(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("transpose", attrs, &["axes"])?;
-    let axes = p.tuple("axes", &[])?;
+    let p = Params::declared("transpose", attrs, TRANSPOSE_PARAMS)?;
+    let axes = tuple_or_empty(&p, "axes")?;
     gather_op("transpose", move |s| transpose_view(s, &axes).map(plain))
 }
 
 pub(crate) fn create_swapaxis(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("SwapAxis", attrs, &["dim1", "dim2"])?;
-    let (d1, d2) = (p.int("dim1", 0)?, p.int("dim2", 0)?);
+    let p = Params::declared("SwapAxis", attrs, SWAPAXIS_PARAMS)?;
+    let (d1, d2): (i64, i64) = (p.get("dim1")?, p.get("dim2")?);
     gather_op("SwapAxis", move |s| {
         let a = axis_in("SwapAxis", d1, s.len())?;
         let b = axis_in("SwapAxis", d2, s.len())?;
@@ -82,13 +82,13 @@ pub(crate) fn flip_view(s: &[usize], axes: &[i64]) -> Result<View> {
 }
 
 pub(crate) fn create_reverse(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("reverse", attrs, &["axis"])?;
-    let axes = p.tuple_required("axis")?;
+    let p = Params::declared("reverse", attrs, REVERSE_PARAMS)?;
+    let axes: Vec<i64> = p.get("axis")?;
     gather_op("reverse", move |s| flip_view(s, &axes).map(plain))
 }
 
 pub(crate) fn block_size(op: &str, p: &Params) -> Result<usize> {
-    let b = p.int_required("block_size")?;
+    let b: i64 = p.get("block_size")?;
     match usize::try_from(b) {
         Ok(b) if b > 0 => Ok(b),
         _ => Err(Error::Value(format!(
@@ -174,23 +174,47 @@ pub(crate) fn space_to_depth_view(s: &[usize], b: usize) -> Result<(Shape, View)
 }
 
 pub(crate) fn create_depth_to_space(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("depth_to_space", attrs, &["block_size"])?;
+    let p = Params::declared("depth_to_space", attrs, BLOCK_PARAMS)?;
     let b = block_size("depth_to_space", &p)?;
     gather_op("depth_to_space", move |s| depth_to_space_view(s, b))
 }
 
 pub(crate) fn create_space_to_depth(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("space_to_depth", attrs, &["block_size"])?;
+    let p = Params::declared("space_to_depth", attrs, BLOCK_PARAMS)?;
     let b = block_size("space_to_depth", &p)?;
     gather_op("space_to_depth", move |s| space_to_depth_view(s, b))
 }
+
+const TRANSPOSE_PARAMS: &[Param] = &[Param::new(
+    "axes",
+    "Shape(tuple)",
+    "()",
+    "Target axis order. By default the axes will be inverted.",
+)];
+
+const SWAPAXIS_PARAMS: &[Param] = &[
+    Param::new("dim1", "int", "0", "the first axis to be swapped."),
+    Param::new("dim2", "int", "0", "the second axis to be swapped."),
+];
+
+const REVERSE_PARAMS: &[Param] = &[Param::required(
+    "axis",
+    "Shape(tuple)",
+    "The axis which to reverse elements.",
+)];
+
+const BLOCK_PARAMS: &[Param] = &[Param::required(
+    "block_size",
+    "int",
+    "Blocks of [block_size. block_size] are moved",
+)];
 
 pub(super) fn register(r: &mut Registry) {
     r.add(def(
         "transpose",
         &[],
         &["data"],
-        &["axes"],
+        TRANSPOSE_PARAMS,
         "Permutes the axes (reverses them by default).",
         create_transpose,
     ));
@@ -198,7 +222,7 @@ pub(super) fn register(r: &mut Registry) {
         "SwapAxis",
         &["swapaxes"],
         &["data"],
-        &["dim1", "dim2"],
+        SWAPAXIS_PARAMS,
         "Interchanges two axes.",
         create_swapaxis,
     ));
@@ -206,7 +230,7 @@ pub(super) fn register(r: &mut Registry) {
         "reverse",
         &["flip"],
         &["data"],
-        &["axis"],
+        REVERSE_PARAMS,
         "Reverses the order of elements along the given axes.",
         create_reverse,
     ));
@@ -214,7 +238,7 @@ pub(super) fn register(r: &mut Registry) {
         "depth_to_space",
         &[],
         &["data"],
-        &["block_size"],
+        BLOCK_PARAMS,
         "Moves blocks of depth into spatial blocks (NCHW).",
         create_depth_to_space,
     ));
@@ -222,7 +246,7 @@ pub(super) fn register(r: &mut Registry) {
         "space_to_depth",
         &[],
         &["data"],
-        &["block_size"],
+        BLOCK_PARAMS,
         "Moves spatial blocks into depth (NCHW).",
         create_space_to_depth,
     ));

@@ -13,7 +13,8 @@ use crate::error::{Error, Result};
 use crate::op::grad::view::GatherBackward;
 pub use crate::op::grad::view::ViewFn;
 use crate::op::{
-    check_inputs, same_dtype, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Registry,
+    check_inputs, same_dtype, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
+    Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -115,7 +116,7 @@ pub(crate) fn def(
     name: &'static str,
     aliases: &'static [&'static str],
     inputs: &'static [&'static str],
-    params: &'static [&'static str],
+    params: &'static [Param],
     doc: &'static str,
     create: fn(&Attrs) -> Result<OpRef>,
 ) -> OpDef {
@@ -124,10 +125,15 @@ pub(crate) fn def(
         aliases,
         inputs,
         variadic: false,
-        params: ParamList::Names(params),
+        params: ParamList::Declared(params),
         doc,
         create: Box::new(create),
     }
+}
+
+/// A tuple attribute whose declared default is `()`; `None` also reads as empty.
+pub(crate) fn tuple_or_empty(p: &Params, key: &str) -> Result<Vec<i64>> {
+    Ok(p.get::<Option<Vec<i64>>>(key)?.unwrap_or_default())
 }
 
 /// Normalises `axis` for `ndim` dimensions, where `-ndim <= axis < ndim`.

@@ -4,8 +4,8 @@
 
 use crate::error::{Error, Result};
 use crate::op::grad::view::ReshapeBackward;
-use crate::op::transform::{axis_in, def, fmt_tuple};
-use crate::op::{check_inputs, Attrs, Grad, Gradient, OpRef, Operator, Params, Registry};
+use crate::op::transform::{axis_in, def, fmt_tuple, tuple_or_empty};
+use crate::op::{check_inputs, Attrs, Grad, Gradient, OpRef, Operator, Param, Params, Registry};
 use crate::shape::{fmt_shape, size_of, Shape};
 use std::sync::Arc;
 
@@ -289,15 +289,11 @@ pub(crate) fn op(name: &'static str, rule: Rule) -> Result<OpRef> {
 }
 
 pub(crate) fn create_reshape(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(
-        "Reshape",
-        attrs,
-        &["shape", "reverse", "target_shape", "keep_highest"],
-    )?;
-    let shape = p.tuple("shape", &[])?;
-    let reverse = p.bool("reverse", false)?;
-    let target = p.tuple("target_shape", &[])?;
-    let keep = p.bool("keep_highest", false)?;
+    let p = Params::declared("Reshape", attrs, RESHAPE_PARAMS)?;
+    let shape = tuple_or_empty(&p, "shape")?;
+    let reverse: bool = p.get("reverse")?;
+    let target = tuple_or_empty(&p, "target_shape")?;
+    let keep: bool = p.get("keep_highest")?;
     if shape.is_empty() && !target.is_empty() {
         return op("Reshape", Rule::Target(target, keep));
     }
@@ -305,26 +301,61 @@ pub(crate) fn create_reshape(attrs: &Attrs) -> Result<OpRef> {
 }
 
 pub(crate) fn create_flatten(attrs: &Attrs) -> Result<OpRef> {
-    Params::new("Flatten", attrs, &[])?;
+    Params::declared("Flatten", attrs, &[])?;
     op("Flatten", Rule::Flatten)
 }
 
 pub(crate) fn create_expand_dims(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("expand_dims", attrs, &["axis"])?;
-    op("expand_dims", Rule::ExpandDims(p.int_required("axis")?))
+    let p = Params::declared("expand_dims", attrs, EXPAND_DIMS_PARAMS)?;
+    op("expand_dims", Rule::ExpandDims(p.get("axis")?))
 }
 
 pub(crate) fn create_squeeze(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("squeeze", attrs, &["axis"])?;
-    op("squeeze", Rule::Squeeze(p.opt_tuple("axis")?))
+    let p = Params::declared("squeeze", attrs, SQUEEZE_PARAMS)?;
+    op("squeeze", Rule::Squeeze(p.get("axis")?))
 }
+
+const RESHAPE_PARAMS: &[Param] = &[
+    Param::new("shape", "Shape(tuple)", "()", "The target shape"),
+    Param::new(
+        "reverse",
+        "boolean",
+        "False",
+        "If true then the special values are inferred from right to left",
+    ),
+    Param::new(
+        "target_shape",
+        "Shape(tuple)",
+        "()",
+        "(Deprecated! Use ``shape`` instead.) Target new shape. One and only one dim can be 0, in which case it will be inferred from the rest of dims",
+    ),
+    Param::new(
+        "keep_highest",
+        "boolean",
+        "False",
+        "(Deprecated! Use ``shape`` instead.) Whether keep the highest dim unchanged.If set to true, then the first dim in target_shape is ignored,and always fixed as input",
+    ),
+];
+
+const EXPAND_DIMS_PARAMS: &[Param] = &[Param::required(
+    "axis",
+    "int",
+    "Position where new axis is to be inserted. Suppose that the input `NDArray`'s dimension is `ndim`, the range of the inserted axis is `[-ndim, ndim]`",
+)];
+
+const SQUEEZE_PARAMS: &[Param] = &[Param::new(
+    "axis",
+    "Shape or None",
+    "None",
+    "Selects a subset of the single-dimensional entries in the shape. If an axis is selected with shape entry greater than one, an error is raised.",
+)];
 
 pub(super) fn register(r: &mut Registry) {
     r.add(def(
         "Reshape",
         &["reshape"],
         &["data"],
-        &["shape", "reverse", "target_shape", "keep_highest"],
+        RESHAPE_PARAMS,
         "Reshapes an array; shape codes 0 (copy), -1 (infer), -2 (copy the rest), -3 (merge two), -4 (split one).",
         create_reshape,
     ));
@@ -340,7 +371,7 @@ pub(super) fn register(r: &mut Registry) {
         "expand_dims",
         &[],
         &["data"],
-        &["axis"],
+        EXPAND_DIMS_PARAMS,
         "Inserts an axis of length 1.",
         create_expand_dims,
     ));
@@ -348,7 +379,7 @@ pub(super) fn register(r: &mut Registry) {
         "squeeze",
         &[],
         &["data"],
-        &["axis"],
+        SQUEEZE_PARAMS,
         "Removes axes of length 1.",
         create_squeeze,
     ));

@@ -4,8 +4,8 @@
 
 use crate::error::{Error, Result};
 use crate::op::transform::view::View;
-use crate::op::transform::{axis_in, def, gather_op, gather_op2, plain};
-use crate::op::{Attrs, OpRef, Params, Registry};
+use crate::op::transform::{axis_in, def, gather_op, gather_op2, plain, tuple_or_empty};
+use crate::op::{Attrs, OpRef, Param, Params, Registry};
 use crate::shape::fmt_shape;
 
 pub(crate) fn fmt_opt(v: &[Option<i64>]) -> String {
@@ -96,12 +96,10 @@ pub(crate) fn slice_view(
 }
 
 pub(crate) fn create_slice(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("slice", attrs, &["begin", "end", "step"])?;
-    p.required("begin")?;
-    p.required("end")?;
-    let begin = p.opt_entries("begin")?.unwrap_or_default();
-    let end = p.opt_entries("end")?.unwrap_or_default();
-    let step = p.opt_entries("step")?.unwrap_or_default();
+    let p = Params::declared("slice", attrs, SLICE_PARAMS)?;
+    let begin: Vec<Option<i64>> = p.get("begin")?;
+    let end: Vec<Option<i64>> = p.get("end")?;
+    let step: Vec<Option<i64>> = p.get("step")?;
     gather_op("slice", move |s| {
         slice_view(s, &begin, &end, &step).map(plain)
     })
@@ -141,11 +139,10 @@ pub(crate) fn slice_axis_view(
 }
 
 pub(crate) fn create_slice_axis(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("slice_axis", attrs, &["axis", "begin", "end"])?;
-    let axis = p.int_required("axis")?;
-    let begin = p.int_required("begin")?;
-    p.required("end")?;
-    let end = p.opt_int("end")?;
+    let p = Params::declared("slice_axis", attrs, SLICE_AXIS_PARAMS)?;
+    let axis: i64 = p.get("axis")?;
+    let begin: i64 = p.get("begin")?;
+    let end: Option<i64> = p.get("end")?;
     gather_op("slice_axis", move |s| {
         slice_axis_view(s, axis, begin, end).map(plain)
     })
@@ -193,19 +190,63 @@ pub(crate) fn slice_like_view(s: &[usize], like: &[usize], axes: &[i64]) -> Resu
 }
 
 pub(crate) fn create_slice_like(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("slice_like", attrs, &["axes"])?;
-    let axes = p.tuple("axes", &[])?;
+    let p = Params::declared("slice_like", attrs, SLICE_LIKE_PARAMS)?;
+    let axes = tuple_or_empty(&p, "axes")?;
     gather_op2("slice_like", move |s, like| {
         slice_like_view(s, like, &axes).map(plain)
     })
 }
+
+const SLICE_PARAMS: &[Param] = &[
+    Param::required(
+        "begin",
+        "Shape(tuple)",
+        "starting indices for the slice operation, supports negative indices.",
+    ),
+    Param::required(
+        "end",
+        "Shape(tuple)",
+        "ending indices for the slice operation, supports negative indices.",
+    ),
+    Param::new(
+        "step",
+        "Shape(tuple)",
+        "()",
+        "step for the slice operation, supports negative values.",
+    ),
+];
+
+const SLICE_AXIS_PARAMS: &[Param] = &[
+    Param::required(
+        "axis",
+        "int",
+        "Axis along which to be sliced, supports negative indexes.",
+    ),
+    Param::required(
+        "begin",
+        "int",
+        "The beginning index along the axis to be sliced,  supports negative indexes.",
+    ),
+    Param::required(
+        "end",
+        "int or None",
+        "The ending index along the axis to be sliced,  supports negative indexes.",
+    ),
+];
+
+const SLICE_LIKE_PARAMS: &[Param] = &[Param::new(
+    "axes",
+    "Shape(tuple)",
+    "()",
+    "List of axes on which input data will be sliced according to the corresponding size of the second input. By default will slice on all axes. Negative axes are supported.",
+)];
 
 pub(super) fn register(r: &mut Registry) {
     r.add(def(
         "slice",
         &["crop"],
         &["data"],
-        &["begin", "end", "step"],
+        SLICE_PARAMS,
         "Slices a region of the array, as Python slices do on each leading axis.",
         create_slice,
     ));
@@ -213,7 +254,7 @@ pub(super) fn register(r: &mut Registry) {
         "slice_axis",
         &[],
         &["data"],
-        &["axis", "begin", "end"],
+        SLICE_AXIS_PARAMS,
         "Slices the array along one axis.",
         create_slice_axis,
     ));
@@ -221,7 +262,7 @@ pub(super) fn register(r: &mut Registry) {
         "slice_like",
         &[],
         &["data", "shape_like"],
-        &["axes"],
+        SLICE_LIKE_PARAMS,
         "Slices the first array to the shape of the second on the given axes.",
         create_slice_like,
     ));
