@@ -1,5 +1,6 @@
-//! Window arithmetic shared by the convolution, deconvolution and pooling operators:
-//! parsing of `kernel`/`stride`/`dilate`/`pad` tuples and output sizes.
+//! Window arithmetic shared by the convolution, deconvolution and pooling definitions:
+//! parsing of `kernel`/`stride`/`dilate`/`pad` tuples, output sizes and the column
+//! matrix an image unfolds into.
 //!
 //! Spatial extents are kept as three entries (depth, height, width); 1-D and 2-D windows
 //! get leading entries of size 1 (kernel 1, stride 1, dilation 1, no padding), so one
@@ -148,4 +149,31 @@ pub fn check_data_ndim(op: &str, data: &[usize], nd: usize) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The shapes of one unfolding: `channels` planes of extent `input`, a window, and the
+/// grid of window positions `output`.
+#[derive(Debug, Clone, Copy)]
+pub struct ColGeom {
+    pub channels: usize,
+    pub input: Dims3,
+    pub output: Dims3,
+    pub win: Window,
+}
+
+impl ColGeom {
+    /// Rows of the column matrix (channels × kernel taps).
+    pub fn rows(&self) -> usize {
+        self.channels * self.win.taps()
+    }
+
+    /// Columns of the column matrix (output positions).
+    pub fn cols(&self) -> usize {
+        volume(&self.output)
+    }
+
+    /// Elements of one image.
+    pub fn image_len(&self) -> usize {
+        self.channels * volume(&self.input)
+    }
 }

@@ -1,0 +1,99 @@
+//! Definition of `MakeLoss`: passes its input through and marks it as a loss, whose
+//! gradient is `grad_scale`, normalised.
+
+use super::common::{float_dtype, same_shape, Normalization};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::op::{
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
+};
+use crate::shape::Shape;
+use std::sync::Arc;
+
+/// `MakeLoss`: passes the data through; its gradient is `grad_scale`, normalised.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MakeLoss {
+    pub(crate) grad_scale: f64,
+    pub(crate) valid_thresh: f64,
+    pub(crate) normalization: Normalization,
+}
+
+impl Operator for MakeLoss {
+    fn name(&self) -> &'static str {
+        "MakeLoss"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 1)?;
+        Ok(vec![inputs[0].clone()])
+    }
+
+    fn infer_shape_partial(
+        &self,
+        inputs: &mut [Option<Shape>],
+        outputs: &mut [Option<Shape>],
+    ) -> Result<()> {
+        same_shape(self.name(), inputs, outputs)
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(self.name(), inputs)?])
+    }
+
+    fn inplace(&self) -> &'static [(usize, usize)] {
+        &[(0, 0)]
+    }
+
+    fn gradient(&self) -> Grad {
+        Grad::Op(Gradient {
+            op: Arc::new(MakeLossBackward(*self)),
+            ograds: vec![],
+            inputs: vec![],
+            outputs: vec![0],
+            grad_of: vec![0],
+        })
+    }
+}
+
+/// Input: the output. Every element's gradient is `grad_scale` over the batch size
+/// (`batch`) or the count of outputs above `valid_thresh` (`valid`, at least 1).
+pub(crate) struct MakeLossBackward(pub(crate) MakeLoss);
+
+impl Operator for MakeLossBackward {
+    fn name(&self) -> &'static str {
+        "_backward_MakeLoss"
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(self.name(), inputs, 1)?;
+        Ok(vec![inputs[0].clone()])
+    }
+
+    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
+        Ok(vec![float_dtype(self.name(), inputs)?])
+    }
+}
+
+const MAKE_LOSS_PARAMS: &[&str] = &["grad_scale", "valid_thresh", "normalization"];
+
+fn create_make_loss(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::new("MakeLoss", attrs, MAKE_LOSS_PARAMS)?;
+    Ok(Arc::new(MakeLoss {
+        grad_scale: p.float("grad_scale", 1.0)?,
+        valid_thresh: p.float("valid_thresh", 0.0)?,
+        normalization: Normalization::parse(&p)?,
+    }))
+}
+
+/// Registers `MakeLoss`.
+pub fn register(r: &mut Registry) {
+    r.add(OpDef {
+        name: "MakeLoss",
+        aliases: &[],
+        inputs: &["data"],
+        variadic: false,
+        params: ParamList::Names(MAKE_LOSS_PARAMS),
+        doc: "Marks its input as a loss: the gradient is grad_scale, normalised.",
+        create: Box::new(create_make_loss),
+    });
+}
