@@ -5,7 +5,7 @@ use super::common::{float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
 };
 use crate::shape::Shape;
 use std::sync::Arc;
@@ -98,12 +98,16 @@ impl Operator for ActivationBackward {
     }
 }
 
+const PARAMS: &[Param] = &[Param::required(
+    "act_type",
+    "{'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}",
+    "Activation function to be applied.",
+)];
+
 fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(NAME, attrs, &["act_type"])?;
-    p.required("act_type")?;
-    let act = match p.choice(
+    let p = Params::declared(NAME, attrs, PARAMS)?;
+    let act = match p.get_choice(
         "act_type",
-        "relu",
         &["relu", "sigmoid", "tanh", "softrelu", "softsign"],
     )? {
         "sigmoid" => Act::Sigmoid,
@@ -122,7 +126,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(&["act_type"]),
+        params: ParamList::Declared(PARAMS),
         doc: "Applies an activation function element-wise.",
         create: Box::new(create),
     });

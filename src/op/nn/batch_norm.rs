@@ -3,8 +3,8 @@
 
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params,
-    Registry,
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
+    Params, Registry,
 };
 use crate::shape::{fmt_shape, norm_axis, Shape};
 use std::sync::Arc;
@@ -159,31 +159,82 @@ impl Operator for BatchNormBackward {
     }
 }
 
-const PARAMS: &[&str] = &[
-    "eps",
-    "momentum",
-    "fix_gamma",
-    "use_global_stats",
-    "output_mean_var",
-    "axis",
-    "cudnn_off",
-    "min_calib_range",
-    "max_calib_range",
+const PARAMS: &[Param] = &[
+    Param::new(
+        "eps",
+        "double",
+        "0.0010000000474974513",
+        "Epsilon to prevent div 0. Must be no less than CUDNN_BN_MIN_EPSILON defined in \
+         cudnn.h when using cudnn (usually 1e-5)",
+    ),
+    Param::new(
+        "momentum",
+        "float",
+        "0.899999976",
+        "Momentum for moving average",
+    ),
+    Param::new("fix_gamma", "boolean", "True", "Fix gamma while training"),
+    Param::new(
+        "use_global_stats",
+        "boolean",
+        "False",
+        "Whether use global moving statistics instead of local batch-norm. This will force \
+         change batch-norm into a scale shift operator.",
+    ),
+    Param::new(
+        "output_mean_var",
+        "boolean",
+        "False",
+        "Output the mean and inverse std ",
+    ),
+    Param::new(
+        "axis",
+        "int",
+        "1",
+        "Specify which shape axis the channel is specified",
+    ),
+    Param::new(
+        "cudnn_off",
+        "boolean",
+        "False",
+        "Do not select CUDNN operator, if available",
+    ),
+    Param::new(
+        "min_calib_range",
+        "float or None",
+        "None",
+        "The minimum scalar value in the form of float32 obtained through calibration. If \
+         present, it will be used to by quantized batch norm op to calculate primitive \
+         scale.Note: this calib_range is to calib bn output.",
+    ),
+    Param::new(
+        "max_calib_range",
+        "float or None",
+        "None",
+        "The maximum scalar value in the form of float32 obtained through calibration. If \
+         present, it will be used to by quantized batch norm op to calculate primitive \
+         scale.Note: this calib_range is to calib bn output.",
+    ),
 ];
 
 fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("BatchNorm", attrs, PARAMS)?;
-    p.bool("cudnn_off", false)?;
-    p.opt_float("min_calib_range")?;
-    p.opt_float("max_calib_range")?;
+    let p = Params::declared("BatchNorm", attrs, PARAMS)?;
+    p.get::<bool>("cudnn_off")?;
+    p.get::<Option<f64>>("min_calib_range")?;
+    p.get::<Option<f64>>("max_calib_range")?;
+    let mut momentum: f64 = p.get("momentum")?;
+    if p.raw("momentum").is_none() {
+        // MXNet's default is the float 0.9, printed to nine digits.
+        momentum = momentum as f32 as f64;
+    }
     Ok(Arc::new(BatchNorm {
         // MXNet's default is the float 1e-3 widened to double.
-        eps: p.float("eps", 1e-3f32 as f64)?,
-        momentum: p.float("momentum", 0.9f32 as f64)?,
-        fix_gamma: p.bool("fix_gamma", true)?,
-        use_global_stats: p.bool("use_global_stats", false)?,
-        output_mean_var: p.bool("output_mean_var", false)?,
-        axis: p.int("axis", 1)?,
+        eps: p.get("eps")?,
+        momentum,
+        fix_gamma: p.get("fix_gamma")?,
+        use_global_stats: p.get("use_global_stats")?,
+        output_mean_var: p.get("output_mean_var")?,
+        axis: p.get("axis")?,
     }))
 }
 
@@ -194,7 +245,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "gamma", "beta", "moving_mean", "moving_var"],
         variadic: false,
-        params: ParamList::Names(PARAMS),
+        params: ParamList::Declared(PARAMS),
         doc: "Batch normalization.",
         create: Box::new(create),
     });

@@ -64,7 +64,7 @@ impl Normalization {
     /// Parses MXNet's `normalization` argument.
     pub fn parse(p: &crate::op::Params) -> Result<Normalization> {
         Ok(
-            match p.choice("normalization", "null", &["null", "batch", "valid"])? {
+            match p.get_choice("normalization", &["null", "batch", "valid"])? {
                 "batch" => Normalization::Batch,
                 "valid" => Normalization::Valid,
                 _ => Normalization::Null,

@@ -1,11 +1,12 @@
 //! Definition of `Convolution` (1-D, 2-D and 3-D, grouped, strided, padded, dilated)
 //! and its backward.
 
-use super::conv_args::{ConvArgs, COMMON};
+use super::conv_args::ConvArgs;
 use super::geometry::{check_data_ndim, to3, ColGeom, Window};
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Registry,
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
+    Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -195,8 +196,80 @@ impl Operator for ConvolutionBackward {
     }
 }
 
+const PARAMS: &[Param] = &[
+    Param::required(
+        "kernel",
+        "Shape(tuple)",
+        "Convolution kernel size: (w,), (h, w) or (d, h, w)",
+    ),
+    Param::new(
+        "stride",
+        "Shape(tuple)",
+        "[]",
+        "Convolution stride: (w,), (h, w) or (d, h, w). Defaults to 1 for each dimension.",
+    ),
+    Param::new(
+        "dilate",
+        "Shape(tuple)",
+        "[]",
+        "Convolution dilate: (w,), (h, w) or (d, h, w). Defaults to 1 for each dimension.",
+    ),
+    Param::new(
+        "pad",
+        "Shape(tuple)",
+        "[]",
+        "Zero pad for convolution: (w,), (h, w) or (d, h, w). Defaults to no padding.",
+    ),
+    Param::required(
+        "num_filter",
+        "int (non-negative)",
+        "Convolution filter(channel) number",
+    ),
+    Param::new(
+        "num_group",
+        "int (non-negative)",
+        "1",
+        "Number of group partitions.",
+    ),
+    Param::new(
+        "workspace",
+        "long (non-negative)",
+        "1024",
+        "Maximum temporary workspace allowed (MB) in convolution.This parameter has two usages. \
+         When CUDNN is not used, it determines the effective batch size of the convolution \
+         kernel. When CUDNN is used, it controls the maximum temporary storage used for tuning \
+         the best CUDNN kernel when `limited_workspace` strategy is used.",
+    ),
+    Param::new(
+        "no_bias",
+        "boolean",
+        "False",
+        "Whether to disable bias parameter.",
+    ),
+    Param::new(
+        "cudnn_tune",
+        "{None, 'fastest', 'limited_workspace', 'off'}",
+        "None",
+        "Whether to pick convolution algo by running performance test.",
+    ),
+    Param::new(
+        "cudnn_off",
+        "boolean",
+        "False",
+        "Turn off cudnn for this layer.",
+    ),
+    Param::new(
+        "layout",
+        "{None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC'}",
+        "None",
+        "Set layout for input, output and weight. Empty for default layout: NCW for 1d, NCHW \
+         for 2d and NCDHW for 3d.NHWC and NDHWC are only supported on GPU.",
+    ),
+];
+
 fn create(attrs: &Attrs) -> Result<OpRef> {
-    let args = ConvArgs::parse("Convolution", attrs, &[], false)?;
+    let p = Params::declared("Convolution", attrs, PARAMS)?;
+    let args = ConvArgs::parse(&p)?;
     Ok(Arc::new(Convolution { args }))
 }
 
@@ -207,7 +280,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "weight", "bias"],
         variadic: false,
-        params: ParamList::Names(COMMON),
+        params: ParamList::Declared(PARAMS),
         doc: "Compute N-D convolution on (N+2)-D input.",
         create: Box::new(create),
     });

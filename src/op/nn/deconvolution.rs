@@ -1,11 +1,11 @@
 //! Definition of `Deconvolution` (transposed convolution, 1-D to 3-D) and its backward.
 
-use super::conv_args::{ConvArgs, COMMON};
+use super::conv_args::ConvArgs;
 use super::geometry::{check_data_ndim, to3, window_tuple, ColGeom, Dims3};
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params,
-    Registry,
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
+    Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -190,34 +190,104 @@ impl Operator for DeconvolutionBackward {
     }
 }
 
-const EXTRA: &[&str] = &["adj", "target_shape"];
+const PARAMS: &[Param] = &[
+    Param::required(
+        "kernel",
+        "Shape(tuple)",
+        "Deconvolution kernel size: (w,), (h, w) or (d, h, w). This is same as the kernel size \
+         used for the corresponding convolution",
+    ),
+    Param::new(
+        "stride",
+        "Shape(tuple)",
+        "[]",
+        "The stride used for the corresponding convolution: (w,), (h, w) or (d, h, w). \
+         Defaults to 1 for each dimension.",
+    ),
+    Param::new(
+        "dilate",
+        "Shape(tuple)",
+        "[]",
+        "Dilation factor for each dimension of the input: (w,), (h, w) or (d, h, w). Defaults \
+         to 1 for each dimension.",
+    ),
+    Param::new(
+        "pad",
+        "Shape(tuple)",
+        "[]",
+        "The amount of implicit zero padding added during convolution for each dimension of \
+         the input: (w,), (h, w) or (d, h, w). ``(kernel-1)/2`` is usually a good choice. If \
+         `target_shape` is set, `pad` will be ignored and a padding that will generate the \
+         target shape will be used. Defaults to no padding.",
+    ),
+    Param::new(
+        "adj",
+        "Shape(tuple)",
+        "[]",
+        "Adjustment for output shape: (w,), (h, w) or (d, h, w). If `target_shape` is set, \
+         `adj` will be ignored and computed accordingly.",
+    ),
+    Param::new(
+        "target_shape",
+        "Shape(tuple)",
+        "[]",
+        "Shape of the output tensor: (w,), (h, w) or (d, h, w).",
+    ),
+    Param::required(
+        "num_filter",
+        "int (non-negative)",
+        "Number of output filters.",
+    ),
+    Param::new(
+        "num_group",
+        "int (non-negative)",
+        "1",
+        "Number of groups partition.",
+    ),
+    Param::new(
+        "workspace",
+        "long (non-negative)",
+        "512",
+        "Maximum temporary workspace allowed (MB) in deconvolution.This parameter has two \
+         usages. When CUDNN is not used, it determines the effective batch size of the \
+         deconvolution kernel. When CUDNN is used, it controls the maximum temporary storage \
+         used for tuning the best CUDNN kernel when `limited_workspace` strategy is used.",
+    ),
+    Param::new(
+        "no_bias",
+        "boolean",
+        "True",
+        "Whether to disable bias parameter.",
+    ),
+    Param::new(
+        "cudnn_tune",
+        "{None, 'fastest', 'limited_workspace', 'off'}",
+        "None",
+        "Whether to pick convolution algorithm by running performance test.",
+    ),
+    Param::new(
+        "cudnn_off",
+        "boolean",
+        "False",
+        "Turn off cudnn for this layer.",
+    ),
+    Param::new(
+        "layout",
+        "{None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC'}",
+        "None",
+        "Set layout for input, output and weight. Empty for default layout, NCW for 1d, NCHW \
+         for 2d and NCDHW for 3d.NHWC and NDHWC are only supported on GPU.",
+    ),
+];
 
 fn create(attrs: &Attrs) -> Result<OpRef> {
-    let args = ConvArgs::parse("Deconvolution", attrs, EXTRA, true)?;
-    let names: Vec<&str> = COMMON.iter().chain(EXTRA).copied().collect();
-    let p = Params::new("Deconvolution", attrs, &names)?;
+    let p = Params::declared("Deconvolution", attrs, PARAMS)?;
+    let args = ConvArgs::parse(&p)?;
     let nd = args.nd();
     let adj = window_tuple(&p, "adj", nd, 0, 0)?;
     let target = window_tuple(&p, "target_shape", nd, 0, 0)?;
     Ok(Arc::new(Deconvolution { args, adj, target }))
 }
-
-/// The argument names `Deconvolution` takes.
-const PARAMS: &[&str] = &[
-    "kernel",
-    "stride",
-    "dilate",
-    "pad",
-    "num_filter",
-    "num_group",
-    "workspace",
-    "no_bias",
-    "cudnn_tune",
-    "cudnn_off",
-    "layout",
-    "adj",
-    "target_shape",
-];
 
 /// Registers `Deconvolution`.
 pub fn register(r: &mut Registry) {
@@ -226,7 +296,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "weight", "bias"],
         variadic: false,
-        params: ParamList::Names(PARAMS),
+        params: ParamList::Declared(PARAMS),
         doc: "Computes 1D, 2D or 3D transposed convolution of the input tensor.",
         create: Box::new(create),
     });

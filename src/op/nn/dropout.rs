@@ -6,8 +6,8 @@ use super::common::{float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params,
-    Registry, ResourceRequest,
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
+    Params, Registry, ResourceRequest,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -129,27 +129,48 @@ impl Operator for DropoutBackward {
     }
 }
 
-const PARAMS: &[&str] = &["p", "mode", "axes", "cudnn_off"];
+const PARAMS: &[Param] = &[
+    Param::new(
+        "p",
+        "float",
+        "0.5",
+        "Fraction of the input that gets dropped out during training time.",
+    ),
+    Param::new(
+        "mode",
+        "{'always', 'training'}",
+        "'training'",
+        "Whether to only turn on dropout during training or to also turn on for inference.",
+    ),
+    Param::new(
+        "axes",
+        "Shape(tuple)",
+        "[]",
+        "Axes for variational dropout kernel.",
+    ),
+    Param::new(
+        "cudnn_off",
+        "boolean or None",
+        "False",
+        "Whether to turn off cudnn in dropout operator. This option is ignored if axes is \
+         specified.",
+    ),
+];
 
 fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(NAME, attrs, PARAMS)?;
-    let prob = p.float("p", 0.5)?;
+    let p = Params::declared(NAME, attrs, PARAMS)?;
+    let prob: f64 = p.get("p")?;
     if !(0.0..=1.0).contains(&prob) {
         return Err(Error::Value(format!(
             "{NAME}: p must be in [0, 1], got {prob}"
         )));
     }
-    let mode = p.choice("mode", "training", &["training", "always"])?;
-    match p.raw("cudnn_off") {
-        Some(v) if v.trim() == "None" => {}
-        _ => {
-            p.bool("cudnn_off", false)?;
-        }
-    }
+    let mode = p.get_choice("mode", &["training", "always"])?;
+    p.get::<Option<bool>>("cudnn_off")?;
     Ok(Arc::new(Dropout {
         p: prob,
         always: mode == "always",
-        axes: p.tuple("axes", &[])?,
+        axes: p.get::<Option<Vec<i64>>>("axes")?.unwrap_or_default(),
     }))
 }
 
@@ -160,7 +181,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(PARAMS),
+        params: ParamList::Declared(PARAMS),
         doc: "Randomly zeroes elements during training, scaling the rest by 1/(1-p).",
         create: Box::new(create),
     });

@@ -4,8 +4,8 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params,
-    Registry,
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
+    Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -145,23 +145,39 @@ impl Operator for EmbeddingBackward {
     }
 }
 
-const PARAMS: &[&str] = &["input_dim", "output_dim", "dtype", "sparse_grad"];
+const PARAMS: &[Param] = &[
+    Param::required("input_dim", "long", "Vocabulary size of the input indices."),
+    Param::required("output_dim", "long", "Dimension of the embedding vectors."),
+    Param::new(
+        "dtype",
+        "{'bfloat16', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}",
+        "'float32'",
+        "Data type of weight.",
+    ),
+    Param::new(
+        "sparse_grad",
+        "boolean",
+        "False",
+        "Compute row sparse gradient in the backward calculation. If set to True, the grad's \
+         storage type is row_sparse.",
+    ),
+];
 
 fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(NAME, attrs, PARAMS)?;
-    let input_dim = p.int_required("input_dim")?;
-    let output_dim = p.int_required("output_dim")?;
+    let p = Params::declared(NAME, attrs, PARAMS)?;
+    let input_dim: i64 = p.get("input_dim")?;
+    let output_dim: i64 = p.get("output_dim")?;
     if input_dim < 1 || output_dim < 1 {
         return Err(Error::Value(format!(
             "{NAME}: input_dim and output_dim must be positive, got {input_dim} and {output_dim}"
         )));
     }
-    let dtype = p.opt_dtype("dtype")?.unwrap_or(DType::F32);
+    let dtype = p.get::<Option<DType>>("dtype")?.unwrap_or(DType::F32);
     if dtype == DType::Bool {
         return Err(Error::Type(format!("{NAME}: dtype bool is not supported")));
     }
     // Gradients are always dense here; a row-sparse request is accepted.
-    p.bool("sparse_grad", false)?;
+    p.get::<bool>("sparse_grad")?;
     Ok(Arc::new(Embedding {
         input_dim: input_dim as usize,
         output_dim: output_dim as usize,
@@ -176,7 +192,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "weight"],
         variadic: false,
-        params: ParamList::Names(PARAMS),
+        params: ParamList::Declared(PARAMS),
         doc: "Maps integer indices to rows of a weight matrix.",
         create: Box::new(create),
     });

@@ -30,7 +30,7 @@ pub fn window_tuple(
     min: usize,
 ) -> Result<Vec<usize>> {
     let op = p.op();
-    let v = p.tuple(key, &[])?;
+    let v = p.get::<Option<Vec<i64>>>(key)?.unwrap_or_default();
     if v.is_empty() {
         return Ok(vec![default; nd]);
     }
@@ -58,9 +58,9 @@ pub fn window_tuple(
 pub fn kernel_tuple(p: &Params, required: bool) -> Result<Vec<usize>> {
     let op = p.op();
     let v = if required {
-        p.tuple_required("kernel")?
+        p.get::<Vec<i64>>("kernel")?
     } else {
-        p.tuple("kernel", &[])?
+        p.get::<Option<Vec<i64>>>("kernel")?.unwrap_or_default()
     };
     if v.is_empty() && !required {
         return Ok(Vec::new());
@@ -82,9 +82,8 @@ pub fn kernel_tuple(p: &Params, required: bool) -> Result<Vec<usize>> {
 
 /// The data layout argument: only the channels-first layouts run on the CPU.
 pub fn check_layout(p: &Params, nd: usize) -> Result<()> {
-    let layout = p.choice(
+    let layout = p.get_choice(
         "layout",
-        "None",
         &["None", "NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC"],
     )?;
     let want = ["NCW", "NCHW", "NCDHW"][nd.clamp(1, 3) - 1];

@@ -4,8 +4,8 @@ use super::common::{float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
-    ResourceRequest,
+    assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params,
+    Registry, ResourceRequest,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -203,16 +203,40 @@ impl Operator for LeakyReluBackward {
     }
 }
 
-const PARAMS: &[&str] = &["act_type", "slope", "lower_bound", "upper_bound"];
+const PARAMS: &[Param] = &[
+    Param::new(
+        "act_type",
+        "{'elu', 'gelu', 'leaky', 'prelu', 'rrelu', 'selu'}",
+        "'leaky'",
+        "Activation function to be applied.",
+    ),
+    Param::new(
+        "slope",
+        "float",
+        "0.25",
+        "Init slope for the activation. (For leaky and elu only)",
+    ),
+    Param::new(
+        "lower_bound",
+        "float",
+        "0.125",
+        "Lower bound of random slope. (For rrelu only)",
+    ),
+    Param::new(
+        "upper_bound",
+        "float",
+        "0.334",
+        "Upper bound of random slope. (For rrelu only)",
+    ),
+];
 
 fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(NAME, attrs, PARAMS)?;
-    let slope = p.float("slope", 0.25)?;
-    let lower = p.float("lower_bound", 0.125)?;
-    let upper = p.float("upper_bound", 0.334)?;
-    let kind = match p.choice(
+    let p = Params::declared(NAME, attrs, PARAMS)?;
+    let slope: f64 = p.get("slope")?;
+    let lower: f64 = p.get("lower_bound")?;
+    let upper: f64 = p.get("upper_bound")?;
+    let kind = match p.get_choice(
         "act_type",
-        "leaky",
         &["leaky", "elu", "selu", "gelu", "prelu", "rrelu"],
     )? {
         "elu" => Kind::Elu(slope),
@@ -239,7 +263,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "gamma"],
         variadic: false,
-        params: ParamList::Names(PARAMS),
+        params: ParamList::Declared(PARAMS),
         doc: "Leaky rectified linear units and their relatives (elu, selu, gelu, prelu, rrelu).",
         create: Box::new(create),
     });

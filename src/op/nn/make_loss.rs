@@ -5,7 +5,7 @@ use super::common::{float_dtype, same_shape, Normalization};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
 };
 use crate::shape::Shape;
 use std::sync::Arc;
@@ -74,13 +74,35 @@ impl Operator for MakeLossBackward {
     }
 }
 
-const MAKE_LOSS_PARAMS: &[&str] = &["grad_scale", "valid_thresh", "normalization"];
+const MAKE_LOSS_PARAMS: &[Param] = &[
+    Param::new(
+        "grad_scale",
+        "float",
+        "1",
+        "Gradient scale as a supplement to unary and binary operators",
+    ),
+    Param::new(
+        "valid_thresh",
+        "float",
+        "0",
+        "clip each element in the array to 0 when it is less than ``valid_thresh``. This is \
+         used when ``normalization`` is set to ``'valid'``.",
+    ),
+    Param::new(
+        "normalization",
+        "{'batch', 'null', 'valid'}",
+        "'null'",
+        "If this is set to null, the output gradient will not be normalized. If this is set \
+         to batch, the output gradient will be divided by the batch size. If this is set to \
+         valid, the output gradient will be divided by the number of valid input elements.",
+    ),
+];
 
 fn create_make_loss(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("MakeLoss", attrs, MAKE_LOSS_PARAMS)?;
+    let p = Params::declared("MakeLoss", attrs, MAKE_LOSS_PARAMS)?;
     Ok(Arc::new(MakeLoss {
-        grad_scale: p.float("grad_scale", 1.0)?,
-        valid_thresh: p.float("valid_thresh", 0.0)?,
+        grad_scale: p.get("grad_scale")?,
+        valid_thresh: p.get("valid_thresh")?,
         normalization: Normalization::parse(&p)?,
     }))
 }
@@ -92,7 +114,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(MAKE_LOSS_PARAMS),
+        params: ParamList::Declared(MAKE_LOSS_PARAMS),
         doc: "Marks its input as a loss: the gradient is grad_scale, normalised.",
         create: Box::new(create_make_loss),
     });

@@ -171,6 +171,18 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn every_layer_declares_its_attributes_in_full() {
+        use crate::op::ParamList;
+        for &(_, forward, _, _) in BACKWARD_OPS {
+            let def = find(forward).unwrap();
+            match def.params {
+                ParamList::Declared(d) => assert!(!d.is_empty(), "{forward}"),
+                ParamList::Names(_) => panic!("{forward} lists attribute names only"),
+            }
+        }
+    }
+
+    #[test]
     fn a_backward_takes_its_forward_attributes() {
         let def = find("_backward_Convolution").unwrap();
         let e = def.build(&Attrs::new()).err().unwrap();

@@ -4,7 +4,7 @@
 use super::geometry::{check_layout, kernel_tuple, to3, window_tuple, Dims3};
 use crate::error::{Error, Result};
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -163,22 +163,76 @@ impl Operator for PoolingBackward {
     }
 }
 
-const PARAMS: &[&str] = &[
-    "kernel",
-    "pool_type",
-    "global_pool",
-    "cudnn_off",
-    "pooling_convention",
-    "stride",
-    "pad",
-    "p_value",
-    "count_include_pad",
-    "layout",
+const PARAMS: &[Param] = &[
+    Param::new(
+        "kernel",
+        "Shape(tuple)",
+        "[]",
+        "Pooling kernel size: (y, x) or (d, y, x)",
+    ),
+    Param::new(
+        "pool_type",
+        "{'avg', 'lp', 'max', 'sum'}",
+        "'max'",
+        "Pooling type to be applied.",
+    ),
+    Param::new(
+        "global_pool",
+        "boolean",
+        "False",
+        "Ignore kernel size, do global pooling based on current input feature map. ",
+    ),
+    Param::new(
+        "cudnn_off",
+        "boolean",
+        "False",
+        "Turn off cudnn pooling and use MXNet pooling operator. ",
+    ),
+    Param::new(
+        "pooling_convention",
+        "{'full', 'same', 'valid'}",
+        "'valid'",
+        "Pooling convention to be applied.",
+    ),
+    Param::new(
+        "stride",
+        "Shape(tuple)",
+        "[]",
+        "Stride: for pooling (y, x) or (d, y, x). Defaults to 1 for each dimension.",
+    ),
+    Param::new(
+        "pad",
+        "Shape(tuple)",
+        "[]",
+        "Pad for pooling: (y, x) or (d, y, x). Defaults to no padding.",
+    ),
+    Param::new(
+        "p_value",
+        "int or None",
+        "None",
+        "Value of p for Lp pooling, can be 1 or 2, required for Lp Pooling.",
+    ),
+    Param::new(
+        "count_include_pad",
+        "boolean or None",
+        "None",
+        "Only used for AvgPool, specify whether to count padding elements for \
+         averagecalculation. For example, with a 5*5 kernel on a 3*3 corner of a image,the sum \
+         of the 9 valid elements will be divided by 25 if this is set to true,or it will be \
+         divided by 9 if this is set to false. Defaults to true.",
+    ),
+    Param::new(
+        "layout",
+        "{None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC', 'NWC'}",
+        "None",
+        "Set layout for input and output. Empty for default layout: NCW for 1d, NCHW for 2d \
+         and NCDHW for 3d.",
+    ),
 ];
 
 fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("Pooling", attrs, PARAMS)?;
-    let global = p.bool("global_pool", false)?;
+    let p = Params::declared("Pooling", attrs, PARAMS)?;
+    let global: bool = p.get("global_pool")?;
     let kernel = kernel_tuple(&p, false)?;
     if kernel.is_empty() && !global {
         return Err(Error::Value(
@@ -186,11 +240,11 @@ fn create(attrs: &Attrs) -> Result<OpRef> {
         ));
     }
     let nd = kernel.len();
-    let pool = match p.choice("pool_type", "max", &["max", "avg", "sum", "lp"])? {
+    let pool = match p.get_choice("pool_type", &["max", "avg", "sum", "lp"])? {
         "max" => PoolType::Max,
         "avg" => PoolType::Avg,
         "sum" => PoolType::Sum,
-        _ => match p.opt_int("p_value")? {
+        _ => match p.get::<Option<i64>>("p_value")? {
             Some(v @ 1..=3) => PoolType::Lp(v as u32),
             other => {
                 return Err(Error::Value(format!(
@@ -200,7 +254,7 @@ fn create(attrs: &Attrs) -> Result<OpRef> {
             }
         },
     };
-    let full = match p.choice("pooling_convention", "valid", &["valid", "full", "same"])? {
+    let full = match p.get_choice("pooling_convention", &["valid", "full", "same"])? {
         "valid" => false,
         "full" => true,
         _ => {
@@ -209,14 +263,11 @@ fn create(attrs: &Attrs) -> Result<OpRef> {
             ))
         }
     };
-    p.bool("cudnn_off", false)?;
+    p.get::<bool>("cudnn_off")?;
     if nd > 0 {
         check_layout(&p, nd)?;
     }
-    let count_include_pad = match p.raw("count_include_pad") {
-        Some(v) if v.trim() == "None" => true,
-        _ => p.bool("count_include_pad", true)?,
-    };
+    let count_include_pad = p.get::<Option<bool>>("count_include_pad")?.unwrap_or(true);
     Ok(Arc::new(Pooling {
         pool,
         global,
@@ -244,7 +295,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(PARAMS),
+        params: ParamList::Declared(PARAMS),
         doc: "Performs pooling on the input.",
         create: Box::new(create),
     });

@@ -6,7 +6,7 @@ use super::common::{float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
 };
 use crate::shape::{fmt_shape, size_of, Shape};
 use std::sync::Arc;
@@ -139,13 +139,18 @@ impl Operator for RegressionBackward {
     }
 }
 
-const REG_PARAMS: &[&str] = &["grad_scale"];
+const REG_PARAMS: &[Param] = &[Param::new(
+    "grad_scale",
+    "float",
+    "1",
+    "Scale the gradient by a float factor",
+)];
 
 fn create_regression(kind: Reg, attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(kind.name(), attrs, REG_PARAMS)?;
+    let p = Params::declared(kind.name(), attrs, REG_PARAMS)?;
     Ok(Arc::new(Regression {
         kind,
-        grad_scale: p.float("grad_scale", 1.0)?,
+        grad_scale: p.get("grad_scale")?,
     }))
 }
 
@@ -157,7 +162,7 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: &["data", "label"],
             variadic: false,
-            params: ParamList::Names(REG_PARAMS),
+            params: ParamList::Declared(REG_PARAMS),
             doc: "A regression output layer: its backward is the loss gradient against the label.",
             create: Box::new(move |a| create_regression(kind, a)),
         });

@@ -5,8 +5,8 @@ use super::common::{check_float, float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params,
-    Registry,
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
+    Params, Registry,
 };
 use crate::shape::{fmt_shape, norm_axis, Shape};
 use std::sync::Arc;
@@ -307,18 +307,49 @@ impl Operator for SoftmaxActivationBackward {
     }
 }
 
-const SOFTMAX_PARAMS: &[&str] = &["axis", "temperature", "dtype", "use_length"];
+const SOFTMAX_PARAMS: &[Param] = &[
+    Param::new(
+        "axis",
+        "int",
+        "-1",
+        "The axis along which to compute softmax.",
+    ),
+    Param::new(
+        "temperature",
+        "double or None",
+        "None",
+        "Temperature parameter in softmax",
+    ),
+    Param::new(
+        "dtype",
+        "{None, 'float16', 'float32', 'float64'}",
+        "None",
+        "DType of the output in case this can't be inferred. Defaults to the same as input's \
+         dtype if not defined (dtype=None).",
+    ),
+    Param::new(
+        "use_length",
+        "boolean or None",
+        "False",
+        "Whether to use the length input as a mask over the data input.",
+    ),
+];
+const ACTIVATION_PARAMS: &[Param] = &[Param::new(
+    "mode",
+    "{'channel', 'instance'}",
+    "'instance'",
+    "Specifies how to compute the softmax. If set to ``instance``, it computes softmax for \
+     each instance. If set to ``channel``, It computes cross channel softmax for each \
+     position of each instance.",
+)];
 
 fn create_softmax(name: &'static str, log: bool, attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(name, attrs, SOFTMAX_PARAMS)?;
-    let dtype = p.opt_dtype("dtype")?;
+    let p = Params::declared(name, attrs, SOFTMAX_PARAMS)?;
+    let dtype: Option<DType> = p.get("dtype")?;
     if let Some(t) = dtype {
         check_float(name, "dtype", t)?;
     }
-    let use_length = match p.raw("use_length") {
-        Some(v) if v.trim() == "None" => false,
-        _ => p.bool("use_length", false)?,
-    };
+    let use_length = p.get::<Option<bool>>("use_length")?.unwrap_or(false);
     if use_length && log {
         return Err(Error::Value(format!(
             "{name}: use_length is only supported by softmax"
@@ -327,8 +358,8 @@ fn create_softmax(name: &'static str, log: bool, attrs: &Attrs) -> Result<OpRef>
     Ok(Arc::new(Softmax(SoftmaxParams {
         name,
         log,
-        axis: p.int("axis", -1)?,
-        temperature: p.opt_float("temperature")?.unwrap_or(1.0),
+        axis: p.get("axis")?,
+        temperature: p.get::<Option<f64>>("temperature")?.unwrap_or(1.0),
         dtype,
         use_length,
     })))
@@ -341,7 +372,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "length"],
         variadic: false,
-        params: ParamList::Names(SOFTMAX_PARAMS),
+        params: ParamList::Declared(SOFTMAX_PARAMS),
         doc: "Softmax along an axis: exp(x/T) / sum(exp(x/T)).",
         create: Box::new(|a| create_softmax("softmax", false, a)),
     });
@@ -350,7 +381,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(SOFTMAX_PARAMS),
+        params: ParamList::Declared(SOFTMAX_PARAMS),
         doc: "Log of the softmax along an axis.",
         create: Box::new(|a| create_softmax("log_softmax", true, a)),
     });
@@ -359,11 +390,11 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Names(&["mode"]),
+        params: ParamList::Declared(ACTIVATION_PARAMS),
         doc: "Softmax over each instance or across channels.",
         create: Box::new(|a| {
-            let p = Params::new("SoftmaxActivation", a, &["mode"])?;
-            let mode = p.choice("mode", "instance", &["instance", "channel"])?;
+            let p = Params::declared("SoftmaxActivation", a, ACTIVATION_PARAMS)?;
+            let mode = p.get_choice("mode", &["instance", "channel"])?;
             Ok(Arc::new(SoftmaxActivation {
                 channel: mode == "channel",
             }))

@@ -6,7 +6,7 @@ use super::softmax::Layout;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -156,28 +156,74 @@ impl Operator for SoftmaxOutputBackward {
     }
 }
 
-const PARAMS: &[&str] = &[
-    "grad_scale",
-    "ignore_label",
-    "multi_output",
-    "use_ignore",
-    "preserve_shape",
-    "normalization",
-    "out_grad",
-    "smooth_alpha",
+const PARAMS: &[Param] = &[
+    Param::new(
+        "grad_scale",
+        "float",
+        "1",
+        "Scales the gradient by a float factor.",
+    ),
+    Param::new(
+        "ignore_label",
+        "float",
+        "-1",
+        "The instances whose `labels` == `ignore_label` will be ignored during backward, if \
+         `use_ignore` is set to ``true``).",
+    ),
+    Param::new(
+        "multi_output",
+        "boolean",
+        "False",
+        "If set to ``true``, the softmax function will be computed along axis ``1``. This is \
+         applied when the shape of input array differs from the shape of label array.",
+    ),
+    Param::new(
+        "use_ignore",
+        "boolean",
+        "False",
+        "If set to ``true``, the `ignore_label` value will not contribute to the backward \
+         gradient.",
+    ),
+    Param::new(
+        "preserve_shape",
+        "boolean",
+        "False",
+        "If set to ``true``, the softmax function will be computed along the last axis \
+         (``-1``).",
+    ),
+    Param::new(
+        "normalization",
+        "{'batch', 'null', 'valid'}",
+        "'null'",
+        "Normalizes the gradient.",
+    ),
+    Param::new(
+        "out_grad",
+        "boolean",
+        "False",
+        "Multiplies gradient with output gradient element-wise.",
+    ),
+    Param::new(
+        "smooth_alpha",
+        "float",
+        "0",
+        "Constant for computing a label smoothed version of cross-entropyfor the backwards \
+         pass.  This constant gets subtracted from theone-hot encoding of the gold label and \
+         distributed uniformly toall other labels.",
+    ),
 ];
 
 fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(NAME, attrs, PARAMS)?;
+    let p = Params::declared(NAME, attrs, PARAMS)?;
     Ok(Arc::new(SoftmaxOutput {
-        grad_scale: p.float("grad_scale", 1.0)?,
-        ignore_label: p.float("ignore_label", -1.0)?,
-        multi_output: p.bool("multi_output", false)?,
-        use_ignore: p.bool("use_ignore", false)?,
-        preserve_shape: p.bool("preserve_shape", false)?,
+        grad_scale: p.get("grad_scale")?,
+        ignore_label: p.get("ignore_label")?,
+        multi_output: p.get("multi_output")?,
+        use_ignore: p.get("use_ignore")?,
+        preserve_shape: p.get("preserve_shape")?,
         normalization: Normalization::parse(&p)?,
-        out_grad: p.bool("out_grad", false)?,
-        smooth_alpha: p.float("smooth_alpha", 0.0)?,
+        out_grad: p.get("out_grad")?,
+        smooth_alpha: p.get("smooth_alpha")?,
     }))
 }
 
@@ -188,7 +234,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["Softmax"],
         inputs: &["data", "label"],
         variadic: false,
-        params: ParamList::Names(PARAMS),
+        params: ParamList::Declared(PARAMS),
         doc: "Softmax with a cross-entropy gradient against the label.",
         create: Box::new(create),
     });
