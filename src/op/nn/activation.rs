@@ -1,7 +1,7 @@
 //! Definition of `Activation` (relu, sigmoid, tanh, softrelu and softsign) and its
 //! backward.
 
-use super::common::{float_dtype, same_shape};
+use super::common::{check_count, float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::op::{
@@ -38,8 +38,7 @@ impl Operator for Activation {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(NAME, inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
+        crate::op::infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_shape_partial(
@@ -47,6 +46,7 @@ impl Operator for Activation {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
+        check_count(NAME, inputs, 1)?;
         same_shape(NAME, inputs, outputs)
     }
 

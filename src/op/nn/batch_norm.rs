@@ -84,11 +84,7 @@ impl Operator for BatchNorm {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("BatchNorm", inputs, 5)?;
-        let mut slots: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
-        let mut outs = vec![None, None, None];
-        self.infer_shape_partial(&mut slots, &mut outs)?;
-        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
+        crate::op::infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_shape_partial(

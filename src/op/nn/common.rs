@@ -43,6 +43,17 @@ pub fn same_shape(
     }
 }
 
+/// Checks the number of inputs given to a partial inference.
+pub fn check_count(op: &str, inputs: &[Option<Shape>], want: usize) -> Result<()> {
+    if inputs.len() != want {
+        return Err(Error::Value(format!(
+            "{op}: expected {want} input(s), got {}",
+            inputs.len()
+        )));
+    }
+    Ok(())
+}
+
 /// `True`/`False` as MXNet prints booleans.
 pub fn py_bool(b: bool) -> &'static str {
     if b {

@@ -99,13 +99,7 @@ impl Operator for Convolution {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("Convolution", inputs, self.args.num_inputs())?;
-        let (w, b, out) = self.shapes(&inputs[0])?;
-        assign_shape("Convolution", "weight", &mut Some(inputs[1].clone()), &w)?;
-        if !self.args.no_bias {
-            assign_shape("Convolution", "bias", &mut Some(inputs[2].clone()), &b)?;
-        }
-        Ok(vec![out])
+        crate::op::infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_shape_partial(

@@ -123,13 +123,7 @@ impl Operator for Deconvolution {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("Deconvolution", inputs, self.args.num_inputs())?;
-        let (w, b, out) = self.shapes(&inputs[0])?;
-        assign_shape("Deconvolution", "weight", &mut Some(inputs[1].clone()), &w)?;
-        if !self.args.no_bias {
-            assign_shape("Deconvolution", "bias", &mut Some(inputs[2].clone()), &b)?;
-        }
-        Ok(vec![out])
+        crate::op::infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_shape_partial(

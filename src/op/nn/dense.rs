@@ -70,10 +70,7 @@ impl Operator for Fc {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
-        let mut outs = vec![None];
-        self.infer_shape_partial(&mut ins, &mut outs)?;
-        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
+        crate::op::infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_shape_partial(

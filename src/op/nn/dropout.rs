@@ -2,7 +2,7 @@
 //! `1/(1-p)`, optionally sharing the draw along `axes`; the scaled keep mask is a hidden
 //! second output that the backward multiplies by.
 
-use super::common::{float_dtype, same_shape};
+use super::common::{check_count, float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
@@ -57,9 +57,7 @@ impl Operator for Dropout {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(NAME, inputs, 1)?;
-        self.draw_shape(&inputs[0])?;
-        Ok(vec![inputs[0].clone(), inputs[0].clone()])
+        crate::op::infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_shape_partial(
@@ -67,6 +65,7 @@ impl Operator for Dropout {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
+        check_count(NAME, inputs, 1)?;
         same_shape(NAME, inputs, &mut outputs[..1])?;
         if let Some(d) = inputs[0].clone() {
             self.draw_shape(&d)?;

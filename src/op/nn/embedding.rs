@@ -38,11 +38,7 @@ impl Operator for Embedding {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(NAME, inputs, 2)?;
-        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
-        let mut outs = vec![None];
-        self.infer_shape_partial(&mut ins, &mut outs)?;
-        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
+        crate::op::infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_shape_partial(
@@ -78,10 +74,7 @@ impl Operator for Embedding {
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        let mut ins: Vec<Option<DType>> = inputs.iter().copied().map(Some).collect();
-        let mut outs = vec![None];
-        self.infer_type_partial(&mut ins, &mut outs)?;
-        Ok(vec![self.dtype])
+        crate::op::infer::types_from_partial(self, inputs)
     }
 
     fn infer_type_partial(
@@ -89,6 +82,12 @@ impl Operator for Embedding {
         inputs: &mut [Option<DType>],
         outputs: &mut [Option<DType>],
     ) -> Result<()> {
+        if inputs.len() != 2 {
+            return Err(Error::Type(format!(
+                "{NAME}: expected 2 inputs (data, weight), got {}",
+                inputs.len()
+            )));
+        }
         if inputs[0] == Some(DType::Bool) {
             return Err(Error::Type(format!(
                 "{NAME}: data must be numeric, got bool"

@@ -1,7 +1,7 @@
 //! Definition of `MakeLoss`: passes its input through and marks it as a loss, whose
 //! gradient is `grad_scale`, normalised.
 
-use super::common::{float_dtype, same_shape, Normalization};
+use super::common::{check_count, float_dtype, same_shape, Normalization};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::op::{
@@ -24,8 +24,7 @@ impl Operator for MakeLoss {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
+        crate::op::infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_shape_partial(
@@ -33,6 +32,7 @@ impl Operator for MakeLoss {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
+        check_count(self.name(), inputs, 1)?;
         same_shape(self.name(), inputs, outputs)
     }
 

@@ -1,7 +1,7 @@
 //! Definitions of `softmax`, `log_softmax` (with `axis`, `temperature`, `dtype` and, for
 //! `softmax`, a valid `length` input) and `SoftmaxActivation`, with their backward.
 
-use super::common::{check_float, float_dtype, same_shape};
+use super::common::{check_count, check_float, float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
@@ -84,10 +84,7 @@ impl Operator for Softmax {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
-        let mut outs = vec![None];
-        self.infer_shape_partial(&mut ins, &mut outs)?;
-        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
+        crate::op::infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_shape_partial(
@@ -114,17 +111,7 @@ impl Operator for Softmax {
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        let t = inputs[0];
-        check_float(self.0.name, "data", t)?;
-        if let Some(&l) = inputs.get(1) {
-            if !matches!(l, DType::I32 | DType::I64 | DType::I8 | DType::U8) {
-                return Err(Error::Type(format!(
-                    "{}: length must have an integer dtype, got {l}",
-                    self.0.name
-                )));
-            }
-        }
-        Ok(vec![self.0.dtype.unwrap_or(t)])
+        crate::op::infer::types_from_partial(self, inputs)
     }
 
     fn infer_type_partial(
@@ -135,8 +122,17 @@ impl Operator for Softmax {
         if inputs[0].is_none() && self.0.dtype.is_none() {
             inputs[0] = outputs[0];
         }
+        if let Some(&Some(l)) = inputs.get(1) {
+            if !matches!(l, DType::I32 | DType::I64 | DType::I8 | DType::U8) {
+                return Err(Error::Type(format!(
+                    "{}: length must have an integer dtype, got {l}",
+                    self.0.name
+                )));
+            }
+        }
         if let Some(t) = inputs[0] {
-            let o = self.infer_type(&[t])?[0];
+            check_float(self.0.name, "data", t)?;
+            let o = self.0.dtype.unwrap_or(t);
             match outputs[0] {
                 Some(have) if have != o => {
                     return Err(Error::Type(format!(
@@ -255,9 +251,7 @@ impl Operator for SoftmaxActivation {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 1)?;
-        self.layout(&inputs[0])?;
-        Ok(vec![inputs[0].clone()])
+        crate::op::infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_shape_partial(
@@ -265,6 +259,10 @@ impl Operator for SoftmaxActivation {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
+        check_count(self.name(), inputs, 1)?;
+        if let Some(d) = &inputs[0] {
+            self.layout(d)?;
+        }
         same_shape(self.name(), inputs, outputs)
     }
 
