@@ -188,6 +188,12 @@ mod tests {
             let op = find(name).unwrap().build(&forward_attrs(forward)).unwrap();
             assert!(has_kernel(op.as_ref(), DeviceType::Cpu), "{name}");
         }
+        let nn = crate::op::nn::BACKWARD_OPS;
+        for &(name, forward, _, _) in nn {
+            let attrs = crate::op::nn::tests::forward_attrs(forward);
+            let op = find(name).unwrap().build(&attrs).unwrap();
+            assert!(has_kernel(op.as_ref(), DeviceType::Cpu), "{name}");
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod indexing;
 pub mod infer;
 pub mod init;
 pub mod linalg;
+pub mod nn;
 pub mod optim;
 pub mod params;
 pub mod random;

@@ -91,7 +91,7 @@ fn table() -> &'static Table {
         super::indexing::register(&mut r);
         super::sorting::register(&mut r);
         super::random::register(&mut r);
-        crate::kernels::cpu::register_all(&mut r);
+        super::nn::register(&mut r);
         super::optim::register(&mut r);
         super::grad::register(&mut r);
         let mut defs = Vec::new();

@@ -17,13 +17,6 @@ pub mod sorting;
 pub mod transform;
 pub mod unary;
 
-use crate::op::Registry;
-
-/// Registers the operator families whose definitions still live beside their kernels.
-pub fn register_all(r: &mut Registry) {
-    nn::register(r);
-}
-
 use crate::context::DeviceType;
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;

@@ -308,7 +308,13 @@ fn create(name: &'static str, forward: &'static str, attrs: &Attrs) -> Result<Op
 
 /// Registers the backward operators; their forward operators must be registered first.
 pub fn register(r: &mut Registry) {
-    for &(name, forward, inputs, variadic) in BACKWARD_OPS {
+    register_backward(r, BACKWARD_OPS);
+}
+
+/// Registers the backward operators `entries`, each taking its forward operator's
+/// attributes; the forward operators must be registered first.
+pub(crate) fn register_backward(r: &mut Registry, entries: &'static [BackwardEntry]) {
+    for &(name, forward, inputs, variadic) in entries {
         let params = r
             .params_of(forward)
             .unwrap_or_else(|| panic!("{name}: forward operator {forward} is not registered"));

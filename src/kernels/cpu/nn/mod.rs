@@ -1,16 +1,8 @@
-//! Neural-network layers: dense layers, activations, losses, convolution, pooling and
-//! normalisation, each with its backward operator.
+//! CPU kernels of the neural-network layers: dense layers, activations, losses,
+//! convolution, pooling and normalisation, each with its backward.
 
 pub mod basic;
 pub mod conv;
-
-use crate::op::Registry;
-
-/// Registers the network layers.
-pub fn register(r: &mut Registry) {
-    basic::register(r);
-    conv::register(r);
-}
 
 /// Registers the CPU kernels of this family.
 pub(crate) fn register_kernels(k: &mut crate::kernels::Kernels) {

@@ -1,6 +1,7 @@
-//! `Activation`: relu, sigmoid, tanh, softrelu and softsign, with their backward.
+//! CPU kernels of `Activation`: relu, sigmoid, tanh, softrelu and softsign, with their
+//! backward.
 
-use super::common::{float_dtype, ld, same_shape, st, unary};
+use super::common::{ld, st, unary};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::cpu::fastmath::{tanh_f32, FastMath};
@@ -8,24 +9,9 @@ use crate::kernels::cpu::map::map2_blobs;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
-    Params, Registry,
-};
-use crate::shape::Shape;
+use crate::op::nn::activation::{Act, Activation, ActivationBackward, NAME};
+use crate::op::{OpContext, OpReq, Operator};
 use num_traits::Float;
-use std::sync::Arc;
-
-const NAME: &str = "Activation";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Act {
-    Relu,
-    Sigmoid,
-    Tanh,
-    SoftRelu,
-    SoftSign,
-}
 
 impl Act {
     #[inline(always)]
@@ -68,10 +54,6 @@ impl Act {
             }
         }
     }
-
-    fn uses_input(self) -> bool {
-        self == Act::SoftSign
-    }
 }
 
 /// float32 forward of the common activations with no conversions and a loop body the
@@ -98,44 +80,6 @@ fn backward_f32(act: Act, inputs: &[TBlob], out: &TBlob, req: OpReq) -> bool {
     true
 }
 
-struct Activation(Act);
-
-impl Operator for Activation {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(NAME, inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        same_shape(NAME, inputs, outputs)
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![float_dtype(NAME, inputs)?])
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
-
-    fn gradient(&self) -> Grad {
-        let op: OpRef = Arc::new(ActivationBackward(self.0));
-        if self.0.uses_input() {
-            Gradient::simple(op, &[0], &[], 1)
-        } else {
-            Gradient::simple(op, &[], &[0], 1)
-        }
-    }
-}
-
 impl CpuKernel for Activation {
     fn forward(
         &self,
@@ -152,36 +96,6 @@ impl CpuKernel for Activation {
             unary::<T>(&inputs[0], &outputs[0], req[0], |v| st::<F, T>(act.apply(ld::<T, F>(v))))
         });
         Ok(())
-    }
-}
-
-/// Inputs: the output gradient and the forward output (the input for softsign).
-struct ActivationBackward(Act);
-
-impl Operator for ActivationBackward {
-    fn name(&self) -> &'static str {
-        "_backward_Activation"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        if inputs[0] != inputs[1] {
-            return Err(crate::op::shape_err(
-                self.name(),
-                "the output gradient must have the shape of the data",
-                &inputs[0],
-            ));
-        }
-        Ok(vec![inputs[1].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![float_dtype(self.name(), inputs)?])
-    }
-
-    /// The input gradient may overwrite the output gradient (element by element).
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
     }
 }
 
@@ -212,41 +126,14 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<ActivationBackward>(k);
 }
 
-fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(NAME, attrs, &["act_type"])?;
-    p.required("act_type")?;
-    let act = match p.choice(
-        "act_type",
-        "relu",
-        &["relu", "sigmoid", "tanh", "softrelu", "softsign"],
-    )? {
-        "sigmoid" => Act::Sigmoid,
-        "tanh" => Act::Tanh,
-        "softrelu" => Act::SoftRelu,
-        "softsign" => Act::SoftSign,
-        _ => Act::Relu,
-    };
-    Ok(Arc::new(Activation(act)))
-}
-
-/// Registers `Activation`.
-pub fn register(r: &mut Registry) {
-    r.add(OpDef {
-        name: NAME,
-        aliases: &[],
-        inputs: &["data"],
-        variadic: false,
-        params: ParamList::Names(&["act_type"]),
-        doc: "Applies an activation function element-wise.",
-        create: Box::new(create),
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::common::testing::{close, f64s, run_req};
     use super::*;
+
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
+    use crate::op::{Attrs, Grad, OpRef};
+    use crate::shape::Shape;
 
     const X: [f32; 8] = [-2.5, -1.0, -0.3, 0.0, 0.4, 1.2, 3.0, 25.0];
 

@@ -1,13 +1,11 @@
-//! Helpers shared by the basic layers: float dtype dispatch, element conversion, output
-//! requests and parallel loops over rows.
+//! Helpers shared by the basic layer kernels: float dtype dispatch, element conversion,
+//! output requests and parallel loops over rows.
 
-use crate::dtype::{DType, Element};
-use crate::error::{Error, Result};
+use crate::dtype::Element;
 use crate::kernels::cpu::map::PAR_MIN;
 use crate::kernels::cpu::num::Num;
 use crate::ndarray::TBlob;
-use crate::op::{assign_shape, OpReq};
-use crate::shape::Shape;
+use crate::op::OpReq;
 use num_traits::Float;
 use rayon::prelude::*;
 
@@ -42,24 +40,6 @@ macro_rules! dispatch_float {
             }
         }
     };
-}
-
-/// The one float dtype all `inputs` share, or a type error naming the op.
-pub fn float_dtype(op: &str, inputs: &[DType]) -> Result<DType> {
-    let t = crate::op::same_dtype(op, inputs)?;
-    check_float(op, "data", t)?;
-    Ok(t)
-}
-
-/// Errors unless `t` is a float dtype.
-pub fn check_float(op: &str, what: &str, t: DType) -> Result<()> {
-    if matches!(t, DType::F16 | DType::F32 | DType::F64) {
-        Ok(())
-    } else {
-        Err(Error::Type(format!(
-            "{op}: {what} must be float16, float32 or float64, got {t}"
-        )))
-    }
 }
 
 /// Converts a stored element to the compute type.
@@ -153,55 +133,6 @@ pub fn for_chunks<T: Send>(out: &mut [T], row: usize, body: impl Fn(usize, &mut 
     out.par_chunks_mut(per * row)
         .enumerate()
         .for_each(|(c, o)| body(c * per * row, o));
-}
-
-/// Shape inference for ops whose output has the input's shape, in both directions.
-pub fn same_shape(
-    op: &str,
-    inputs: &mut [Option<Shape>],
-    outputs: &mut [Option<Shape>],
-) -> Result<()> {
-    match (&inputs[0], &outputs[0]) {
-        (Some(s), _) => {
-            let s = s.clone();
-            assign_shape(op, "output", &mut outputs[0], &s)
-        }
-        (None, Some(s)) => {
-            let s = s.clone();
-            assign_shape(op, "data", &mut inputs[0], &s)
-        }
-        _ => Ok(()),
-    }
-}
-
-/// `True`/`False` as MXNet prints booleans.
-pub fn py_bool(b: bool) -> &'static str {
-    if b {
-        "True"
-    } else {
-        "False"
-    }
-}
-
-/// Label smoothing, normalisation and friends take `batch`, `null` or `valid`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Normalization {
-    Null,
-    Batch,
-    Valid,
-}
-
-impl Normalization {
-    /// Parses MXNet's `normalization` argument.
-    pub fn parse(p: &crate::op::Params) -> Result<Normalization> {
-        Ok(
-            match p.choice("normalization", "null", &["null", "batch", "valid"])? {
-                "batch" => Normalization::Batch,
-                "valid" => Normalization::Valid,
-                _ => Normalization::Null,
-            },
-        )
-    }
 }
 
 #[cfg(test)]

@@ -1,132 +1,18 @@
-//! `FullyConnected`: `out = data · weightᵀ + bias` through GEMM, and its backward.
+//! CPU kernels of `FullyConnected`: `out = data · weightᵀ + bias` through GEMM, and its
+//! backward.
 
-use super::common::{float_dtype, ld, put, st};
-use crate::dtype::DType;
-use crate::error::{Error, Result};
+use super::common::{ld, put, st};
+use crate::error::Result;
 use crate::kernels::cpu::linalg::{matmul, MatMul};
 use crate::kernels::cpu::map::PAR_MIN;
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    assign_shape, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, Param,
-    ParamList, Params, Registry,
-};
-use crate::shape::{fmt_shape, Shape};
+use crate::op::nn::dense::{Fc, FcBackward, NAME};
+use crate::op::{OpContext, OpReq, Operator};
 use num_traits::Float;
 use rayon::prelude::*;
-use std::sync::Arc;
-
-const NAME: &str = "FullyConnected";
-
-/// The parsed attributes.
-#[derive(Debug, Clone, Copy)]
-struct Fc {
-    num_hidden: usize,
-    no_bias: bool,
-    flatten: bool,
-}
-
-impl Fc {
-    /// (rows, input features) of `data` seen as a matrix.
-    fn matrix(&self, d: &[usize]) -> Result<(usize, usize)> {
-        if d.is_empty() {
-            return Err(Error::Value(format!(
-                "{NAME}: data must have at least one dimension, got shape {}",
-                fmt_shape(d)
-            )));
-        }
-        Ok(if self.flatten {
-            (d[0], d[1..].iter().product())
-        } else {
-            let last = d.len() - 1;
-            (d[..last].iter().product(), d[last])
-        })
-    }
-
-    fn out_shape(&self, d: &[usize]) -> Shape {
-        if self.flatten {
-            Shape::from_slice(&[d[0], self.num_hidden])
-        } else {
-            let mut s = Shape::from_slice(d);
-            *s.last_mut().expect("checked non-empty") = self.num_hidden;
-            s
-        }
-    }
-
-    fn n_inputs(&self) -> usize {
-        if self.no_bias {
-            2
-        } else {
-            3
-        }
-    }
-}
-
-impl Operator for Fc {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn input_names(&self) -> Option<Vec<String>> {
-        let names: &[&str] = if self.no_bias {
-            &["data", "weight"]
-        } else {
-            &["data", "weight", "bias"]
-        };
-        Some(names.iter().map(|s| s.to_string()).collect())
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
-        let mut outs = vec![None];
-        self.infer_shape_partial(&mut ins, &mut outs)?;
-        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        if inputs.len() != self.n_inputs() {
-            return Err(Error::Value(format!(
-                "{NAME}: expected {} inputs (no_bias={}), got {}",
-                self.n_inputs(),
-                super::common::py_bool(self.no_bias),
-                inputs.len()
-            )));
-        }
-        let Some(d) = inputs[0].clone() else {
-            return Ok(());
-        };
-        let (_, k) = self.matrix(&d)?;
-        assign_shape(
-            NAME,
-            "weight",
-            &mut inputs[1],
-            &Shape::from_slice(&[self.num_hidden, k]),
-        )?;
-        if !self.no_bias {
-            let one = Shape::from_slice(&[self.num_hidden]);
-            match &inputs[2] {
-                Some(b) if b.as_slice() == [self.num_hidden, 1] => {}
-                _ => assign_shape(NAME, "bias", &mut inputs[2], &one)?,
-            }
-        }
-        assign_shape(NAME, "output", &mut outputs[0], &self.out_shape(&d))?;
-        Ok(())
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![float_dtype(NAME, inputs)?])
-    }
-
-    fn gradient(&self) -> Grad {
-        Gradient::simple(Arc::new(FcBackward(*self)), &[0, 1], &[], self.n_inputs())
-    }
-}
 
 impl CpuKernel for Fc {
     fn forward(
@@ -170,43 +56,6 @@ impl CpuKernel for Fc {
             }
         });
         Ok(())
-    }
-}
-
-/// Gradients of data, weight and bias from the output gradient, data and weight.
-struct FcBackward(Fc);
-
-impl Operator for FcBackward {
-    fn name(&self) -> &'static str {
-        "_backward_FullyConnected"
-    }
-
-    fn num_outputs(&self) -> usize {
-        self.0.n_inputs()
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::check_inputs(self.name(), inputs, 3)?;
-        let (rows, k) = self.0.matrix(&inputs[1])?;
-        let want = self.0.out_shape(&inputs[1]);
-        if inputs[0] != want || inputs[2].as_slice() != [self.0.num_hidden, k] {
-            return Err(Error::Value(format!(
-                "{}: output gradient {} and weight {} do not fit data {} ({rows} rows)",
-                self.name(),
-                fmt_shape(&inputs[0]),
-                fmt_shape(&inputs[2]),
-                fmt_shape(&inputs[1])
-            )));
-        }
-        let mut out = vec![inputs[1].clone(), inputs[2].clone()];
-        if !self.0.no_bias {
-            out.push(Shape::from_slice(&[self.0.num_hidden]));
-        }
-        Ok(out)
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![float_dtype(self.name(), inputs)?; self.num_outputs()])
     }
 }
 
@@ -321,55 +170,14 @@ fn column_sums<T: Num, F: Float + 'static + Send + Sync>(
     }
 }
 
-fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::declared(NAME, attrs, PARAMS)?;
-    let num_hidden: i64 = p.get("num_hidden")?;
-    if num_hidden < 1 {
-        return Err(Error::Value(format!(
-            "{NAME}: num_hidden must be positive, got {num_hidden}"
-        )));
-    }
-    Ok(Arc::new(Fc {
-        num_hidden: num_hidden as usize,
-        no_bias: p.get("no_bias")?,
-        flatten: p.get("flatten")?,
-    }))
-}
-
-const PARAMS: &[Param] = &[
-    Param::required("num_hidden", "int", "Number of hidden nodes of the output."),
-    Param::new(
-        "no_bias",
-        "boolean",
-        "False",
-        "Whether to disable bias parameter.",
-    ),
-    Param::new(
-        "flatten",
-        "boolean",
-        "True",
-        "Whether to collapse all but the first axis of the input data tensor.",
-    ),
-];
-
-/// Registers `FullyConnected`.
-pub fn register(r: &mut Registry) {
-    r.add(OpDef {
-        name: NAME,
-        aliases: &[],
-        inputs: &["data", "weight", "bias"],
-        variadic: false,
-        params: ParamList::Declared(PARAMS),
-        doc: "Applies a linear transformation: Y = XWᵀ + b.",
-        create: Box::new(create),
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::common::testing::{close, f64s, run_req};
     use super::*;
+
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
+    use crate::op::{Attrs, Grad, OpRef};
+    use crate::shape::Shape;
 
     fn seq(shape: &[usize], scale: f32, shift: f32) -> crate::ndarray::NDArray {
         let n: usize = shape.iter().product();

@@ -1,53 +1,26 @@
-//! `Dropout`: zeroes elements with probability `p` and scales the rest by `1/(1-p)` while
-//! training (or always), optionally sharing the draw along `axes`; the scaled keep mask
-//! is a hidden second output that the backward multiplies by.
+//! CPU kernels of `Dropout`: zeroes elements with probability `p` and scales the rest by
+//! `1/(1-p)` while training (or always), optionally sharing the draw along `axes`; the
+//! backward multiplies by the scaled keep mask.
 
-use super::common::{check_float, float_dtype, ld, overlaps, put, same_shape, st};
-use crate::dtype::DType;
-use crate::error::{Error, Result};
+use super::common::{ld, overlaps, put, st};
+use crate::error::Result;
 use crate::kernels::cpu::map::{map1, map2};
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    ParamList, Params, Registry, ResourceRequest,
-};
-use crate::shape::{fmt_shape, Shape};
+use crate::op::nn::common::check_float;
+use crate::op::nn::dropout::{Dropout, DropoutBackward, NAME};
+use crate::op::{OpContext, OpReq, Operator};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rayon::prelude::*;
-use std::sync::Arc;
-
-const NAME: &str = "Dropout";
 
 /// Masks longer than this are drawn in chunks, each from its own generator seeded from
 /// the device's, in parallel.
 const CHUNK: usize = 1 << 16;
 
-#[derive(Debug, Clone)]
-struct Dropout {
-    p: f64,
-    always: bool,
-    axes: Vec<i64>,
-}
-
 impl Dropout {
-    fn active(&self, is_train: bool) -> bool {
-        is_train || self.always
-    }
-
-    /// The shape the draw is made in: the data's with the shared axes set to 1.
-    fn draw_shape(&self, d: &[usize]) -> Result<Shape> {
-        let mut s = Shape::from_slice(d);
-        for &a in &self.axes {
-            let i = crate::shape::norm_axis(a, d.len(), NAME)?;
-            s[i] = 1;
-        }
-        Ok(s)
-    }
-
     /// Fills `mask` (the data's shape) with `1/(1-p)` where kept and 0 where dropped.
     fn draw<T: Num>(&self, mask: &mut [T], shape: &[usize], rng: &mut Pcg64Mcg) -> Result<()> {
         let keep = 1.0 - self.p;
@@ -102,67 +75,6 @@ fn broadcast<T: Num>(src: &[T], small: &[usize], dst: &mut [T], shape: &[usize])
     }
 }
 
-impl Operator for Dropout {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn num_outputs(&self) -> usize {
-        2
-    }
-
-    fn num_visible_outputs(&self) -> usize {
-        1
-    }
-
-    fn output_names(&self) -> Vec<String> {
-        vec!["output".into(), "mask".into()]
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(NAME, inputs, 1)?;
-        self.draw_shape(&inputs[0])?;
-        Ok(vec![inputs[0].clone(), inputs[0].clone()])
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        same_shape(NAME, inputs, &mut outputs[..1])?;
-        if let Some(d) = inputs[0].clone() {
-            self.draw_shape(&d)?;
-            assign_shape(NAME, "mask", &mut outputs[1], &d)?;
-        }
-        Ok(())
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![float_dtype(NAME, inputs)?; 2])
-    }
-
-    fn resources(&self) -> &'static [ResourceRequest] {
-        &[ResourceRequest::Random]
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Op(Gradient {
-            op: Arc::new(DropoutBackward {
-                always: self.always,
-            }),
-            ograds: vec![0],
-            inputs: vec![],
-            outputs: vec![1],
-            grad_of: vec![0],
-        })
-    }
-}
-
 impl CpuKernel for Dropout {
     fn forward(
         &self,
@@ -200,35 +112,6 @@ impl CpuKernel for Dropout {
     }
 }
 
-/// Inputs: the output gradient and the mask. Outside training (mode `training`) the
-/// gradient passes through, as the forward did.
-struct DropoutBackward {
-    always: bool,
-}
-
-impl Operator for DropoutBackward {
-    fn name(&self) -> &'static str {
-        "_backward_Dropout"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        if inputs[0] != inputs[1] {
-            return Err(Error::Value(format!(
-                "{}: output gradient {} and mask {} differ in shape",
-                self.name(),
-                fmt_shape(&inputs[0]),
-                fmt_shape(&inputs[1])
-            )));
-        }
-        Ok(vec![inputs[0].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![float_dtype(self.name(), inputs)?])
-    }
-}
-
 impl CpuKernel for DropoutBackward {
     fn forward(
         &self,
@@ -259,48 +142,14 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<DropoutBackward>(k);
 }
 
-const PARAMS: &[&str] = &["p", "mode", "axes", "cudnn_off"];
-
-fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(NAME, attrs, PARAMS)?;
-    let prob = p.float("p", 0.5)?;
-    if !(0.0..=1.0).contains(&prob) {
-        return Err(Error::Value(format!(
-            "{NAME}: p must be in [0, 1], got {prob}"
-        )));
-    }
-    let mode = p.choice("mode", "training", &["training", "always"])?;
-    match p.raw("cudnn_off") {
-        Some(v) if v.trim() == "None" => {}
-        _ => {
-            p.bool("cudnn_off", false)?;
-        }
-    }
-    Ok(Arc::new(Dropout {
-        p: prob,
-        always: mode == "always",
-        axes: p.tuple("axes", &[])?,
-    }))
-}
-
-/// Registers `Dropout`.
-pub fn register(r: &mut Registry) {
-    r.add(OpDef {
-        name: NAME,
-        aliases: &[],
-        inputs: &["data"],
-        variadic: false,
-        params: ParamList::Names(PARAMS),
-        doc: "Randomly zeroes elements during training, scaling the rest by 1/(1-p).",
-        create: Box::new(create),
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::common::testing::run_req;
     use super::*;
+
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
+    use crate::op::{Attrs, Grad, OpRef};
+    use crate::shape::Shape;
 
     fn op(attrs: &[(&str, &str)]) -> OpRef {
         let a: Attrs = attrs

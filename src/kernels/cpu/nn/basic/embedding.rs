@@ -1,43 +1,21 @@
-//! `Embedding`: looks up rows of `weight` by the indices in `data` (clipped to the
-//! vocabulary, as MXNet does); the backward scatter-adds into the weight's gradient.
+//! CPU kernels of `Embedding`: looks up rows of `weight` by the indices in `data`
+//! (clipped to the vocabulary, as MXNet does); the backward scatter-adds into the
+//! weight's gradient.
 
 use super::common::put;
 use crate::dispatch_num;
-use crate::dtype::{DType, Element};
-use crate::error::{Error, Result};
+use crate::dtype::Element;
+use crate::error::Result;
 use crate::kernels::cpu::map::PAR_MIN;
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    ParamList, Params, Registry,
-};
-use crate::shape::{fmt_shape, Shape};
+use crate::op::nn::embedding::{Embedding, EmbeddingBackward, NAME};
+use crate::op::{OpContext, OpReq, Operator};
 use rayon::prelude::*;
-use std::sync::Arc;
-
-const NAME: &str = "Embedding";
-
-#[derive(Debug, Clone, Copy)]
-struct Embedding {
-    input_dim: usize,
-    output_dim: usize,
-    dtype: DType,
-}
 
 impl Embedding {
-    fn weight_shape(&self) -> Shape {
-        Shape::from_slice(&[self.input_dim, self.output_dim])
-    }
-
-    fn out_shape(&self, d: &[usize]) -> Shape {
-        let mut s = Shape::from_slice(d);
-        s.push(self.output_dim);
-        s
-    }
-
     /// The rows the indices in `data` select, clipped to `[0, input_dim)`.
     fn rows(&self, data: &TBlob) -> Result<Vec<usize>> {
         let last = self.input_dim.saturating_sub(1) as f64;
@@ -47,93 +25,6 @@ impl Embedding {
                 .map(|v| v.to_f64().trunc().clamp(0.0, last) as usize)
                 .collect()
         }))
-    }
-}
-
-impl Operator for Embedding {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(NAME, inputs, 2)?;
-        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
-        let mut outs = vec![None];
-        self.infer_shape_partial(&mut ins, &mut outs)?;
-        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        if inputs.len() != 2 {
-            return Err(Error::Value(format!(
-                "{NAME}: expected 2 inputs (data, weight), got {}",
-                inputs.len()
-            )));
-        }
-        assign_shape(NAME, "weight", &mut inputs[1], &self.weight_shape())?;
-        match (&inputs[0], &outputs[0]) {
-            (Some(d), _) => {
-                let s = self.out_shape(d);
-                assign_shape(NAME, "output", &mut outputs[0], &s)?;
-            }
-            (None, Some(o)) => {
-                if o.last() != Some(&self.output_dim) {
-                    return Err(Error::Value(format!(
-                        "{NAME}: output of shape {} must end in output_dim {}",
-                        fmt_shape(o),
-                        self.output_dim
-                    )));
-                }
-                inputs[0] = Some(Shape::from_slice(&o[..o.len() - 1]));
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        let mut ins: Vec<Option<DType>> = inputs.iter().copied().map(Some).collect();
-        let mut outs = vec![None];
-        self.infer_type_partial(&mut ins, &mut outs)?;
-        Ok(vec![self.dtype])
-    }
-
-    fn infer_type_partial(
-        &self,
-        inputs: &mut [Option<DType>],
-        outputs: &mut [Option<DType>],
-    ) -> Result<()> {
-        if inputs[0] == Some(DType::Bool) {
-            return Err(Error::Type(format!(
-                "{NAME}: data must be numeric, got bool"
-            )));
-        }
-        for (what, slot) in [("weight", &mut inputs[1]), ("output", &mut outputs[0])] {
-            match *slot {
-                Some(t) if t != self.dtype => {
-                    return Err(Error::Type(format!(
-                        "{NAME}: {what} must have dtype {} (the dtype argument), got {t}",
-                        self.dtype
-                    )))
-                }
-                _ => *slot = Some(self.dtype),
-            }
-        }
-        Ok(())
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Op(Gradient {
-            op: Arc::new(EmbeddingBackward(*self)),
-            ograds: vec![0],
-            inputs: vec![0],
-            outputs: vec![],
-            grad_of: vec![1],
-        })
     }
 }
 
@@ -169,32 +60,6 @@ impl CpuKernel for Embedding {
             }
         });
         Ok(())
-    }
-}
-
-/// Inputs: the output gradient and the indices; output: the weight's gradient.
-struct EmbeddingBackward(Embedding);
-
-impl Operator for EmbeddingBackward {
-    fn name(&self) -> &'static str {
-        "_backward_Embedding"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        if inputs[0] != self.0.out_shape(&inputs[1]) {
-            return Err(Error::Value(format!(
-                "{}: output gradient of shape {} does not fit indices of shape {}",
-                self.name(),
-                fmt_shape(&inputs[0]),
-                fmt_shape(&inputs[1])
-            )));
-        }
-        Ok(vec![self.0.weight_shape()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![inputs[0]])
     }
 }
 
@@ -267,48 +132,14 @@ fn scatter_add<T: Num>(g: &[T], rows: &[usize], od: usize, dw: &mut [T]) {
     });
 }
 
-const PARAMS: &[&str] = &["input_dim", "output_dim", "dtype", "sparse_grad"];
-
-fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(NAME, attrs, PARAMS)?;
-    let input_dim = p.int_required("input_dim")?;
-    let output_dim = p.int_required("output_dim")?;
-    if input_dim < 1 || output_dim < 1 {
-        return Err(Error::Value(format!(
-            "{NAME}: input_dim and output_dim must be positive, got {input_dim} and {output_dim}"
-        )));
-    }
-    let dtype = p.opt_dtype("dtype")?.unwrap_or(DType::F32);
-    if dtype == DType::Bool {
-        return Err(Error::Type(format!("{NAME}: dtype bool is not supported")));
-    }
-    // Gradients are always dense here; a row-sparse request is accepted.
-    p.bool("sparse_grad", false)?;
-    Ok(Arc::new(Embedding {
-        input_dim: input_dim as usize,
-        output_dim: output_dim as usize,
-        dtype,
-    }))
-}
-
-/// Registers `Embedding`.
-pub fn register(r: &mut Registry) {
-    r.add(OpDef {
-        name: NAME,
-        aliases: &[],
-        inputs: &["data", "weight"],
-        variadic: false,
-        params: ParamList::Names(PARAMS),
-        doc: "Maps integer indices to rows of a weight matrix.",
-        create: Box::new(create),
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::common::testing::{close, f64s, run_req};
     use super::*;
+    use crate::dtype::DType;
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
+    use crate::op::{Attrs, Grad, OpRef};
+    use crate::shape::Shape;
 
     fn op(attrs: &[(&str, &str)]) -> OpRef {
         let a: Attrs = attrs

@@ -1,38 +1,23 @@
-//! `LeakyReLU`: leaky, elu, selu, gelu, prelu (learned slope per channel) and rrelu
-//! (random slope while training), with their backward.
+//! CPU kernels of `LeakyReLU`: leaky, elu, selu, gelu, prelu (learned slope per channel)
+//! and rrelu (random slope while training), with their backward.
 
-use super::common::{float_dtype, for_chunks, ld, put, same_shape, st};
+use super::common::{for_chunks, ld, put, st};
 use super::special::{erf, one_plus_erf};
-use crate::dtype::{DType, Element};
-use crate::error::{Error, Result};
+use crate::dtype::Element;
+use crate::error::Result;
 use crate::kernels::cpu::map::{map1, map2};
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    assign_shape, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
-    Params, Registry, ResourceRequest,
-};
-use crate::shape::{fmt_shape, Shape};
+use crate::op::nn::leaky_relu::{prelu_layout, Kind, LeakyRelu, LeakyReluBackward, NAME};
+use crate::op::{OpContext, OpReq, Operator};
 use num_traits::{Float, One, Zero};
 use rand::Rng;
 use std::f64::consts::{FRAC_1_SQRT_2, PI};
-use std::sync::Arc;
 
-const NAME: &str = "LeakyReLU";
 const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
 const SELU_LAMBDA: f64 = 1.050_700_987_355_480_5;
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Kind {
-    Leaky(f64),
-    Elu(f64),
-    Selu,
-    Gelu,
-    Prelu,
-    Rrelu { lower: f64, upper: f64 },
-}
 
 impl Kind {
     /// The function of one element for the kinds without a slope array.
@@ -101,33 +86,6 @@ impl Kind {
             Kind::Prelu | Kind::Rrelu { .. } => unreachable!("slope kinds use their arrays"),
         }
     }
-
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Leaky(_) => "leaky",
-            Kind::Elu(_) => "elu",
-            Kind::Selu => "selu",
-            Kind::Gelu => "gelu",
-            Kind::Prelu => "prelu",
-            Kind::Rrelu { .. } => "rrelu",
-        }
-    }
-}
-
-/// How a prelu `gamma` of shape `g` applies to data of shape `d`: one slope for all, or
-/// one per index of axis 1 (returns the channel count and the elements per channel run).
-fn prelu_layout(d: &[usize], g: &[usize]) -> Result<(usize, usize)> {
-    let channels = if d.len() >= 2 { d[1] } else { 1 };
-    let inner: usize = d.iter().skip(2).product();
-    match g {
-        [1] => Ok((1, d.iter().product::<usize>().max(1))),
-        [c] if *c == channels => Ok((channels, inner)),
-        _ => Err(Error::Value(format!(
-            "{NAME}: gamma must have shape (1,) or ({channels},) for data of shape {}, got {}",
-            fmt_shape(d),
-            fmt_shape(g)
-        ))),
-    }
 }
 
 /// Index of the slope for element `i` given (channels, inner).
@@ -137,112 +95,6 @@ fn channel_of(i: usize, channels: usize, inner: usize) -> usize {
         0
     } else {
         (i / inner) % channels
-    }
-}
-
-struct LeakyRelu(Kind);
-
-impl Operator for LeakyRelu {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn num_outputs(&self) -> usize {
-        if matches!(self.0, Kind::Rrelu { .. }) {
-            2
-        } else {
-            1
-        }
-    }
-
-    fn num_visible_outputs(&self) -> usize {
-        1
-    }
-
-    fn output_names(&self) -> Vec<String> {
-        let names: &[&str] = if self.num_outputs() == 2 {
-            &["output", "mask"]
-        } else {
-            &["output"]
-        };
-        names.iter().map(|s| s.to_string()).collect()
-    }
-
-    fn input_names(&self) -> Option<Vec<String>> {
-        let names: &[&str] = if self.0 == Kind::Prelu {
-            &["data", "gamma"]
-        } else {
-            &["data"]
-        };
-        Some(names.iter().map(|s| s.to_string()).collect())
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
-        let mut outs = vec![None; self.num_outputs()];
-        self.infer_shape_partial(&mut ins, &mut outs)?;
-        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        let want = if self.0 == Kind::Prelu { 2 } else { 1 };
-        if inputs.len() != want {
-            return Err(Error::Value(format!(
-                "{NAME}: act_type {} takes {want} input(s), got {}",
-                self.0.name(),
-                inputs.len()
-            )));
-        }
-        same_shape(NAME, &mut inputs[..1], &mut outputs[..1])?;
-        let Some(d) = inputs[0].clone() else {
-            return Ok(());
-        };
-        if self.0 == Kind::Prelu {
-            let channels = if d.len() >= 2 { d[1] } else { 1 };
-            if inputs[1].is_none() {
-                assign_shape(
-                    NAME,
-                    "gamma",
-                    &mut inputs[1],
-                    &Shape::from_slice(&[channels]),
-                )?;
-            }
-            prelu_layout(&d, inputs[1].as_deref().unwrap_or(&[]))?;
-        }
-        if outputs.len() == 2 {
-            assign_shape(NAME, "mask", &mut outputs[1], &d)?;
-        }
-        Ok(())
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![float_dtype(NAME, inputs)?; self.num_outputs()])
-    }
-
-    fn resources(&self) -> &'static [ResourceRequest] {
-        match self.0 {
-            Kind::Rrelu { .. } => &[ResourceRequest::Random],
-            _ => &[],
-        }
-    }
-
-    fn gradient(&self) -> Grad {
-        let op: OpRef = Arc::new(LeakyReluBackward(self.0));
-        match self.0 {
-            Kind::Prelu => Gradient::simple(op, &[0, 1], &[], 2),
-            Kind::Rrelu { .. } => Grad::Op(Gradient {
-                op,
-                ograds: vec![0],
-                inputs: vec![0],
-                outputs: vec![1],
-                grad_of: vec![0],
-            }),
-            _ => Gradient::simple(op, &[0], &[], 1),
-        }
     }
 }
 
@@ -293,49 +145,6 @@ impl CpuKernel for LeakyRelu {
             }
         });
         Ok(())
-    }
-}
-
-/// Inputs: the output gradient, the data, then gamma (prelu) or the mask (rrelu).
-/// Outputs: the data gradient, and gamma's for prelu.
-struct LeakyReluBackward(Kind);
-
-impl Operator for LeakyReluBackward {
-    fn name(&self) -> &'static str {
-        "_backward_LeakyReLU"
-    }
-
-    fn num_outputs(&self) -> usize {
-        if self.0 == Kind::Prelu {
-            2
-        } else {
-            1
-        }
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        let want = match self.0 {
-            Kind::Prelu | Kind::Rrelu { .. } => 3,
-            _ => 2,
-        };
-        crate::op::check_inputs(self.name(), inputs, want)?;
-        if inputs[0] != inputs[1] {
-            return Err(crate::op::shape_err(
-                self.name(),
-                "the output gradient must have the shape of the data",
-                &inputs[0],
-            ));
-        }
-        let mut out = vec![inputs[1].clone()];
-        if self.0 == Kind::Prelu {
-            prelu_layout(&inputs[1], &inputs[2])?;
-            out.push(inputs[2].clone());
-        }
-        Ok(out)
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![float_dtype(self.name(), inputs)?; self.num_outputs()])
     }
 }
 
@@ -418,53 +227,14 @@ fn prelu_backward<T: Num, F: Float + 'static + Send + Sync>(
     }
 }
 
-const PARAMS: &[&str] = &["act_type", "slope", "lower_bound", "upper_bound"];
-
-fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(NAME, attrs, PARAMS)?;
-    let slope = p.float("slope", 0.25)?;
-    let lower = p.float("lower_bound", 0.125)?;
-    let upper = p.float("upper_bound", 0.334)?;
-    let kind = match p.choice(
-        "act_type",
-        "leaky",
-        &["leaky", "elu", "selu", "gelu", "prelu", "rrelu"],
-    )? {
-        "elu" => Kind::Elu(slope),
-        "selu" => Kind::Selu,
-        "gelu" => Kind::Gelu,
-        "prelu" => Kind::Prelu,
-        "rrelu" => {
-            if lower > upper {
-                return Err(Error::Value(format!(
-                    "{NAME}: lower_bound {lower} must not exceed upper_bound {upper}"
-                )));
-            }
-            Kind::Rrelu { lower, upper }
-        }
-        _ => Kind::Leaky(slope),
-    };
-    Ok(Arc::new(LeakyRelu(kind)))
-}
-
-/// Registers `LeakyReLU`.
-pub fn register(r: &mut Registry) {
-    r.add(OpDef {
-        name: NAME,
-        aliases: &[],
-        inputs: &["data", "gamma"],
-        variadic: false,
-        params: ParamList::Names(PARAMS),
-        doc: "Leaky rectified linear units and their relatives (elu, selu, gelu, prelu, rrelu).",
-        create: Box::new(create),
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::common::testing::{close, f64s, run_req};
     use super::*;
+
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
+    use crate::op::{Attrs, Grad, OpRef};
+    use crate::shape::Shape;
 
     const X: [f32; 8] = [-2.5, -1.0, -0.3, 0.0, 0.4, 1.2, 3.0, 25.0];
 

@@ -1,27 +1,19 @@
-//! Loss heads whose backward ignores the head gradient: `LinearRegressionOutput`,
-//! `LogisticRegressionOutput`, `MAERegressionOutput` and `MakeLoss`.
+//! CPU kernels of the loss heads whose backward ignores the head gradient:
+//! `LinearRegressionOutput`, `LogisticRegressionOutput`, `MAERegressionOutput` and
+//! `MakeLoss`.
 
-use super::common::{check_float, float_dtype, ld, same_shape, st, unary, Normalization};
-use crate::dtype::{DType, Element};
-use crate::error::{Error, Result};
+use super::common::{ld, st, unary};
+use crate::dtype::Element;
+use crate::error::Result;
 use crate::kernels::cpu::map::{map1, map2};
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
-    Params, Registry,
-};
-use crate::shape::{fmt_shape, size_of, Shape};
+use crate::op::nn::common::{check_float, Normalization};
+use crate::op::nn::make_loss::{MakeLoss, MakeLossBackward};
+use crate::op::nn::regression::{Reg, Regression, RegressionBackward};
+use crate::op::{OpContext, OpReq, Operator};
 use num_traits::Float;
-use std::sync::Arc;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reg {
-    Linear,
-    Logistic,
-    Mae,
-}
 
 impl Reg {
     /// The loss gradient at output `y` for label `l`, before scaling.
@@ -35,93 +27,11 @@ impl Reg {
             _ => d,
         }
     }
-
-    fn name(self) -> &'static str {
-        match self {
-            Reg::Linear => "LinearRegressionOutput",
-            Reg::Logistic => "LogisticRegressionOutput",
-            Reg::Mae => "MAERegressionOutput",
-        }
-    }
 }
 
 #[inline(always)]
 fn sigmoid<F: Float + 'static>(x: F) -> F {
     F::one() / (F::one() + (-x).exp())
-}
-
-struct Regression {
-    kind: Reg,
-    grad_scale: f64,
-}
-
-impl Operator for Regression {
-    fn name(&self) -> &'static str {
-        self.kind.name()
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
-        let mut outs = vec![None];
-        self.infer_shape_partial(&mut ins, &mut outs)?;
-        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        if inputs.len() != 2 {
-            return Err(Error::Value(format!(
-                "{}: expected 2 inputs (data, label), got {}",
-                self.name(),
-                inputs.len()
-            )));
-        }
-        same_shape(self.name(), &mut inputs[..1], outputs)?;
-        let Some(d) = inputs[0].clone() else {
-            return Ok(());
-        };
-        match &inputs[1] {
-            // A (n, 1) output takes a (n,) label by default.
-            None if d.len() == 2 && d[1] == 1 => inputs[1] = Some(Shape::from_slice(&[d[0]])),
-            None => inputs[1] = Some(d),
-            Some(l) if l.first() == d.first() && size_of(l) == size_of(&d) => {}
-            Some(l) => {
-                return Err(Error::Value(format!(
-                    "{}: label of shape {} does not fit data of shape {}",
-                    self.name(),
-                    fmt_shape(l),
-                    fmt_shape(&d)
-                )))
-            }
-        }
-        Ok(())
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![float_dtype(self.name(), inputs)?])
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
-
-    fn gradient(&self) -> Grad {
-        let op = RegressionBackward {
-            kind: self.kind,
-            grad_scale: self.grad_scale,
-        };
-        Grad::Op(Gradient {
-            op: Arc::new(op),
-            ograds: vec![],
-            inputs: vec![1],
-            outputs: vec![0],
-            grad_of: vec![0],
-        })
-    }
 }
 
 impl CpuKernel for Regression {
@@ -140,40 +50,6 @@ impl CpuKernel for Regression {
             })
         });
         Ok(())
-    }
-}
-
-/// Inputs: the label and the output. The gradient is `d(out, label) · grad_scale / m`,
-/// with `m` the label's elements per example.
-struct RegressionBackward {
-    kind: Reg,
-    grad_scale: f64,
-}
-
-impl Operator for RegressionBackward {
-    fn name(&self) -> &'static str {
-        match self.kind {
-            Reg::Linear => "_backward_LinearRegressionOutput",
-            Reg::Logistic => "_backward_LogisticRegressionOutput",
-            Reg::Mae => "_backward_MAERegressionOutput",
-        }
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        if size_of(&inputs[0]) != size_of(&inputs[1]) {
-            return Err(Error::Value(format!(
-                "{}: label of shape {} does not fit output of shape {}",
-                self.name(),
-                fmt_shape(&inputs[0]),
-                fmt_shape(&inputs[1])
-            )));
-        }
-        Ok(vec![inputs[1].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![float_dtype(self.name(), inputs)?])
     }
 }
 
@@ -202,51 +78,6 @@ impl CpuKernel for RegressionBackward {
     }
 }
 
-/// `MakeLoss`: passes the data through; its gradient is `grad_scale`, normalised.
-#[derive(Debug, Clone, Copy)]
-struct MakeLoss {
-    grad_scale: f64,
-    valid_thresh: f64,
-    normalization: Normalization,
-}
-
-impl Operator for MakeLoss {
-    fn name(&self) -> &'static str {
-        "MakeLoss"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        same_shape(self.name(), inputs, outputs)
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![float_dtype(self.name(), inputs)?])
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Op(Gradient {
-            op: Arc::new(MakeLossBackward(*self)),
-            ograds: vec![],
-            inputs: vec![],
-            outputs: vec![0],
-            grad_of: vec![0],
-        })
-    }
-}
-
 impl CpuKernel for MakeLoss {
     fn forward(
         &self,
@@ -259,25 +90,6 @@ impl CpuKernel for MakeLoss {
             unary::<T>(&inputs[0], &outputs[0], req[0], |v| v)
         });
         Ok(())
-    }
-}
-
-/// Input: the output. Every element's gradient is `grad_scale` over the batch size
-/// (`batch`) or the count of outputs above `valid_thresh` (`valid`, at least 1).
-struct MakeLossBackward(MakeLoss);
-
-impl Operator for MakeLossBackward {
-    fn name(&self) -> &'static str {
-        "_backward_MakeLoss"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![float_dtype(self.name(), inputs)?])
     }
 }
 
@@ -319,56 +131,15 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<MakeLossBackward>(k);
 }
 
-const REG_PARAMS: &[&str] = &["grad_scale"];
-const MAKE_LOSS_PARAMS: &[&str] = &["grad_scale", "valid_thresh", "normalization"];
-
-fn create_regression(kind: Reg, attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(kind.name(), attrs, REG_PARAMS)?;
-    Ok(Arc::new(Regression {
-        kind,
-        grad_scale: p.float("grad_scale", 1.0)?,
-    }))
-}
-
-fn create_make_loss(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("MakeLoss", attrs, MAKE_LOSS_PARAMS)?;
-    Ok(Arc::new(MakeLoss {
-        grad_scale: p.float("grad_scale", 1.0)?,
-        valid_thresh: p.float("valid_thresh", 0.0)?,
-        normalization: Normalization::parse(&p)?,
-    }))
-}
-
-/// Registers the regression outputs and `MakeLoss`.
-pub fn register(r: &mut Registry) {
-    for kind in [Reg::Linear, Reg::Logistic, Reg::Mae] {
-        r.add(OpDef {
-            name: kind.name(),
-            aliases: &[],
-            inputs: &["data", "label"],
-            variadic: false,
-            params: ParamList::Names(REG_PARAMS),
-            doc: "A regression output layer: its backward is the loss gradient against the label.",
-            create: Box::new(move |a| create_regression(kind, a)),
-        });
-    }
-    r.add(OpDef {
-        name: "MakeLoss",
-        aliases: &[],
-        inputs: &["data"],
-        variadic: false,
-        params: ParamList::Names(MAKE_LOSS_PARAMS),
-        doc: "Marks its input as a loss: the gradient is grad_scale, normalised.",
-        create: Box::new(create_make_loss),
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::common::testing::{close, f64s, run_req};
     use super::*;
+
     use crate::ndarray::NDArray;
     use crate::op::testutil::{f32a, f32s, run, try_run};
+    use crate::op::{Attrs, Grad, OpRef};
+    use crate::shape::Shape;
 
     fn op(name: &str, attrs: &[(&str, &str)]) -> OpRef {
         let a: Attrs = attrs

@@ -1,5 +1,5 @@
-//! Basic network layers: dense layers, activations, softmax, losses, dropout and
-//! embeddings, each with its backward operator.
+//! CPU kernels of the basic network layers: dense layers, activations, softmax, losses,
+//! dropout and embeddings, each with its backward.
 
 #[macro_use]
 pub mod common;
@@ -13,20 +13,6 @@ pub mod softmax;
 pub mod softmax_kernel;
 pub mod softmax_output;
 pub mod special;
-
-use crate::op::Registry;
-
-/// Registers this family's operators.
-pub fn register(r: &mut Registry) {
-    dense::register(r);
-    activation::register(r);
-    leaky_relu::register(r);
-    softmax::register(r);
-    softmax_output::register(r);
-    loss::register(r);
-    dropout::register(r);
-    embedding::register(r);
-}
 
 /// Registers the CPU kernels of this family.
 pub(crate) fn register_kernels(k: &mut crate::kernels::Kernels) {

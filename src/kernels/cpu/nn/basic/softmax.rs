@@ -1,19 +1,16 @@
-//! `softmax`, `log_softmax` (with `axis`, `temperature`, `dtype` and, for `softmax`, a
-//! valid `length` input) and `SoftmaxActivation`, with their backward.
+//! CPU kernels of `softmax`, `log_softmax` (with `axis`, `temperature`, `dtype` and, for
+//! `softmax`, a valid `length` input) and `SoftmaxActivation`, with their backward.
 
-use super::common::{check_float, same_shape};
-use super::softmax_kernel::{self as kernel, Layout, Spec};
+use super::softmax_kernel::{self as kernel, Spec};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    ParamList, Params, Registry,
+use crate::op::nn::softmax::{
+    Softmax, SoftmaxActivation, SoftmaxActivationBackward, SoftmaxBackward, SoftmaxParams,
 };
-use crate::shape::{fmt_shape, norm_axis, Shape};
-use std::sync::Arc;
+use crate::op::{OpContext, OpReq, Operator};
 
 /// Calls `$body` with `$I`, `$O` bound to the input and output storage types and `$F` to
 /// the type to compute in (float64 if either is, float32 otherwise).
@@ -56,160 +53,13 @@ fn lengths(op: &str, b: &TBlob) -> Result<Vec<usize>> {
     })
 }
 
-/// The parsed attributes of `softmax` and `log_softmax`.
-#[derive(Debug, Clone, Copy)]
-struct SoftmaxParams {
-    name: &'static str,
-    log: bool,
-    axis: i64,
-    temperature: f64,
-    dtype: Option<DType>,
-    use_length: bool,
-}
-
 impl SoftmaxParams {
-    fn layout(&self, shape: &[usize]) -> Result<Layout> {
-        if shape.is_empty() {
-            return Err(Error::Value(format!(
-                "{}: data must have at least one dimension, got shape ()",
-                self.name
-            )));
-        }
-        Ok(Layout::along(
-            shape,
-            norm_axis(self.axis, shape.len(), self.name)?,
-        ))
-    }
-
-    /// The shape a `length` input must have: the data's without the axis.
-    fn length_shape(&self, d: &[usize]) -> Result<Shape> {
-        let a = norm_axis(self.axis, d.len(), self.name)?;
-        Ok(d.iter()
-            .enumerate()
-            .filter(|(i, _)| *i != a)
-            .map(|(_, &v)| v)
-            .collect())
-    }
-
     fn spec<'a>(&self, shape: &[usize], lens: Option<&'a [usize]>) -> Result<Spec<'a>> {
         Ok(Spec {
             layout: self.layout(shape)?,
             temperature: self.temperature,
             log: self.log,
             lengths: lens,
-        })
-    }
-}
-
-struct Softmax(SoftmaxParams);
-
-impl Operator for Softmax {
-    fn name(&self) -> &'static str {
-        self.0.name
-    }
-
-    fn input_names(&self) -> Option<Vec<String>> {
-        let names: &[&str] = if self.0.use_length {
-            &["data", "length"]
-        } else {
-            &["data"]
-        };
-        Some(names.iter().map(|s| s.to_string()).collect())
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
-        let mut outs = vec![None];
-        self.infer_shape_partial(&mut ins, &mut outs)?;
-        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        let want = if self.0.use_length { 2 } else { 1 };
-        if inputs.len() != want {
-            return Err(Error::Value(format!(
-                "{}: expected {want} input(s), got {}",
-                self.0.name,
-                inputs.len()
-            )));
-        }
-        same_shape(self.0.name, &mut inputs[..1], outputs)?;
-        if let Some(d) = &inputs[0] {
-            let ls = self.0.length_shape(d)?;
-            if self.0.use_length {
-                assign_shape(self.0.name, "length", &mut inputs[1], &ls)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        let t = inputs[0];
-        check_float(self.0.name, "data", t)?;
-        if let Some(&l) = inputs.get(1) {
-            if !matches!(l, DType::I32 | DType::I64 | DType::I8 | DType::U8) {
-                return Err(Error::Type(format!(
-                    "{}: length must have an integer dtype, got {l}",
-                    self.0.name
-                )));
-            }
-        }
-        Ok(vec![self.0.dtype.unwrap_or(t)])
-    }
-
-    fn infer_type_partial(
-        &self,
-        inputs: &mut [Option<DType>],
-        outputs: &mut [Option<DType>],
-    ) -> Result<()> {
-        if inputs[0].is_none() && self.0.dtype.is_none() {
-            inputs[0] = outputs[0];
-        }
-        if let Some(t) = inputs[0] {
-            let o = self.infer_type(&[t])?[0];
-            match outputs[0] {
-                Some(have) if have != o => {
-                    return Err(Error::Type(format!(
-                        "{}: output must have dtype {o}, got {have}",
-                        self.0.name
-                    )))
-                }
-                _ => outputs[0] = Some(o),
-            }
-        }
-        Ok(())
-    }
-
-    fn inplace(&self) -> &'static [(usize, usize)] {
-        &[(0, 0)]
-    }
-
-    fn gradient(&self) -> Grad {
-        let mut inputs = Vec::new();
-        if self.0.dtype.is_some() {
-            inputs.push(0);
-        }
-        if self.0.use_length {
-            inputs.push(1);
-        }
-        let bw = SoftmaxBackward {
-            p: self.0,
-            name: if self.0.log {
-                "_backward_log_softmax"
-            } else {
-                "_backward_softmax"
-            },
-        };
-        Grad::Op(Gradient {
-            op: Arc::new(bw),
-            ograds: vec![0],
-            inputs,
-            outputs: vec![0],
-            grad_of: vec![0],
         })
     }
 }
@@ -247,48 +97,6 @@ impl CpuKernel for Softmax {
     }
 }
 
-/// Inputs: the output gradient, the output, then the data when `dtype` is set (for the
-/// gradient's type) and the length when `use_length` is.
-struct SoftmaxBackward {
-    p: SoftmaxParams,
-    name: &'static str,
-}
-
-impl SoftmaxBackward {
-    fn n_inputs(&self) -> usize {
-        2 + usize::from(self.p.dtype.is_some()) + usize::from(self.p.use_length)
-    }
-}
-
-impl Operator for SoftmaxBackward {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, self.n_inputs())?;
-        if inputs[0] != inputs[1] {
-            return Err(Error::Value(format!(
-                "{}: output gradient {} and output {} differ in shape",
-                self.name,
-                fmt_shape(&inputs[0]),
-                fmt_shape(&inputs[1])
-            )));
-        }
-        self.p.layout(&inputs[1])?;
-        Ok(vec![inputs[1].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        check_float(self.name, "output gradient", inputs[0])?;
-        Ok(vec![if self.p.dtype.is_some() {
-            inputs[2]
-        } else {
-            inputs[1]
-        }])
-    }
-}
-
 impl CpuKernel for SoftmaxBackward {
     fn forward(
         &self,
@@ -320,32 +128,7 @@ impl CpuKernel for SoftmaxBackward {
     }
 }
 
-/// `SoftmaxActivation`: softmax over each instance (along the last axis, as MXNet's
-/// flattening to 2-D does) or across channels (axis 1) at each position.
-struct SoftmaxActivation {
-    channel: bool,
-}
-
 impl SoftmaxActivation {
-    fn layout(&self, d: &[usize]) -> Result<Layout> {
-        if d.is_empty() {
-            return Err(Error::Value(
-                "SoftmaxActivation: data must have at least one dimension, got shape ()".into(),
-            ));
-        }
-        Ok(if d.len() == 1 {
-            Layout {
-                outer: 1,
-                n: d[0],
-                inner: 1,
-            }
-        } else if self.channel {
-            Layout::along(d, 1)
-        } else {
-            Layout::along(d, d.len() - 1)
-        })
-    }
-
     fn spec(&self, d: &[usize]) -> Result<Spec<'static>> {
         Ok(Spec {
             layout: self.layout(d)?,
@@ -353,37 +136,6 @@ impl SoftmaxActivation {
             log: false,
             lengths: None,
         })
-    }
-}
-
-impl Operator for SoftmaxActivation {
-    fn name(&self) -> &'static str {
-        "SoftmaxActivation"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 1)?;
-        self.layout(&inputs[0])?;
-        Ok(vec![inputs[0].clone()])
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        same_shape(self.name(), inputs, outputs)
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![super::common::float_dtype(self.name(), inputs)?])
-    }
-
-    fn gradient(&self) -> Grad {
-        let bw = SoftmaxActivationBackward {
-            channel: self.channel,
-        };
-        Gradient::simple(Arc::new(bw), &[], &[0], 1)
     }
 }
 
@@ -413,33 +165,6 @@ impl CpuKernel for SoftmaxActivation {
             )
         });
         Ok(())
-    }
-}
-
-/// Inputs: the output gradient and the output.
-struct SoftmaxActivationBackward {
-    channel: bool,
-}
-
-impl Operator for SoftmaxActivationBackward {
-    fn name(&self) -> &'static str {
-        "_backward_SoftmaxActivation"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        if inputs[0] != inputs[1] {
-            return Err(crate::op::shape_err(
-                self.name(),
-                "the output gradient must have the output's shape",
-                &inputs[0],
-            ));
-        }
-        Ok(vec![inputs[1].clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        Ok(vec![super::common::float_dtype(self.name(), inputs)?])
     }
 }
 
@@ -479,75 +204,14 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<SoftmaxActivationBackward>(k);
 }
 
-const SOFTMAX_PARAMS: &[&str] = &["axis", "temperature", "dtype", "use_length"];
-
-fn create_softmax(name: &'static str, log: bool, attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(name, attrs, SOFTMAX_PARAMS)?;
-    let dtype = p.opt_dtype("dtype")?;
-    if let Some(t) = dtype {
-        check_float(name, "dtype", t)?;
-    }
-    let use_length = match p.raw("use_length") {
-        Some(v) if v.trim() == "None" => false,
-        _ => p.bool("use_length", false)?,
-    };
-    if use_length && log {
-        return Err(Error::Value(format!(
-            "{name}: use_length is only supported by softmax"
-        )));
-    }
-    Ok(Arc::new(Softmax(SoftmaxParams {
-        name,
-        log,
-        axis: p.int("axis", -1)?,
-        temperature: p.opt_float("temperature")?.unwrap_or(1.0),
-        dtype,
-        use_length,
-    })))
-}
-
-/// Registers `softmax`, `log_softmax` and `SoftmaxActivation`.
-pub fn register(r: &mut Registry) {
-    r.add(OpDef {
-        name: "softmax",
-        aliases: &[],
-        inputs: &["data", "length"],
-        variadic: false,
-        params: ParamList::Names(SOFTMAX_PARAMS),
-        doc: "Softmax along an axis: exp(x/T) / sum(exp(x/T)).",
-        create: Box::new(|a| create_softmax("softmax", false, a)),
-    });
-    r.add(OpDef {
-        name: "log_softmax",
-        aliases: &[],
-        inputs: &["data"],
-        variadic: false,
-        params: ParamList::Names(SOFTMAX_PARAMS),
-        doc: "Log of the softmax along an axis.",
-        create: Box::new(|a| create_softmax("log_softmax", true, a)),
-    });
-    r.add(OpDef {
-        name: "SoftmaxActivation",
-        aliases: &[],
-        inputs: &["data"],
-        variadic: false,
-        params: ParamList::Names(&["mode"]),
-        doc: "Softmax over each instance or across channels.",
-        create: Box::new(|a| {
-            let p = Params::new("SoftmaxActivation", a, &["mode"])?;
-            let mode = p.choice("mode", "instance", &["instance", "channel"])?;
-            Ok(Arc::new(SoftmaxActivation {
-                channel: mode == "channel",
-            }))
-        }),
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::common::testing::{close, f64s, run_req};
     use super::*;
+    use crate::dtype::DType;
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
+    use crate::op::{Attrs, Grad, OpRef};
+    use crate::shape::Shape;
 
     const X: [f32; 12] = [1.0, 2.0, 3.0, 0.5, -1.0, 0.0, 4.0, 2.0, 0.3, 0.2, 0.1, -5.0];
 

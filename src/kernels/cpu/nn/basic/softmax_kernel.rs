@@ -7,24 +7,9 @@ use crate::dtype::Element;
 use crate::kernels::cpu::num::Num;
 use num_traits::Float;
 
-/// An array seen as (outer, n, inner), reduced along `n`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Layout {
-    pub outer: usize,
-    pub n: usize,
-    pub inner: usize,
-}
+pub use crate::op::nn::softmax::Layout;
 
 impl Layout {
-    /// The layout of `shape` reduced along `axis` (already normalised).
-    pub fn along(shape: &[usize], axis: usize) -> Layout {
-        Layout {
-            outer: shape[..axis].iter().product(),
-            n: shape[axis],
-            inner: shape[axis + 1..].iter().product(),
-        }
-    }
-
     fn block(&self) -> usize {
         self.n * self.inner
     }

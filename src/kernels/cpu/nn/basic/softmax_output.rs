@@ -1,142 +1,20 @@
-//! `SoftmaxOutput` (alias `Softmax`): a softmax whose backward is the cross-entropy
-//! gradient against a label, ignoring the head gradient unless `out_grad` is set.
+//! CPU kernels of `SoftmaxOutput` (alias `Softmax`): a softmax whose backward is the
+//! cross-entropy gradient against a label, ignoring the head gradient unless `out_grad`
+//! is set.
 
-use super::common::{check_float, ld, put, py_bool, same_shape, st, Normalization};
+use super::common::{ld, put, st};
 use super::softmax_kernel::{self as kernel, Layout, Spec};
-use crate::dtype::{DType, Element};
+use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
-    Params, Registry,
-};
-use crate::shape::{fmt_shape, Shape};
+use crate::op::nn::common::Normalization;
+use crate::op::nn::softmax_output::{SoftmaxOutput, SoftmaxOutputBackward, NAME};
+use crate::op::{OpContext, OpReq, Operator};
+use crate::shape::fmt_shape;
 use num_traits::Float;
-use std::sync::Arc;
-
-const NAME: &str = "SoftmaxOutput";
-
-#[derive(Debug, Clone, Copy)]
-struct SoftmaxOutput {
-    grad_scale: f64,
-    ignore_label: f64,
-    multi_output: bool,
-    use_ignore: bool,
-    preserve_shape: bool,
-    normalization: Normalization,
-    out_grad: bool,
-    smooth_alpha: f64,
-}
-
-impl SoftmaxOutput {
-    /// The softmax layout: across axis 1 (multi_output), along the last axis
-    /// (preserve_shape) or over all but the first axis.
-    fn layout(&self, d: &[usize]) -> Result<Layout> {
-        if d.is_empty() || (self.multi_output && d.len() < 2) {
-            return Err(Error::Value(format!(
-                "{NAME}: data of shape {} has too few dimensions (multi_output={})",
-                fmt_shape(d),
-                py_bool(self.multi_output)
-            )));
-        }
-        Ok(if self.multi_output {
-            Layout::along(d, 1)
-        } else if self.preserve_shape {
-            Layout::along(d, d.len() - 1)
-        } else {
-            Layout {
-                outer: d[0],
-                n: d[1..].iter().product(),
-                inner: 1,
-            }
-        })
-    }
-
-    /// The label shapes that fit `d`; the first is the one inferred.
-    fn label_shapes(&self, d: &[usize]) -> Vec<Shape> {
-        if self.multi_output {
-            let n = d[0];
-            let spatial: usize = d[2..].iter().product();
-            let mut with_one = Shape::from_slice(d);
-            with_one[1] = 1;
-            let mut flat = Shape::from_slice(&[n]);
-            flat.extend_from_slice(&d[2..]);
-            vec![Shape::from_slice(&[n, spatial]), flat, with_one]
-        } else {
-            vec![Shape::from_slice(&d[..d.len() - 1]), Shape::from_slice(d)]
-        }
-    }
-}
-
-impl Operator for SoftmaxOutput {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(NAME, inputs, 2)?;
-        let mut ins: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
-        let mut outs = vec![None];
-        self.infer_shape_partial(&mut ins, &mut outs)?;
-        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        if inputs.len() != 2 {
-            return Err(Error::Value(format!(
-                "{NAME}: expected 2 inputs (data, label), got {}",
-                inputs.len()
-            )));
-        }
-        same_shape(NAME, &mut inputs[..1], outputs)?;
-        let Some(d) = inputs[0].clone() else {
-            return Ok(());
-        };
-        self.layout(&d)?;
-        let fits = self.label_shapes(&d);
-        match &inputs[1] {
-            None => inputs[1] = Some(fits[0].clone()),
-            Some(l) if fits.contains(l) => {}
-            Some(l) => {
-                return Err(Error::Value(format!(
-                    "{NAME}: label of shape {} does not fit data of shape {}: expected {}",
-                    fmt_shape(l),
-                    fmt_shape(&d),
-                    fits.iter()
-                        .map(|s| fmt_shape(s))
-                        .collect::<Vec<_>>()
-                        .join(" or ")
-                )))
-            }
-        }
-        Ok(())
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        check_float(NAME, "data", inputs[0])?;
-        if inputs.get(1) == Some(&DType::Bool) {
-            return Err(Error::Type(format!("{NAME}: label must be numeric")));
-        }
-        Ok(vec![inputs[0]])
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Op(Gradient {
-            op: Arc::new(SoftmaxOutputBackward(*self)),
-            ograds: if self.out_grad { vec![0] } else { vec![] },
-            inputs: vec![1],
-            outputs: vec![0],
-            grad_of: vec![0],
-        })
-    }
-}
 
 impl CpuKernel for SoftmaxOutput {
     fn forward(
@@ -169,29 +47,6 @@ impl CpuKernel for SoftmaxOutput {
             )
         });
         Ok(())
-    }
-}
-
-/// Inputs: the output gradient (only with `out_grad`), the label and the output.
-struct SoftmaxOutputBackward(SoftmaxOutput);
-
-impl Operator for SoftmaxOutputBackward {
-    fn name(&self) -> &'static str {
-        "_backward_SoftmaxOutput"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2 + usize::from(self.0.out_grad))?;
-        let out = &inputs[inputs.len() - 1];
-        let mut ins = vec![Some(out.clone()), Some(inputs[inputs.len() - 2].clone())];
-        self.0.infer_shape_partial(&mut ins, &mut [None])?;
-        Ok(vec![out.clone()])
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        let out = inputs[inputs.len() - 1];
-        check_float(self.name(), "output", out)?;
-        Ok(vec![out])
     }
 }
 
@@ -342,49 +197,14 @@ impl Plan<'_> {
     }
 }
 
-const PARAMS: &[&str] = &[
-    "grad_scale",
-    "ignore_label",
-    "multi_output",
-    "use_ignore",
-    "preserve_shape",
-    "normalization",
-    "out_grad",
-    "smooth_alpha",
-];
-
-fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new(NAME, attrs, PARAMS)?;
-    Ok(Arc::new(SoftmaxOutput {
-        grad_scale: p.float("grad_scale", 1.0)?,
-        ignore_label: p.float("ignore_label", -1.0)?,
-        multi_output: p.bool("multi_output", false)?,
-        use_ignore: p.bool("use_ignore", false)?,
-        preserve_shape: p.bool("preserve_shape", false)?,
-        normalization: Normalization::parse(&p)?,
-        out_grad: p.bool("out_grad", false)?,
-        smooth_alpha: p.float("smooth_alpha", 0.0)?,
-    }))
-}
-
-/// Registers `SoftmaxOutput`.
-pub fn register(r: &mut Registry) {
-    r.add(OpDef {
-        name: NAME,
-        aliases: &["Softmax"],
-        inputs: &["data", "label"],
-        variadic: false,
-        params: ParamList::Names(PARAMS),
-        doc: "Softmax with a cross-entropy gradient against the label.",
-        create: Box::new(create),
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::common::testing::{close, f64s, run_req};
     use super::*;
+
     use crate::op::testutil::{array, f32a, f32s, run, try_run};
+    use crate::op::{Attrs, Grad, OpRef};
+    use crate::shape::Shape;
 
     const X: [f32; 12] = [1.0, 2.0, 3.0, 0.5, -1.0, 0.0, 4.0, 2.0, 0.3, 0.2, 0.1, -5.0];
 

@@ -1,5 +1,5 @@
-//! `BatchNorm` over any channel axis, with moving statistics as auxiliary states, and
-//! its backward operator.
+//! CPU kernels of `BatchNorm` over any channel axis, with moving statistics as auxiliary
+//! states, and of its backward.
 //!
 //! The saved outputs are the batch mean and the inverse standard deviation
 //! `1/sqrt(var + eps)` (in inference or with `use_global_stats`, those of the moving
@@ -12,35 +12,13 @@ use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    ParamList, Params, Registry,
-};
-use crate::shape::{fmt_shape, norm_axis, Shape};
+use crate::op::nn::batch_norm::{BatchNorm, BatchNormBackward, Layout};
+use crate::op::{OpContext, OpReq};
 use num_traits::Float;
 use rayon::prelude::*;
-use std::sync::Arc;
 
 /// Below this many elements the kernels run on the calling thread.
 const PAR_MIN: usize = 1 << 15;
-
-#[derive(Debug, Clone)]
-struct BatchNorm {
-    eps: f64,
-    momentum: f64,
-    fix_gamma: bool,
-    use_global_stats: bool,
-    output_mean_var: bool,
-    axis: i64,
-}
-
-/// The data viewed as (outer, channels, inner).
-#[derive(Debug, Clone, Copy)]
-struct Layout {
-    outer: usize,
-    channels: usize,
-    inner: usize,
-}
 
 impl Layout {
     /// Elements per channel.
@@ -52,27 +30,6 @@ impl Layout {
     fn blocks<'a, T>(&self, x: &'a [T], c: usize) -> impl Iterator<Item = &'a [T]> + 'a {
         let (ch, inner) = (self.channels, self.inner);
         (0..self.outer).map(move |o| &x[(o * ch + c) * inner..(o * ch + c + 1) * inner])
-    }
-}
-
-impl BatchNorm {
-    fn layout(&self, data: &[usize]) -> Result<Layout> {
-        if data.is_empty() {
-            return Err(Error::Value(
-                "BatchNorm: data must have at least one dimension, got shape ()".into(),
-            ));
-        }
-        let axis = norm_axis(self.axis, data.len(), "BatchNorm")?;
-        Ok(Layout {
-            outer: data[..axis].iter().product(),
-            channels: data[axis],
-            inner: data[axis + 1..].iter().product(),
-        })
-    }
-
-    /// True if the batch statistics are used (and the moving ones updated).
-    fn batch_stats(&self, is_train: bool) -> bool {
-        is_train && !self.use_global_stats
     }
 }
 
@@ -198,92 +155,6 @@ fn forward_kernel<T: Num + Float>(
     Ok(())
 }
 
-impl Operator for BatchNorm {
-    fn name(&self) -> &'static str {
-        "BatchNorm"
-    }
-
-    fn input_var_attrs(&self, input: usize) -> &'static [(&'static str, &'static str)] {
-        match input {
-            3 => &[("__init__", "[\"zero\", {}]")],
-            4 => &[("__init__", "[\"one\", {}]")],
-            _ => &[],
-        }
-    }
-
-    fn num_outputs(&self) -> usize {
-        3
-    }
-
-    fn num_visible_outputs(&self) -> usize {
-        if self.output_mean_var {
-            3
-        } else {
-            1
-        }
-    }
-
-    fn output_names(&self) -> Vec<String> {
-        vec!["output".into(), "mean".into(), "var".into()]
-    }
-
-    fn aux_inputs(&self) -> Vec<usize> {
-        vec![3, 4]
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("BatchNorm", inputs, 5)?;
-        let mut slots: Vec<Option<Shape>> = inputs.iter().cloned().map(Some).collect();
-        let mut outs = vec![None, None, None];
-        self.infer_shape_partial(&mut slots, &mut outs)?;
-        Ok(outs.into_iter().map(|o| o.unwrap_or_default()).collect())
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        if inputs.len() != 5 {
-            return Err(Error::Value(format!(
-                "BatchNorm: expected 5 inputs, got {}",
-                inputs.len()
-            )));
-        }
-        if inputs[0].is_none() {
-            if let Some(y) = &outputs[0] {
-                inputs[0] = Some(y.clone());
-            }
-        }
-        let Some(data) = inputs[0].clone() else {
-            return Ok(());
-        };
-        let l = self.layout(&data).map_err(|e| {
-            Error::Value(format!("{} (data shape {})", e.message(), fmt_shape(&data)))
-        })?;
-        let c = Shape::from_slice(&[l.channels]);
-        for (i, name) in ["gamma", "beta", "moving_mean", "moving_var"]
-            .iter()
-            .enumerate()
-        {
-            assign_shape("BatchNorm", name, &mut inputs[i + 1], &c)?;
-        }
-        assign_shape("BatchNorm", "output", &mut outputs[0], &data)?;
-        assign_shape("BatchNorm", "mean", &mut outputs[1], &c)?;
-        assign_shape("BatchNorm", "var", &mut outputs[2], &c)
-    }
-
-    fn gradient(&self) -> Grad {
-        Grad::Op(Gradient {
-            op: Arc::new(BatchNormBackward { fwd: self.clone() }),
-            ograds: vec![0],
-            inputs: vec![0, 1],
-            outputs: vec![1, 2],
-            grad_of: vec![0, 1, 2],
-        })
-    }
-}
-
 impl CpuKernel for BatchNorm {
     fn forward(
         &self,
@@ -304,12 +175,6 @@ impl CpuKernel for BatchNorm {
             ))),
         }
     }
-}
-
-/// `_backward_BatchNorm`: inputs (output gradient, data, gamma, saved mean, saved inverse
-/// standard deviation); outputs the gradients of data, gamma and beta.
-struct BatchNormBackward {
-    fwd: BatchNorm,
 }
 
 fn backward_kernel<T: Num + Float>(
@@ -383,23 +248,6 @@ fn backward_kernel<T: Num + Float>(
     Ok(())
 }
 
-impl Operator for BatchNormBackward {
-    fn name(&self) -> &'static str {
-        "_backward_BatchNorm"
-    }
-
-    fn num_outputs(&self) -> usize {
-        3
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("_backward_BatchNorm", inputs, 5)?;
-        let l = self.fwd.layout(&inputs[1])?;
-        let c = Shape::from_slice(&[l.channels]);
-        Ok(vec![inputs[1].clone(), c.clone(), c])
-    }
-}
-
 impl CpuKernel for BatchNormBackward {
     fn forward(
         &self,
@@ -426,45 +274,4 @@ impl CpuKernel for BatchNormBackward {
 pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<BatchNorm>(k);
     cpu::add::<BatchNormBackward>(k);
-}
-
-const PARAMS: &[&str] = &[
-    "eps",
-    "momentum",
-    "fix_gamma",
-    "use_global_stats",
-    "output_mean_var",
-    "axis",
-    "cudnn_off",
-    "min_calib_range",
-    "max_calib_range",
-];
-
-fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("BatchNorm", attrs, PARAMS)?;
-    p.bool("cudnn_off", false)?;
-    p.opt_float("min_calib_range")?;
-    p.opt_float("max_calib_range")?;
-    Ok(Arc::new(BatchNorm {
-        // MXNet's default is the float 1e-3 widened to double.
-        eps: p.float("eps", 1e-3f32 as f64)?,
-        momentum: p.float("momentum", 0.9f32 as f64)?,
-        fix_gamma: p.bool("fix_gamma", true)?,
-        use_global_stats: p.bool("use_global_stats", false)?,
-        output_mean_var: p.bool("output_mean_var", false)?,
-        axis: p.int("axis", 1)?,
-    }))
-}
-
-/// Registers `BatchNorm`.
-pub fn register(r: &mut Registry) {
-    r.add(OpDef {
-        name: "BatchNorm",
-        aliases: &[],
-        inputs: &["data", "gamma", "beta", "moving_mean", "moving_var"],
-        variadic: false,
-        params: ParamList::Names(PARAMS),
-        doc: "Batch normalization.",
-        create: Box::new(create),
-    });
 }

@@ -1,33 +1,17 @@
-//! `Convolution` (1-D, 2-D and 3-D, grouped, strided, padded, dilated) by im2col and
-//! GEMM, and its backward operator.
+//! CPU kernels of `Convolution` (1-D, 2-D and 3-D, grouped, strided, padded, dilated)
+//! by im2col and GEMM, and of its backward.
 
-use super::args::{ConvArgs, COMMON};
 use super::batch::{for_batch, reduce_partials, Chunked, Sink};
-use super::geometry::{check_data_ndim, to3, Window};
-use super::im2col::{col2im, im2col, ColGeom};
+use super::im2col::{col2im, im2col};
 use super::scratch::with_scratch;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::kernels::cpu::linalg::{matmul, MatMul};
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    ParamList, Registry,
-};
-use crate::shape::{fmt_shape, Shape};
-use std::sync::Arc;
-
-/// The sizes of one convolution.
-#[derive(Debug, Clone, Copy)]
-pub struct Plan {
-    pub batch: usize,
-    pub filters: usize,
-    pub groups: usize,
-    /// The unfolding of one sample's input.
-    pub geom: ColGeom,
-}
+use crate::op::nn::convolution::{Convolution, ConvolutionBackward, Plan};
+use crate::op::{OpContext, OpReq};
 
 impl Plan {
     /// Elements of one input sample.
@@ -52,133 +36,6 @@ impl Plan {
     /// Multiply-adds of the forward pass.
     fn work(&self) -> usize {
         self.batch * self.filters * self.k_group() * self.geom.cols()
-    }
-}
-
-/// Output extent of a convolution along one dimension, or `None` if the dilated kernel
-/// does not fit the padded input.
-pub fn conv_out(input: usize, win: &Window, i: usize) -> Option<usize> {
-    let padded = input + 2 * win.pad[i];
-    let span = win.span(i);
-    (span <= padded).then(|| (padded - span) / win.stride[i] + 1)
-}
-
-/// The `Convolution` operator.
-pub struct Convolution {
-    args: ConvArgs,
-}
-
-impl Convolution {
-    /// Checks `data` against the arguments and sizes the convolution.
-    fn plan(&self, data: &[usize]) -> Result<Plan> {
-        let a = &self.args;
-        let nd = a.nd();
-        check_data_ndim("Convolution", data, nd)?;
-        let channels = data[1];
-        if !channels.is_multiple_of(a.num_group) {
-            return Err(Error::Value(format!(
-                "Convolution: input channels ({channels}) must be divisible by num_group ({}), data shape {}",
-                a.num_group,
-                fmt_shape(data)
-            )));
-        }
-        let win = a.window(&a.pad);
-        let input = to3(&data[2..], 1);
-        let mut output = [1; 3];
-        for i in 3 - nd..3 {
-            output[i] = conv_out(input[i], &win, i).ok_or_else(|| {
-                Error::Value(format!(
-                    "Convolution: kernel size {} (dilated {}) exceeds input {} padded to {} along spatial axis {}, data shape {}",
-                    win.kernel[i],
-                    win.span(i),
-                    input[i],
-                    input[i] + 2 * win.pad[i],
-                    i + nd - 3,
-                    fmt_shape(data)
-                ))
-            })?;
-        }
-        Ok(Plan {
-            batch: data[0],
-            filters: a.num_filter,
-            groups: a.num_group,
-            geom: ColGeom {
-                channels,
-                input,
-                output,
-                win,
-            },
-        })
-    }
-
-    /// Shapes of weight, bias and output for `data`.
-    fn shapes(&self, data: &[usize]) -> Result<(Shape, Shape, Shape)> {
-        let p = self.plan(data)?;
-        let a = &self.args;
-        let mut w = Shape::from_slice(&[a.num_filter, data[1] / a.num_group]);
-        w.extend_from_slice(&a.kernel);
-        let mut out = Shape::from_slice(&[data[0], a.num_filter]);
-        out.extend_from_slice(&p.geom.output[3 - a.nd()..]);
-        Ok((w, Shape::from_slice(&[a.num_filter]), out))
-    }
-}
-
-impl Operator for Convolution {
-    fn name(&self) -> &'static str {
-        "Convolution"
-    }
-
-    fn input_names(&self) -> Option<Vec<String>> {
-        Some(self.args.input_names())
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("Convolution", inputs, self.args.num_inputs())?;
-        let (w, b, out) = self.shapes(&inputs[0])?;
-        assign_shape("Convolution", "weight", &mut Some(inputs[1].clone()), &w)?;
-        if !self.args.no_bias {
-            assign_shape("Convolution", "bias", &mut Some(inputs[2].clone()), &b)?;
-        }
-        Ok(vec![out])
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        check_inputs_len(inputs, self.args.num_inputs())?;
-        let a = &self.args;
-        // With unit strides the data shape follows from the output and weight shapes.
-        if let (None, Some(out), Some(w)) = (&inputs[0], &outputs[0], &inputs[1]) {
-            if a.stride.iter().all(|&s| s == 1) && out.len() == a.nd() + 2 && w.len() >= 2 {
-                let win = a.window(&a.pad);
-                let mut d = Shape::from_slice(&[out[0], w[1] * a.num_group]);
-                for (i, &o) in out[2..].iter().enumerate() {
-                    let j = 3 - a.nd() + i;
-                    d.push((o + win.span(j) - 1).saturating_sub(2 * win.pad[j]));
-                }
-                inputs[0] = Some(d);
-            }
-        }
-        let Some(data) = inputs[0].clone() else {
-            return Ok(());
-        };
-        let (w, b, out) = self.shapes(&data)?;
-        assign_shape("Convolution", "weight", &mut inputs[1], &w)?;
-        if !a.no_bias {
-            assign_shape("Convolution", "bias", &mut inputs[2], &b)?;
-        }
-        assign_shape("Convolution", "output", &mut outputs[0], &out)
-    }
-
-    fn gradient(&self) -> Grad {
-        let op: OpRef = Arc::new(ConvolutionBackward {
-            fwd: Convolution {
-                args: self.args.clone(),
-            },
-        });
-        Gradient::simple(op, &[0, 1], &[], self.args.num_inputs())
     }
 }
 
@@ -208,16 +65,6 @@ impl CpuKernel for Convolution {
         });
         Ok(())
     }
-}
-
-fn check_inputs_len(inputs: &[Option<Shape>], want: usize) -> Result<()> {
-    if inputs.len() != want {
-        return Err(Error::Value(format!(
-            "Convolution: expected {want} input(s), got {}",
-            inputs.len()
-        )));
-    }
-    Ok(())
 }
 
 /// `y (=|+=) conv(x, w) + b` over the whole batch.
@@ -344,44 +191,6 @@ pub fn backward_kernel<T: Num>(
     reduce_partials(db, &dbs);
 }
 
-/// `_backward_Convolution`: inputs (output gradient, data, weight); outputs the
-/// gradients of data, weight and, with a bias, bias.
-struct ConvolutionBackward {
-    fwd: Convolution,
-}
-
-impl Operator for ConvolutionBackward {
-    fn name(&self) -> &'static str {
-        "_backward_Convolution"
-    }
-
-    fn num_outputs(&self) -> usize {
-        self.fwd.args.num_inputs()
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("_backward_Convolution", inputs, 3)?;
-        let (w, b, out) = self.fwd.shapes(&inputs[1])?;
-        assign_shape(
-            "_backward_Convolution",
-            "weight",
-            &mut Some(inputs[2].clone()),
-            &w,
-        )?;
-        assign_shape(
-            "_backward_Convolution",
-            "output gradient",
-            &mut Some(inputs[0].clone()),
-            &out,
-        )?;
-        let mut v = vec![inputs[1].clone(), w];
-        if !self.fwd.args.no_bias {
-            v.push(b);
-        }
-        Ok(v)
-    }
-}
-
 impl CpuKernel for ConvolutionBackward {
     fn forward(
         &self,
@@ -411,22 +220,4 @@ impl CpuKernel for ConvolutionBackward {
 pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<Convolution>(k);
     cpu::add::<ConvolutionBackward>(k);
-}
-
-fn create(attrs: &Attrs) -> Result<OpRef> {
-    let args = ConvArgs::parse("Convolution", attrs, &[], false)?;
-    Ok(Arc::new(Convolution { args }))
-}
-
-/// Registers `Convolution`.
-pub fn register(r: &mut Registry) {
-    r.add(OpDef {
-        name: "Convolution",
-        aliases: &[],
-        inputs: &["data", "weight", "bias"],
-        variadic: false,
-        params: ParamList::Names(COMMON),
-        doc: "Compute N-D convolution on (N+2)-D input.",
-        create: Box::new(create),
-    });
 }

@@ -1,44 +1,20 @@
-//! `Deconvolution` (transposed convolution, 1-D to 3-D) by GEMM and col2im, and its
-//! backward operator.
+//! CPU kernels of `Deconvolution` (transposed convolution, 1-D to 3-D) by GEMM and
+//! col2im, and of its backward.
 //!
 //! The output is the image a convolution with the same window would read: its column
 //! matrix is `wᵀ·x` per group, folded back with col2im.
 
-use super::args::{ConvArgs, COMMON};
 use super::batch::{for_batch, reduce_partials, Chunked, Sink};
-use super::geometry::{check_data_ndim, to3, window_tuple, Dims3};
-use super::im2col::{col2im, im2col, ColGeom};
+use super::im2col::{col2im, im2col};
 use super::scratch::with_scratch;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::kernels::cpu::linalg::{matmul, MatMul};
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator,
-    ParamList, Params, Registry,
-};
-use crate::shape::{fmt_shape, Shape};
-use std::sync::Arc;
-
-#[derive(Debug, Clone)]
-struct Deconvolution {
-    args: ConvArgs,
-    adj: Vec<usize>,
-    /// Output extents; all zero (or empty) means unset.
-    target: Vec<usize>,
-}
-
-/// The sizes of one deconvolution: `geom` unfolds an output sample (the image) onto the
-/// grid of input positions.
-#[derive(Debug, Clone, Copy)]
-struct Plan {
-    batch: usize,
-    in_channels: usize,
-    groups: usize,
-    geom: ColGeom,
-}
+use crate::op::nn::deconvolution::{Deconvolution, DeconvolutionBackward, Plan};
+use crate::op::{OpContext, OpReq};
 
 impl Plan {
     fn in_len(&self) -> usize {
@@ -59,138 +35,6 @@ impl Plan {
 
     fn work(&self) -> usize {
         self.batch * self.c_group() * self.geom.rows() * self.geom.cols()
-    }
-}
-
-impl Deconvolution {
-    /// Padding and output adjustment per dimension, as MXNet derives them from
-    /// `target_shape` when it is set.
-    fn pad_adj(&self, input: &[usize]) -> Result<(Vec<usize>, Vec<usize>)> {
-        let a = &self.args;
-        if !self.target.iter().any(|&t| t != 0) {
-            return Ok((a.pad.clone(), self.adj.clone()));
-        }
-        let win = a.window(&a.pad);
-        let off = 3 - a.nd();
-        let mut pad = Vec::new();
-        let mut adj = Vec::new();
-        for (i, (&x, &t)) in input.iter().zip(&self.target).enumerate() {
-            let full = a.stride[i] * (x.max(1) - 1) + win.span(off + i);
-            if full < t {
-                return Err(Error::Value(format!(
-                    "Deconvolution: target_shape {} is too big for data extent {x} along spatial axis {i} (at most {full})",
-                    fmt_shape(&self.target)
-                )));
-            }
-            adj.push((full - t) % 2);
-            pad.push((full - t).div_ceil(2));
-        }
-        Ok((pad, adj))
-    }
-
-    fn plan(&self, data: &[usize]) -> Result<Plan> {
-        let a = &self.args;
-        let nd = a.nd();
-        check_data_ndim("Deconvolution", data, nd)?;
-        let channels = data[1];
-        if !channels.is_multiple_of(a.num_group) {
-            return Err(Error::Value(format!(
-                "Deconvolution: input channels ({channels}) must be divisible by num_group ({}), data shape {}",
-                a.num_group,
-                fmt_shape(data)
-            )));
-        }
-        let (pad, adj) = self.pad_adj(&data[2..])?;
-        let win = a.window(&pad);
-        let grid = to3(&data[2..], 1);
-        let mut image: Dims3 = [1; 3];
-        for i in 0..nd {
-            let j = 3 - nd + i;
-            if adj[i] >= a.stride[i] {
-                return Err(Error::Value(format!(
-                    "Deconvolution: adj ({}) must be smaller than stride ({}) along spatial axis {i}",
-                    adj[i], a.stride[i]
-                )));
-            }
-            let full = a.stride[i] * (grid[j].max(1) - 1) + win.span(j) + adj[i];
-            if full < 2 * pad[i] || grid[j] == 0 {
-                return Err(Error::Value(format!(
-                    "Deconvolution: padding {} leaves no output along spatial axis {i}, data shape {}",
-                    pad[i],
-                    fmt_shape(data)
-                )));
-            }
-            image[j] = full - 2 * pad[i];
-        }
-        Ok(Plan {
-            batch: data[0],
-            in_channels: channels,
-            groups: a.num_group,
-            geom: ColGeom {
-                channels: a.num_filter,
-                input: image,
-                output: grid,
-                win,
-            },
-        })
-    }
-
-    fn shapes(&self, data: &[usize]) -> Result<(Shape, Shape, Shape)> {
-        let p = self.plan(data)?;
-        let a = &self.args;
-        let mut w = Shape::from_slice(&[data[1], a.num_filter / a.num_group]);
-        w.extend_from_slice(&a.kernel);
-        let mut out = Shape::from_slice(&[data[0], a.num_filter]);
-        out.extend_from_slice(&p.geom.input[3 - a.nd()..]);
-        Ok((w, Shape::from_slice(&[a.num_filter]), out))
-    }
-}
-
-impl Operator for Deconvolution {
-    fn name(&self) -> &'static str {
-        "Deconvolution"
-    }
-
-    fn input_names(&self) -> Option<Vec<String>> {
-        Some(self.args.input_names())
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("Deconvolution", inputs, self.args.num_inputs())?;
-        let (w, b, out) = self.shapes(&inputs[0])?;
-        assign_shape("Deconvolution", "weight", &mut Some(inputs[1].clone()), &w)?;
-        if !self.args.no_bias {
-            assign_shape("Deconvolution", "bias", &mut Some(inputs[2].clone()), &b)?;
-        }
-        Ok(vec![out])
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        if inputs.len() != self.args.num_inputs() {
-            return Err(Error::Value(format!(
-                "Deconvolution: expected {} input(s), got {}",
-                self.args.num_inputs(),
-                inputs.len()
-            )));
-        }
-        let Some(data) = inputs[0].clone() else {
-            return Ok(());
-        };
-        let (w, b, out) = self.shapes(&data)?;
-        assign_shape("Deconvolution", "weight", &mut inputs[1], &w)?;
-        if !self.args.no_bias {
-            assign_shape("Deconvolution", "bias", &mut inputs[2], &b)?;
-        }
-        assign_shape("Deconvolution", "output", &mut outputs[0], &out)
-    }
-
-    fn gradient(&self) -> Grad {
-        let op: OpRef = Arc::new(DeconvolutionBackward { fwd: self.clone() });
-        Gradient::simple(op, &[0, 1], &[], self.args.num_inputs())
     }
 }
 
@@ -334,35 +178,6 @@ fn backward_kernel<T: Num>(
     reduce_partials(db, &dbs);
 }
 
-/// `_backward_Deconvolution`: inputs (output gradient, data, weight); outputs the
-/// gradients of data, weight and, with a bias, bias.
-struct DeconvolutionBackward {
-    fwd: Deconvolution,
-}
-
-impl Operator for DeconvolutionBackward {
-    fn name(&self) -> &'static str {
-        "_backward_Deconvolution"
-    }
-
-    fn num_outputs(&self) -> usize {
-        self.fwd.args.num_inputs()
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("_backward_Deconvolution", inputs, 3)?;
-        let (w, b, out) = self.fwd.shapes(&inputs[1])?;
-        let name = "_backward_Deconvolution";
-        assign_shape(name, "weight", &mut Some(inputs[2].clone()), &w)?;
-        assign_shape(name, "output gradient", &mut Some(inputs[0].clone()), &out)?;
-        let mut v = vec![inputs[1].clone(), w];
-        if !self.fwd.args.no_bias {
-            v.push(b);
-        }
-        Ok(v)
-    }
-}
-
 impl CpuKernel for DeconvolutionBackward {
     fn forward(
         &self,
@@ -392,46 +207,4 @@ impl CpuKernel for DeconvolutionBackward {
 pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<Deconvolution>(k);
     cpu::add::<DeconvolutionBackward>(k);
-}
-
-const EXTRA: &[&str] = &["adj", "target_shape"];
-
-fn create(attrs: &Attrs) -> Result<OpRef> {
-    let args = ConvArgs::parse("Deconvolution", attrs, EXTRA, true)?;
-    let names: Vec<&str> = COMMON.iter().chain(EXTRA).copied().collect();
-    let p = Params::new("Deconvolution", attrs, &names)?;
-    let nd = args.nd();
-    let adj = window_tuple(&p, "adj", nd, 0, 0)?;
-    let target = window_tuple(&p, "target_shape", nd, 0, 0)?;
-    Ok(Arc::new(Deconvolution { args, adj, target }))
-}
-
-/// The argument names `Deconvolution` takes.
-const PARAMS: &[&str] = &[
-    "kernel",
-    "stride",
-    "dilate",
-    "pad",
-    "num_filter",
-    "num_group",
-    "workspace",
-    "no_bias",
-    "cudnn_tune",
-    "cudnn_off",
-    "layout",
-    "adj",
-    "target_shape",
-];
-
-/// Registers `Deconvolution`.
-pub fn register(r: &mut Registry) {
-    r.add(OpDef {
-        name: "Deconvolution",
-        aliases: &[],
-        inputs: &["data", "weight", "bias"],
-        variadic: false,
-        params: ParamList::Names(PARAMS),
-        doc: "Computes 1D, 2D or 3D transposed convolution of the input tensor.",
-        create: Box::new(create),
-    });
 }

@@ -4,35 +4,11 @@
 //! The column matrix has one row per (channel, kernel tap) and one column per output
 //! position; padded taps read zero.
 
-use super::geometry::{volume, Dims3, Window};
 use crate::kernels::cpu::num::Num;
-
-/// The shapes of one unfolding: `channels` planes of extent `input`, a window, and the
-/// grid of window positions `output`.
-#[derive(Debug, Clone, Copy)]
-pub struct ColGeom {
-    pub channels: usize,
-    pub input: Dims3,
-    pub output: Dims3,
-    pub win: Window,
-}
+use crate::op::nn::geometry::volume;
+pub use crate::op::nn::geometry::ColGeom;
 
 impl ColGeom {
-    /// Rows of the column matrix (channels × kernel taps).
-    pub fn rows(&self) -> usize {
-        self.channels * self.win.taps()
-    }
-
-    /// Columns of the column matrix (output positions).
-    pub fn cols(&self) -> usize {
-        volume(&self.output)
-    }
-
-    /// Elements of one image.
-    pub fn image_len(&self) -> usize {
-        self.channels * volume(&self.input)
-    }
-
     /// For kernel tap `t` along dimension `dim`: the range of output positions whose input
     /// coordinate `o * stride + t * dilate - pad` lies inside the input, and the offset
     /// `t * dilate - pad`.
@@ -151,6 +127,7 @@ pub fn col2im<T: Num>(g: &ColGeom, col: &[T], img: &mut [T]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::op::nn::geometry::{Dims3, Window};
 
     fn geom(input: Dims3, k: Dims3, s: Dims3, d: Dims3, p: Dims3, channels: usize) -> ColGeom {
         let win = Window {

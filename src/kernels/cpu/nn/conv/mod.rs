@@ -1,5 +1,5 @@
-//! Convolution, deconvolution, pooling and batch normalisation, each with its backward
-//! operator.
+//! CPU kernels of convolution, deconvolution, pooling and batch normalisation, each with
+//! its backward.
 
 /// Runs `$body` with `$T` bound to the element type of a float dtype; other dtypes are an
 /// error naming the op.
@@ -28,27 +28,15 @@ macro_rules! dispatch_float {
     };
 }
 
-mod args;
 mod batch;
 mod batch_norm;
 mod convolution;
 mod deconvolution;
-mod geometry;
 mod im2col;
 mod pooling;
 mod scratch;
 #[cfg(test)]
 mod tests;
-
-use crate::op::Registry;
-
-/// Registers this family's operators.
-pub fn register(r: &mut Registry) {
-    convolution::register(r);
-    deconvolution::register(r);
-    pooling::register(r);
-    batch_norm::register(r);
-}
 
 /// Registers the CPU kernels of this family.
 pub(crate) fn register_kernels(k: &mut crate::kernels::Kernels) {

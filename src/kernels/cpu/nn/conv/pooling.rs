@@ -1,111 +1,19 @@
-//! `Pooling` (max, average, sum and Lp over 1-D to 3-D windows, `valid` and `full`
-//! conventions, global pooling) and its backward operator.
+//! CPU kernels of `Pooling` (max, average, sum and Lp over 1-D to 3-D windows, `valid`
+//! and `full` conventions, global pooling) and of its backward.
 
-use super::geometry::{check_layout, kernel_tuple, to3, volume, window_tuple, Dims3};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpContext, OpDef, OpRef, OpReq, Operator, ParamList,
-    Params, Registry,
-};
-use crate::shape::{fmt_shape, Shape};
+use crate::op::nn::geometry::{volume, Dims3};
+use crate::op::nn::pooling::{Plan, PoolType, Pooling, PoolingBackward};
+use crate::op::{OpContext, OpReq};
 use num_traits::Float;
 use rayon::prelude::*;
-use std::sync::Arc;
 
 /// Below this many window reads a pooling runs on the calling thread.
 const PAR_WORK: usize = 1 << 16;
-
-/// What a window is reduced to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PoolType {
-    Max,
-    Avg,
-    Sum,
-    /// `(Σ xᵖ)^(1/p)` for p in 1..=3.
-    Lp(u32),
-}
-
-/// The `Pooling` operator's arguments.
-#[derive(Debug, Clone)]
-struct Pooling {
-    pool: PoolType,
-    global: bool,
-    full: bool,
-    /// Empty for global pooling without a kernel.
-    kernel: Vec<usize>,
-    stride: Vec<usize>,
-    pad: Vec<usize>,
-    count_include_pad: bool,
-}
-
-/// The sizes of one pooling: `planes` images of extent `input` pooled to `output`.
-#[derive(Debug, Clone, Copy)]
-struct Plan {
-    planes: usize,
-    input: Dims3,
-    output: Dims3,
-    kernel: Dims3,
-    stride: Dims3,
-    pad: Dims3,
-}
-
-impl Pooling {
-    fn plan(&self, data: &[usize]) -> Result<Plan> {
-        let nd = data.len().wrapping_sub(2);
-        if !(1..=3).contains(&nd) || (!self.global && nd != self.kernel.len()) {
-            let want = if self.global {
-                "3-D, 4-D or 5-D".to_string()
-            } else {
-                format!("{}-D", self.kernel.len() + 2)
-            };
-            return Err(Error::Value(format!(
-                "Pooling: data must be {want} (batch, channel, spatial...), got shape {}",
-                fmt_shape(data)
-            )));
-        }
-        let input = to3(&data[2..], 1);
-        let (kernel, stride, pad) = if self.global {
-            (input, [1; 3], [0; 3])
-        } else {
-            (
-                to3(&self.kernel, 1),
-                to3(&self.stride, 1),
-                to3(&self.pad, 0),
-            )
-        };
-        let mut output = [1; 3];
-        for i in 3 - nd..3 {
-            let padded = input[i] + 2 * pad[i];
-            if kernel[i] > padded {
-                return Err(Error::Value(format!(
-                    "Pooling: kernel size ({}) exceeds input ({} padded to {}), data shape {}",
-                    kernel[i],
-                    input[i],
-                    padded,
-                    fmt_shape(data)
-                )));
-            }
-            let span = padded - kernel[i];
-            output[i] = 1 + if self.full {
-                span.div_ceil(stride[i])
-            } else {
-                span / stride[i]
-            };
-        }
-        Ok(Plan {
-            planes: data[0] * data[1],
-            input,
-            output,
-            kernel,
-            stride,
-            pad,
-        })
-    }
-}
 
 /// One window: the clipped range along each dimension and the divisor of an average.
 #[derive(Clone, Copy)]
@@ -455,52 +363,6 @@ fn backward_kernel<T: Num + Float>(
     }
 }
 
-impl Operator for Pooling {
-    fn name(&self) -> &'static str {
-        "Pooling"
-    }
-
-    /// Max pooling has a second, hidden output (as in MXNet's default build, where it is
-    /// the oneDNN workspace): where each maximum came from, which the backward uses.
-    fn num_outputs(&self) -> usize {
-        if self.pool == PoolType::Max {
-            2
-        } else {
-            1
-        }
-    }
-
-    fn num_visible_outputs(&self) -> usize {
-        1
-    }
-
-    fn output_names(&self) -> Vec<String> {
-        let mut names = vec!["output".to_string()];
-        if self.pool == PoolType::Max {
-            names.push("index".to_string());
-        }
-        names
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("Pooling", inputs, 1)?;
-        let p = self.plan(&inputs[0])?;
-        let mut out = Shape::from_slice(&inputs[0][..2]);
-        out.extend_from_slice(&p.output[5 - inputs[0].len()..]);
-        Ok(vec![out; self.num_outputs()])
-    }
-
-    fn gradient(&self) -> Grad {
-        let op: OpRef = Arc::new(PoolingBackward { fwd: self.clone() });
-        let outputs: &[usize] = if self.pool == PoolType::Max {
-            &[0, 1]
-        } else {
-            &[0]
-        };
-        Gradient::simple(op, &[0], outputs, 1)
-    }
-}
-
 impl CpuKernel for Pooling {
     fn forward(
         &self,
@@ -535,26 +397,6 @@ impl CpuKernel for Pooling {
         Ok(())
     }
 }
-
-/// `_backward_Pooling`: inputs (output gradient, data, output, and for max pooling the
-/// index output); output the data gradient.
-struct PoolingBackward {
-    fwd: Pooling,
-}
-
-impl Operator for PoolingBackward {
-    fn name(&self) -> &'static str {
-        "_backward_Pooling"
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        let want = if self.fwd.pool == PoolType::Max { 4 } else { 3 };
-        check_inputs("_backward_Pooling", inputs, want)?;
-        self.fwd.plan(&inputs[1])?;
-        Ok(vec![inputs[1].clone()])
-    }
-}
-
 impl CpuKernel for PoolingBackward {
     fn forward(
         &self,
@@ -598,91 +440,4 @@ impl CpuKernel for PoolingBackward {
 pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<Pooling>(k);
     cpu::add::<PoolingBackward>(k);
-}
-
-const PARAMS: &[&str] = &[
-    "kernel",
-    "pool_type",
-    "global_pool",
-    "cudnn_off",
-    "pooling_convention",
-    "stride",
-    "pad",
-    "p_value",
-    "count_include_pad",
-    "layout",
-];
-
-fn create(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::new("Pooling", attrs, PARAMS)?;
-    let global = p.bool("global_pool", false)?;
-    let kernel = kernel_tuple(&p, false)?;
-    if kernel.is_empty() && !global {
-        return Err(Error::Value(
-            "Pooling: kernel must be given unless global_pool is set".into(),
-        ));
-    }
-    let nd = kernel.len();
-    let pool = match p.choice("pool_type", "max", &["max", "avg", "sum", "lp"])? {
-        "max" => PoolType::Max,
-        "avg" => PoolType::Avg,
-        "sum" => PoolType::Sum,
-        _ => match p.opt_int("p_value")? {
-            Some(v @ 1..=3) => PoolType::Lp(v as u32),
-            other => {
-                return Err(Error::Value(format!(
-                    "Pooling: lp pooling needs p_value 1, 2 or 3, got {}",
-                    other.map_or("None".to_string(), |v| v.to_string())
-                )))
-            }
-        },
-    };
-    let full = match p.choice("pooling_convention", "valid", &["valid", "full", "same"])? {
-        "valid" => false,
-        "full" => true,
-        _ => {
-            return Err(Error::NotImplemented(
-                "Pooling: pooling_convention 'same' is not supported".into(),
-            ))
-        }
-    };
-    p.bool("cudnn_off", false)?;
-    if nd > 0 {
-        check_layout(&p, nd)?;
-    }
-    let count_include_pad = match p.raw("count_include_pad") {
-        Some(v) if v.trim() == "None" => true,
-        _ => p.bool("count_include_pad", true)?,
-    };
-    Ok(Arc::new(Pooling {
-        pool,
-        global,
-        full,
-        // Global pooling ignores these; without a kernel they have nothing to match.
-        stride: if nd > 0 {
-            window_tuple(&p, "stride", nd, 1, 1)?
-        } else {
-            Vec::new()
-        },
-        pad: if nd > 0 {
-            window_tuple(&p, "pad", nd, 0, 0)?
-        } else {
-            Vec::new()
-        },
-        kernel,
-        count_include_pad,
-    }))
-}
-
-/// Registers `Pooling`.
-pub fn register(r: &mut Registry) {
-    r.add(OpDef {
-        name: "Pooling",
-        aliases: &[],
-        inputs: &["data"],
-        variadic: false,
-        params: ParamList::Names(PARAMS),
-        doc: "Performs pooling on the input.",
-        create: Box::new(create),
-    });
 }

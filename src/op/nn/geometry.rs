@@ -1,5 +1,6 @@
-//! Window arithmetic shared by the convolution, deconvolution and pooling operators:
-//! parsing of `kernel`/`stride`/`dilate`/`pad` tuples and output sizes.
+//! Window arithmetic shared by the convolution, deconvolution and pooling definitions:
+//! parsing of `kernel`/`stride`/`dilate`/`pad` tuples, output sizes and the column
+//! matrix an image unfolds into.
 //!
 //! Spatial extents are kept as three entries (depth, height, width); 1-D and 2-D windows
 //! get leading entries of size 1 (kernel 1, stride 1, dilation 1, no padding), so one
@@ -29,7 +30,7 @@ pub fn window_tuple(
     min: usize,
 ) -> Result<Vec<usize>> {
     let op = p.op();
-    let v = p.tuple(key, &[])?;
+    let v = p.get::<Option<Vec<i64>>>(key)?.unwrap_or_default();
     if v.is_empty() {
         return Ok(vec![default; nd]);
     }
@@ -57,9 +58,9 @@ pub fn window_tuple(
 pub fn kernel_tuple(p: &Params, required: bool) -> Result<Vec<usize>> {
     let op = p.op();
     let v = if required {
-        p.tuple_required("kernel")?
+        p.get::<Vec<i64>>("kernel")?
     } else {
-        p.tuple("kernel", &[])?
+        p.get::<Option<Vec<i64>>>("kernel")?.unwrap_or_default()
     };
     if v.is_empty() && !required {
         return Ok(Vec::new());
@@ -81,9 +82,8 @@ pub fn kernel_tuple(p: &Params, required: bool) -> Result<Vec<usize>> {
 
 /// The data layout argument: only the channels-first layouts run on the CPU.
 pub fn check_layout(p: &Params, nd: usize) -> Result<()> {
-    let layout = p.choice(
+    let layout = p.get_choice(
         "layout",
-        "None",
         &["None", "NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC"],
     )?;
     let want = ["NCW", "NCHW", "NCDHW"][nd.clamp(1, 3) - 1];
@@ -148,4 +148,31 @@ pub fn check_data_ndim(op: &str, data: &[usize], nd: usize) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The shapes of one unfolding: `channels` planes of extent `input`, a window, and the
+/// grid of window positions `output`.
+#[derive(Debug, Clone, Copy)]
+pub struct ColGeom {
+    pub channels: usize,
+    pub input: Dims3,
+    pub output: Dims3,
+    pub win: Window,
+}
+
+impl ColGeom {
+    /// Rows of the column matrix (channels × kernel taps).
+    pub fn rows(&self) -> usize {
+        self.channels * self.win.taps()
+    }
+
+    /// Columns of the column matrix (output positions).
+    pub fn cols(&self) -> usize {
+        volume(&self.output)
+    }
+
+    /// Elements of one image.
+    pub fn image_len(&self) -> usize {
+        self.channels * volume(&self.input)
+    }
 }

@@ -2,22 +2,7 @@
 
 use super::geometry::{check_layout, kernel_tuple, window_tuple, Window};
 use crate::error::{Error, Result};
-use crate::op::{Attrs, Params};
-
-/// Argument names both operators take.
-pub const COMMON: &[&str] = &[
-    "kernel",
-    "stride",
-    "dilate",
-    "pad",
-    "num_filter",
-    "num_group",
-    "workspace",
-    "no_bias",
-    "cudnn_tune",
-    "cudnn_off",
-    "layout",
-];
+use crate::op::Params;
 
 /// Parsed convolution arguments.
 #[derive(Debug, Clone)]
@@ -33,24 +18,18 @@ pub struct ConvArgs {
 }
 
 impl ConvArgs {
-    /// Parses the shared arguments; `extra` lists the op's own argument names.
-    pub fn parse(
-        op: &'static str,
-        attrs: &Attrs,
-        extra: &[&str],
-        no_bias_default: bool,
-    ) -> Result<ConvArgs> {
-        let names: Vec<&str> = COMMON.iter().chain(extra).copied().collect();
-        let p = Params::new(op, attrs, &names)?;
-        let kernel = kernel_tuple(&p, true)?;
+    /// Parses the arguments both operators take from `p`, which declares them.
+    pub fn parse(p: &Params) -> Result<ConvArgs> {
+        let op = p.op();
+        let kernel = kernel_tuple(p, true)?;
         let nd = kernel.len();
-        let num_filter = p.int_required("num_filter")?;
+        let num_filter: i64 = p.get("num_filter")?;
         if num_filter <= 0 {
             return Err(Error::Value(format!(
                 "{op}: num_filter must be positive, got {num_filter}"
             )));
         }
-        let num_group = p.int("num_group", 1)?;
+        let num_group: i64 = p.get("num_group")?;
         if num_group <= 0 {
             return Err(Error::Value(format!(
                 "{op}: num_group must be positive, got {num_group}"
@@ -61,22 +40,21 @@ impl ConvArgs {
                 "{op}: num_filter ({num_filter}) must be divisible by num_group ({num_group})"
             )));
         }
-        p.usize("workspace", 1024)?;
-        p.bool("cudnn_off", false)?;
-        p.choice(
+        p.get::<usize>("workspace")?;
+        p.get::<bool>("cudnn_off")?;
+        p.get_choice(
             "cudnn_tune",
-            "None",
             &["None", "fastest", "limited_workspace", "off"],
         )?;
-        check_layout(&p, nd)?;
+        check_layout(p, nd)?;
         Ok(ConvArgs {
-            stride: window_tuple(&p, "stride", nd, 1, 1)?,
-            dilate: window_tuple(&p, "dilate", nd, 1, 1)?,
-            pad: window_tuple(&p, "pad", nd, 0, 0)?,
+            stride: window_tuple(p, "stride", nd, 1, 1)?,
+            dilate: window_tuple(p, "dilate", nd, 1, 1)?,
+            pad: window_tuple(p, "pad", nd, 0, 0)?,
             kernel,
             num_filter: num_filter as usize,
             num_group: num_group as usize,
-            no_bias: p.bool("no_bias", no_bias_default)?,
+            no_bias: p.get("no_bias")?,
         })
     }
 

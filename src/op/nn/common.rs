@@ -1,0 +1,85 @@
+//! Helpers the network layer definitions share: float dtype checks, same-shape inference,
+//! boolean printing and the `normalization` argument.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::op::assign_shape;
+use crate::shape::Shape;
+
+/// The one float dtype all `inputs` share, or a type error naming the op.
+pub fn float_dtype(op: &str, inputs: &[DType]) -> Result<DType> {
+    let t = crate::op::same_dtype(op, inputs)?;
+    check_float(op, "data", t)?;
+    Ok(t)
+}
+
+/// Errors unless `t` is a float dtype.
+pub fn check_float(op: &str, what: &str, t: DType) -> Result<()> {
+    if matches!(t, DType::F16 | DType::F32 | DType::F64) {
+        Ok(())
+    } else {
+        Err(Error::Type(format!(
+            "{op}: {what} must be float16, float32 or float64, got {t}"
+        )))
+    }
+}
+
+/// Shape inference for ops whose output has the input's shape, in both directions.
+pub fn same_shape(
+    op: &str,
+    inputs: &mut [Option<Shape>],
+    outputs: &mut [Option<Shape>],
+) -> Result<()> {
+    match (&inputs[0], &outputs[0]) {
+        (Some(s), _) => {
+            let s = s.clone();
+            assign_shape(op, "output", &mut outputs[0], &s)
+        }
+        (None, Some(s)) => {
+            let s = s.clone();
+            assign_shape(op, "data", &mut inputs[0], &s)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Checks the number of inputs given to a partial inference.
+pub fn check_count(op: &str, inputs: &[Option<Shape>], want: usize) -> Result<()> {
+    if inputs.len() != want {
+        return Err(Error::Value(format!(
+            "{op}: expected {want} input(s), got {}",
+            inputs.len()
+        )));
+    }
+    Ok(())
+}
+
+/// `True`/`False` as MXNet prints booleans.
+pub fn py_bool(b: bool) -> &'static str {
+    if b {
+        "True"
+    } else {
+        "False"
+    }
+}
+
+/// Label smoothing, normalisation and friends take `batch`, `null` or `valid`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Normalization {
+    Null,
+    Batch,
+    Valid,
+}
+
+impl Normalization {
+    /// Parses MXNet's `normalization` argument.
+    pub fn parse(p: &crate::op::Params) -> Result<Normalization> {
+        Ok(
+            match p.get_choice("normalization", &["null", "batch", "valid"])? {
+                "batch" => Normalization::Batch,
+                "valid" => Normalization::Valid,
+                _ => Normalization::Null,
+            },
+        )
+    }
+}
