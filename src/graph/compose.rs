@@ -33,7 +33,8 @@ pub fn create(
     name: &str,
 ) -> Result<Symbol> {
     let def = op::find(op_name)?;
-    if def.variadic && def.params.names().contains(&"num_args") && !attrs.contains_key("num_args") {
+    if def.variadic && def.param_names().any(|n| n == "num_args") && !attrs.contains_key("num_args")
+    {
         attrs.insert("num_args".into(), args.len().to_string());
     }
     let op = build_op(def, &attrs, name)?;

@@ -8,8 +8,8 @@ use crate::op::grad::indexing::{
 };
 use crate::op::params::{ALL_TYPES, ALL_TYPES_WITH_BOOL};
 use crate::op::{
-    check_inputs, infer, shape_err, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param,
-    ParamList, Params, Registry,
+    check_inputs, infer, shape_err, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
+    Registry,
 };
 use crate::shape::{fmt_shape, norm_axis, Shape};
 use std::sync::Arc;
@@ -501,7 +501,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["a", "indices"],
         variadic: false,
-        params: ParamList::Declared(TAKE_PARAMS),
+        params: TAKE_PARAMS,
         doc: "Takes elements from an array along an axis at the given indices.",
         create: Box::new(create_take),
     });
@@ -510,7 +510,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["choose_element_0index"],
         inputs: &["data", "index"],
         variadic: false,
-        params: ParamList::Declared(PICK_PARAMS),
+        params: PICK_PARAMS,
         doc: "Picks one element per position along an axis, at the given indices.",
         create: Box::new(create_pick),
     });
@@ -519,7 +519,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["indices"],
         variadic: false,
-        params: ParamList::Declared(ONE_HOT_PARAMS),
+        params: ONE_HOT_PARAMS,
         doc: "One-hot encoding of integer indices, in a new last axis of size depth.",
         create: Box::new(create_one_hot),
     });
@@ -528,7 +528,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["condition", "x", "y"],
         variadic: false,
-        params: ParamList::Declared(&[]),
+        params: &[],
         doc: "Elements of x where condition is non-zero, else of y.",
         create: Box::new(|attrs| {
             Params::declared("where", attrs, &[])?;
@@ -540,7 +540,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["cast"],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(CAST_PARAMS),
+        params: CAST_PARAMS,
         doc: "Converts every element to dtype (floats truncate toward zero).",
         create: Box::new(create_cast),
     });
@@ -549,7 +549,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "indices"],
         variadic: false,
-        params: ParamList::Declared(&[]),
+        params: &[],
         doc: "Gathers slices of data at the N-d indices given by the first axis of indices.",
         create: Box::new(|attrs| {
             Params::declared("gather_nd", attrs, &[])?;
@@ -561,7 +561,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "indices"],
         variadic: false,
-        params: ParamList::Declared(SCATTER_ND_PARAMS),
+        params: SCATTER_ND_PARAMS,
         doc: "Scatters data into a zero array of the given shape at the N-d indices.",
         create: Box::new(|attrs| {
             let p = Params::declared("scatter_nd", attrs, SCATTER_ND_PARAMS)?;

@@ -4,9 +4,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::params::{ALL_TYPES, ALL_TYPES_WITH_BOOL};
-use crate::op::{
-    check_inputs, Attrs, Grad, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
-};
+use crate::op::{check_inputs, Attrs, Grad, OpDef, OpRef, Operator, Param, Params, Registry};
 use crate::shape::Shape;
 use std::sync::Arc;
 
@@ -249,7 +247,7 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: &[],
             variadic: false,
-            params: ParamList::Declared(params),
+            params,
             doc: "A new array filled with one value.",
             create: Box::new(move |a| create_value(name, value, a)),
         });
@@ -259,7 +257,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &[],
         variadic: false,
-        params: ParamList::Declared(ARANGE_PARAMS),
+        params: ARANGE_PARAMS,
         doc: "Evenly spaced values in [start, stop).",
         create: Box::new(create_arange),
     });
@@ -268,7 +266,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &[],
         variadic: false,
-        params: ParamList::Declared(EYE_PARAMS),
+        params: EYE_PARAMS,
         doc: "A 2-D array with ones on the k-th diagonal.",
         create: Box::new(create_eye),
     });
@@ -278,7 +276,7 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: &["data"],
             variadic: false,
-            params: ParamList::Declared(&[]),
+            params: &[],
             doc: "An array of the input's shape and dtype filled with one value.",
             create: Box::new(move |a| create_like(name, value, a)),
         });

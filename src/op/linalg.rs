@@ -5,7 +5,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::grad::linalg::DotBackward;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -289,7 +289,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["lhs", "rhs"],
         variadic: false,
-        params: ParamList::Declared(DOT_PARAMS),
+        params: DOT_PARAMS,
         doc: "Dot product of two arrays (N-d inputs are flattened to matrices).",
         create: Box::new(|attrs: &Attrs| -> Result<OpRef> {
             let (ta, tb) = transposes("dot", attrs)?;
@@ -301,7 +301,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["lhs", "rhs"],
         variadic: false,
-        params: ParamList::Declared(DOT_PARAMS),
+        params: DOT_PARAMS,
         doc: "Batched matrix product over the leading axes of two N-d (N >= 3) arrays.",
         create: Box::new(|attrs: &Attrs| -> Result<OpRef> {
             let (ta, tb) = transposes("batch_dot", attrs)?;

@@ -21,7 +21,7 @@ pub mod testutil;
 pub mod transform;
 
 pub use params::{Attrs, Param, Params};
-pub use registry::{find, list_ops, OpDef, ParamList, Registry};
+pub use registry::{find, list_ops, OpDef, Registry};
 pub use resource::{DeviceRng, ResourceRequest};
 
 use crate::context::Context;

@@ -235,16 +235,6 @@ pub fn parse_opt_tuple(s: &str) -> Option<Vec<Option<i64>>> {
 }
 
 impl<'a> Params<'a> {
-    /// Checks that every attribute is one of `allowed` (hidden `__x__` attributes pass).
-    pub fn new(op: &'a str, attrs: &'a Attrs, allowed: &[&str]) -> Result<Params<'a>> {
-        check_names(op, attrs, allowed.iter().copied())?;
-        Ok(Params {
-            op,
-            attrs,
-            decls: &[],
-        })
-    }
-
     /// Checks that every attribute is declared in `decls` (hidden `__x__` attributes
     /// pass); [`Params::get`] then reads the declared defaults. Allocates nothing unless
     /// an attribute is rejected.
@@ -298,144 +288,6 @@ impl<'a> Params<'a> {
     pub fn raw(&self, key: &str) -> Option<&'a str> {
         self.attrs.get(key).map(|s| s.as_str())
     }
-
-    /// A required attribute's raw string.
-    pub fn required(&self, key: &str) -> Result<&'a str> {
-        self.raw(key).ok_or_else(|| {
-            Error::Value(format!("{}: required argument '{key}' is missing", self.op))
-        })
-    }
-
-    /// An integer.
-    pub fn int(&self, key: &str, default: i64) -> Result<i64> {
-        match self.raw(key) {
-            None => Ok(default),
-            Some(v) => parse_int(v).ok_or_else(|| bad(self.op, key, v, "an integer")),
-        }
-    }
-
-    /// A required integer.
-    pub fn int_required(&self, key: &str) -> Result<i64> {
-        let v = self.required(key)?;
-        parse_int(v).ok_or_else(|| bad(self.op, key, v, "an integer"))
-    }
-
-    /// An integer or `None`.
-    pub fn opt_int(&self, key: &str) -> Result<Option<i64>> {
-        match self.raw(key) {
-            None => Ok(None),
-            Some(v) if v.trim() == "None" => Ok(None),
-            Some(v) => parse_int(v)
-                .map(Some)
-                .ok_or_else(|| bad(self.op, key, v, "an integer or None")),
-        }
-    }
-
-    /// A non-negative integer.
-    pub fn usize(&self, key: &str, default: usize) -> Result<usize> {
-        let v = self.int(key, default as i64)?;
-        usize::try_from(v).map_err(|_| {
-            bad(
-                self.op,
-                key,
-                self.raw(key).unwrap_or(""),
-                "a non-negative integer",
-            )
-        })
-    }
-
-    /// A float.
-    pub fn float(&self, key: &str, default: f64) -> Result<f64> {
-        match self.raw(key) {
-            None => Ok(default),
-            Some(v) => parse_float(v).ok_or_else(|| bad(self.op, key, v, "a number")),
-        }
-    }
-
-    /// A float or `None`.
-    pub fn opt_float(&self, key: &str) -> Result<Option<f64>> {
-        match self.raw(key) {
-            None => Ok(None),
-            Some(v) if v.trim() == "None" => Ok(None),
-            Some(v) => parse_float(v)
-                .map(Some)
-                .ok_or_else(|| bad(self.op, key, v, "a number or None")),
-        }
-    }
-
-    /// A boolean (`True`/`False`/`1`/`0`, any case).
-    pub fn bool(&self, key: &str, default: bool) -> Result<bool> {
-        match self.raw(key) {
-            None => Ok(default),
-            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
-                "true" | "1" => Ok(true),
-                "false" | "0" => Ok(false),
-                _ => Err(bad(self.op, key, v, "a boolean")),
-            },
-        }
-    }
-
-    /// A tuple of integers, or `None` if absent or `None`.
-    pub fn opt_tuple(&self, key: &str) -> Result<Option<Vec<i64>>> {
-        match self.raw(key) {
-            None => Ok(None),
-            Some(v) => parse_tuple(v).ok_or_else(|| bad(self.op, key, v, "a tuple of integers")),
-        }
-    }
-
-    /// A tuple of integers with a default.
-    pub fn tuple(&self, key: &str, default: &[i64]) -> Result<Vec<i64>> {
-        Ok(self.opt_tuple(key)?.unwrap_or_else(|| default.to_vec()))
-    }
-
-    /// A required tuple of integers.
-    pub fn tuple_required(&self, key: &str) -> Result<Vec<i64>> {
-        let v = self.required(key)?;
-        parse_tuple(v)
-            .flatten()
-            .ok_or_else(|| bad(self.op, key, v, "a tuple of integers"))
-    }
-
-    /// A tuple whose entries may be `None`.
-    pub fn opt_entries(&self, key: &str) -> Result<Option<Vec<Option<i64>>>> {
-        match self.raw(key) {
-            None => Ok(None),
-            Some(v) => parse_opt_tuple(v)
-                .map(Some)
-                .ok_or_else(|| bad(self.op, key, v, "a tuple of integers or None")),
-        }
-    }
-
-    /// One of a fixed set of names.
-    pub fn choice(
-        &self,
-        key: &str,
-        default: &'static str,
-        options: &[&'static str],
-    ) -> Result<&'static str> {
-        match self.raw(key) {
-            None => Ok(default),
-            Some(v) => {
-                let t = v.trim().trim_matches('\'').trim_matches('"');
-                options
-                    .iter()
-                    .copied()
-                    .find(|o| *o == t)
-                    .ok_or_else(|| bad(self.op, key, v, &format!("one of {}", options.join(", "))))
-            }
-        }
-    }
-
-    /// A dtype name, or `None`.
-    pub fn opt_dtype(&self, key: &str) -> Result<Option<DType>> {
-        match self.raw(key) {
-            None => Ok(None),
-            Some(v) if v.trim() == "None" => Ok(None),
-            Some(v) => DType::from_name(v.trim().trim_matches('\'').trim_matches('"'))
-                .map(Some)
-                .map_err(|_| bad(self.op, key, v, "a dtype name such as float32")),
-        }
-    }
 }
 
 /// Parses a float as MXNet does, accepting `inf`, `-inf` and `nan`.
@@ -464,11 +316,16 @@ mod tests {
 
     #[test]
     fn parses_like_mxnet() {
+        const DECLS: &[Param] = &[
+            Param::new("axis", "Shape or None", "None", "Axes."),
+            Param::new("keepdims", "boolean", "False", "Keep axes."),
+            Param::new("scalar", "float", "0", "A number."),
+        ];
         let a = attrs(&[("axis", "(0, 2)"), ("keepdims", "True"), ("scalar", "1.5")]);
-        let p = Params::new("sum", &a, &["axis", "keepdims", "scalar"]).unwrap();
-        assert_eq!(p.opt_tuple("axis").unwrap(), Some(vec![0, 2]));
-        assert!(p.bool("keepdims", false).unwrap());
-        assert_eq!(p.float("scalar", 0.0).unwrap(), 1.5);
+        let p = Params::declared("sum", &a, DECLS).unwrap();
+        assert_eq!(p.get::<Option<Vec<i64>>>("axis").unwrap(), Some(vec![0, 2]));
+        assert!(p.get::<bool>("keepdims").unwrap());
+        assert_eq!(p.get::<f64>("scalar").unwrap(), 1.5);
         assert_eq!(parse_tuple("2"), Some(Some(vec![2])));
         assert_eq!(parse_tuple("(2,)"), Some(Some(vec![2])));
         assert_eq!(parse_tuple("None"), Some(None));
@@ -511,11 +368,12 @@ mod tests {
 
     #[test]
     fn rejects_unknown_and_malformed() {
+        const DECLS: &[Param] = &[Param::new("axis", "int", "0", "The axis.")];
         let a = attrs(&[("axes", "1")]);
-        let e = Params::new("sum", &a, &["axis"]).err().unwrap();
+        let e = Params::declared("sum", &a, DECLS).err().unwrap();
         assert!(e.to_string().contains("unknown argument 'axes'"));
         let a = attrs(&[("axis", "x")]);
-        let p = Params::new("sum", &a, &["axis"]).unwrap();
-        assert!(p.int("axis", 0).is_err());
+        let p = Params::declared("sum", &a, DECLS).unwrap();
+        assert!(p.get::<i64>("axis").is_err());
     }
 }

@@ -5,8 +5,8 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    check_inputs, same_dtype, Attrs, Grad, OpDef, OpRef, Operator, Param, ParamList, Params,
-    Registry, ResourceRequest,
+    check_inputs, same_dtype, Attrs, Grad, OpDef, OpRef, Operator, Param, Params, Registry,
+    ResourceRequest,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -658,7 +658,7 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs: &[],
             variadic: false,
-            params: ParamList::Declared(params),
+            params,
             doc: "Draws samples of a distribution with the given parameters into a new array of the given shape.",
             create: Box::new(move |attrs| create_random(i, attrs)),
         });
@@ -668,7 +668,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["random_randint"],
         inputs: &[],
         variadic: false,
-        params: ParamList::Declared(RANDINT_PARAMS),
+        params: RANDINT_PARAMS,
         doc: "Draws integers uniformly from [low, high).",
         create: Box::new(create_randint),
     });
@@ -678,7 +678,7 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: &["data"],
             variadic: false,
-            params: ParamList::Declared(params),
+            params,
             doc: "Draws samples of a distribution into an array of the input's shape and dtype.",
             create: Box::new(move |attrs| create_like(i, attrs)),
         });
@@ -689,7 +689,7 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs,
             variadic: false,
-            params: ParamList::Declared(SAMPLE_PARAMS),
+            params: SAMPLE_PARAMS,
             doc: "Draws `shape` samples for every element of the parameter arrays.",
             create: Box::new(move |attrs| create_sample(i, attrs)),
         });
@@ -699,7 +699,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["sample_multinomial"],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(MULTINOMIAL_PARAMS),
+        params: MULTINOMIAL_PARAMS,
         doc: "Draws categories from the probabilities in the last axis of data.",
         create: Box::new(create_multinomial),
     });
@@ -708,7 +708,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["shuffle"],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(&[]),
+        params: &[],
         doc: "Shuffles the array along its first axis.",
         create: Box::new(|attrs| {
             Params::declared("_shuffle", attrs, &[])?;

@@ -13,7 +13,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::grad::reduce::ReduceBackward;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -424,7 +424,7 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs: &["data"],
             variadic: false,
-            params: ParamList::Declared(REDUCE_PARAMS),
+            params: REDUCE_PARAMS,
             doc,
             create: Box::new(move |attrs: &Attrs| -> Result<OpRef> {
                 let p = Params::declared(name, attrs, REDUCE_PARAMS)?;
@@ -443,7 +443,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(NORM_PARAMS),
+        params: NORM_PARAMS,
         doc: "The 1-norm or 2-norm over the given axes (all elements by default).",
         create: Box::new(create_norm),
     });
@@ -452,7 +452,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(ARG_PARAMS),
+        params: ARG_PARAMS,
         doc: "Index of the maximum along an axis (of the flattened array without one).",
         create: Box::new(|attrs: &Attrs| create_arg("argmax", true, attrs)),
     });
@@ -461,7 +461,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(ARG_PARAMS),
+        params: ARG_PARAMS,
         doc: "Index of the minimum along an axis (of the flattened array without one).",
         create: Box::new(|attrs: &Attrs| create_arg("argmin", false, attrs)),
     });
@@ -470,7 +470,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(ARG_CHANNEL_PARAMS),
+        params: ARG_CHANNEL_PARAMS,
         doc: "Index of the maximum along axis 1.",
         create: Box::new(|attrs: &Attrs| -> Result<OpRef> {
             // MXNet's parser fixes axis=1 and ignores what it is given.

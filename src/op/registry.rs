@@ -19,39 +19,12 @@ pub struct OpDef {
     pub inputs: &'static [&'static str],
     /// True if the op takes any number of inputs (given by `num_args`).
     pub variadic: bool,
-    /// The attributes the op takes.
-    pub params: ParamList,
+    /// The attributes the op takes, each declared once (type, default, description).
+    pub params: &'static [Param],
     /// One-line description.
     pub doc: &'static str,
     /// Builds the op from its attributes.
     pub create: Creator,
-}
-
-/// The attributes an operator takes.
-#[derive(Debug, Clone, Copy)]
-pub enum ParamList {
-    /// Declared in full (type, default, doc): the form every operator moves to.
-    Declared(&'static [Param]),
-    /// Names only, for operators whose attributes are not declared in full yet.
-    Names(&'static [&'static str]),
-}
-
-impl ParamList {
-    /// The attribute names, in order.
-    pub fn names(&self) -> Vec<&'static str> {
-        match self {
-            ParamList::Declared(d) => d.iter().map(|p| p.name).collect(),
-            ParamList::Names(n) => n.to_vec(),
-        }
-    }
-
-    /// The full declarations (empty for `Names`).
-    pub fn declared(&self) -> &'static [Param] {
-        match self {
-            ParamList::Declared(d) => d,
-            ParamList::Names(_) => &[],
-        }
-    }
 }
 
 /// A set of definitions under construction.
@@ -67,7 +40,7 @@ impl Registry {
     }
 
     /// The attributes of an operator added so far.
-    pub fn params_of(&self, name: &str) -> Option<ParamList> {
+    pub fn params_of(&self, name: &str) -> Option<&'static [Param]> {
         self.defs.iter().find(|d| d.name == name).map(|d| d.params)
     }
 }
@@ -125,10 +98,15 @@ pub fn list_ops() -> &'static [&'static OpDef] {
 }
 
 impl OpDef {
+    /// The attribute names, in order.
+    pub fn param_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.params.iter().map(|p| p.name)
+    }
+
     /// Builds the operator from attributes, with the op's name in any error. Attributes
-    /// are checked once, by the creator: a `Declared` operator's creator reads them
-    /// through [`super::Params::declared`] with the same declarations, which rejects
-    /// unknown names (a test holds every registered operator to this).
+    /// are checked once, by the creator: it reads them through
+    /// [`super::Params::declared`] with the same declarations, which rejects unknown
+    /// names (a test holds every registered operator to this).
     pub fn build(&self, attrs: &Attrs) -> Result<OpRef> {
         (self.create)(attrs).map_err(|e| e.in_op(self.name))
     }
@@ -136,41 +114,14 @@ impl OpDef {
 
 #[cfg(test)]
 mod tests {
-    use super::{list_ops, ParamList, Registry};
+    use super::list_ops;
     use crate::op::Attrs;
 
-    /// The operator families whose attributes are declared in full: each one's
-    /// registration, run into a registry of its own. (nn joins this list once its
-    /// operators are declared.)
-    type Register = fn(&mut Registry);
-
-    const DECLARED_FAMILIES: &[(&str, Register)] = &[
-        ("add_n", super::super::elemwise::add_n::register),
-        ("unary", super::super::elemwise::unary::register),
-        ("binary", super::super::elemwise::binary::register),
-        ("init", super::super::init::register),
-        ("reduce", super::super::reduce::register),
-        ("linalg", super::super::linalg::register),
-        ("transform", super::super::transform::register),
-        ("indexing", super::super::indexing::register),
-        ("sorting", super::super::sorting::register),
-        ("random", super::super::random::register),
-        ("optim", super::super::optim::register),
-    ];
-
     #[test]
-    fn every_family_outside_nn_declares_its_attributes() {
-        let mut r = Registry::default();
-        for (_, register) in DECLARED_FAMILIES {
-            register(&mut r);
-        }
-        // The backward operators of these families take their forward's declarations.
-        super::super::grad::register(&mut r);
-        assert!(r.defs.len() > 200, "{} operators", r.defs.len());
-        for def in &r.defs {
-            let ParamList::Declared(decls) = def.params else {
-                panic!("{}: attributes are listed by name only", def.name);
-            };
+    fn every_operator_declares_its_attributes_in_full() {
+        assert!(list_ops().len() > 300, "{} operators", list_ops().len());
+        for def in list_ops() {
+            let decls = def.params;
             for (i, p) in decls.iter().enumerate() {
                 assert!(!p.ty.is_empty(), "{}.{}: no type", def.name, p.name);
                 assert!(!p.doc.is_empty(), "{}.{}: no description", def.name, p.name);
@@ -185,26 +136,21 @@ mod tests {
     }
 
     /// `OpDef::build` leaves the check of attribute names to the creator, so every
-    /// operator declared in full must reject one it does not take.
+    /// operator must reject one it does not take.
     #[test]
-    fn declared_operators_reject_unknown_attributes() {
+    fn every_operator_rejects_unknown_attributes() {
         let attrs: Attrs = [("no_such_argument".to_string(), "1".to_string())].into();
-        let mut checked = 0;
         for def in list_ops() {
-            if let ParamList::Declared(_) = def.params {
-                let e = def
-                    .build(&attrs)
-                    .err()
-                    .unwrap_or_else(|| panic!("{}: accepted an unknown attribute", def.name));
-                assert!(
-                    e.to_string()
-                        .contains("unknown argument 'no_such_argument'"),
-                    "{}: {e}",
-                    def.name
-                );
-                checked += 1;
-            }
+            let e = def
+                .build(&attrs)
+                .err()
+                .unwrap_or_else(|| panic!("{}: accepted an unknown attribute", def.name));
+            assert!(
+                e.to_string()
+                    .contains("unknown argument 'no_such_argument'"),
+                "{}: {e}",
+                def.name
+            );
         }
-        assert!(checked > 200, "{checked} operators checked");
     }
 }

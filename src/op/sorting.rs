@@ -5,7 +5,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::grad::indexing::TopkBackward;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
 };
 use crate::shape::{norm_axis, size_of, Shape};
 use std::sync::Arc;
@@ -289,7 +289,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(TOPK_PARAMS),
+        params: TOPK_PARAMS,
         doc: "The k largest (or smallest) elements along an axis: values, indices, a mask or both.",
         create: Box::new(create_topk),
     });
@@ -298,7 +298,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(SORT_PARAMS),
+        params: SORT_PARAMS,
         doc: "Sorts along an axis (the flattened array for axis=None).",
         create: Box::new(create_sort),
     });
@@ -307,7 +307,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(ARGSORT_PARAMS),
+        params: ARGSORT_PARAMS,
         doc: "Indices that sort an array along an axis.",
         create: Box::new(create_argsort),
     });

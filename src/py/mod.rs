@@ -58,7 +58,7 @@ fn list_ops() -> PyResult<Vec<(String, Vec<String>, Vec<String>, bool, Vec<Strin
                     d.aliases.iter().map(|s| s.to_string()).collect(),
                     d.inputs.iter().map(|s| s.to_string()).collect(),
                     d.variadic,
-                    d.params.names().iter().map(|s| s.to_string()).collect(),
+                    d.param_names().map(str::to_string).collect(),
                     d.doc.to_string(),
                 )
             })
@@ -66,8 +66,7 @@ fn list_ops() -> PyResult<Vec<(String, Vec<String>, Vec<String>, bool, Vec<Strin
     })
 }
 
-/// `(name, type, default or None, doc)` of each attribute operator `name` declares in
-/// full; empty for an operator that lists attribute names only.
+/// `(name, type, default or None, doc)` of each attribute of operator `name`.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn op_param_docs(name: &str) -> PyResult<Vec<(String, String, Option<String>, String)>> {
@@ -75,7 +74,6 @@ fn op_param_docs(name: &str) -> PyResult<Vec<(String, String, Option<String>, St
         let def = op::find(name).py()?;
         Ok(def
             .params
-            .declared()
             .iter()
             .map(|p| {
                 (

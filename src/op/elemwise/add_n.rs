@@ -4,9 +4,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::infer;
-use crate::op::{
-    check_inputs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
-};
+use crate::op::{check_inputs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry};
 use crate::shape::Shape;
 use std::sync::Arc;
 
@@ -115,7 +113,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["ElementWiseSum", "_sparse_add_n", "_sparse_ElementWiseSum"],
         inputs: &["args"],
         variadic: true,
-        params: ParamList::Declared(PARAMS),
+        params: PARAMS,
         doc: "Adds all input arguments element-wise.",
         create: Box::new(create),
     });

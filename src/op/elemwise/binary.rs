@@ -7,9 +7,7 @@ use crate::op::elemwise::unary::{unary_op, UnaryKind};
 use crate::op::grad::binary::BinaryBackward;
 use crate::op::grad::elemwise::ScalarBackward;
 use crate::op::infer;
-use crate::op::{
-    Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
-};
+use crate::op::{Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry};
 use crate::shape::{broadcast_shapes, Shape};
 use std::sync::Arc;
 
@@ -341,7 +339,7 @@ pub fn register(r: &mut Registry) {
                 aliases,
                 inputs: &["lhs", "rhs"],
                 variadic: false,
-                params: ParamList::Declared(&[]),
+                params: &[],
                 doc: if broadcast {
                     "Element-wise function of two arrays, with broadcasting."
                 } else {
@@ -364,7 +362,7 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs: &["data"],
             variadic: false,
-            params: ParamList::Declared(SCALAR_PARAMS),
+            params: SCALAR_PARAMS,
             doc: "Element-wise function of an array and a scalar.",
             create: Box::new(move |attrs: &Attrs| -> Result<OpRef> {
                 let p = Params::declared(name, attrs, SCALAR_PARAMS)?;

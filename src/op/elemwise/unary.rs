@@ -4,9 +4,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::op::grad::elemwise::{uses_output, UnaryBackward};
 use crate::op::infer;
-use crate::op::{
-    Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
-};
+use crate::op::{Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry};
 use crate::shape::Shape;
 use std::sync::Arc;
 
@@ -216,7 +214,7 @@ pub fn register(r: &mut Registry) {
             aliases,
             inputs: &["data"],
             variadic: false,
-            params: ParamList::Declared(&[]),
+            params: &[],
             doc: "Element-wise function of one array.",
             create: Box::new(move |attrs| {
                 let (name, _, kind) = UNARY_OPS[i];
@@ -230,7 +228,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(CLIP_PARAMS),
+        params: CLIP_PARAMS,
         doc: "Clips values to [a_min, a_max].",
         create: Box::new(create_clip),
     });

@@ -368,8 +368,8 @@ pub(crate) mod tests {
             let def = find(name).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(def.inputs, inputs);
             assert_eq!(
-                def.params.names(),
-                find(forward).unwrap().params.names(),
+                def.param_names().collect::<Vec<_>>(),
+                find(forward).unwrap().param_names().collect::<Vec<_>>(),
                 "{name}"
             );
             let op = def

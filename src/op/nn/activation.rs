@@ -5,7 +5,7 @@ use super::common::{check_count, float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
 };
 use crate::shape::Shape;
 use std::sync::Arc;
@@ -126,7 +126,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(PARAMS),
+        params: PARAMS,
         doc: "Applies an activation function element-wise.",
         create: Box::new(create),
     });

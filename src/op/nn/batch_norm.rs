@@ -3,8 +3,8 @@
 
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
-    Params, Registry,
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
+    Registry,
 };
 use crate::shape::{fmt_shape, norm_axis, Shape};
 use std::sync::Arc;
@@ -241,7 +241,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "gamma", "beta", "moving_mean", "moving_var"],
         variadic: false,
-        params: ParamList::Declared(PARAMS),
+        params: PARAMS,
         doc: "Batch normalization.",
         create: Box::new(create),
     });

@@ -5,8 +5,8 @@ use super::conv_args::ConvArgs;
 use super::geometry::{check_data_ndim, to3, ColGeom, Window};
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
-    Params, Registry,
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
+    Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -274,7 +274,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "weight", "bias"],
         variadic: false,
-        params: ParamList::Declared(PARAMS),
+        params: PARAMS,
         doc: "Compute N-D convolution on (N+2)-D input.",
         create: Box::new(create),
     });

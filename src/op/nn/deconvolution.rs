@@ -4,8 +4,8 @@ use super::conv_args::ConvArgs;
 use super::geometry::{check_data_ndim, to3, window_tuple, ColGeom, Dims3};
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
-    Params, Registry,
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
+    Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -290,7 +290,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "weight", "bias"],
         variadic: false,
-        params: ParamList::Declared(PARAMS),
+        params: PARAMS,
         doc: "Computes 1D, 2D or 3D transposed convolution of the input tensor.",
         create: Box::new(create),
     });

@@ -6,8 +6,8 @@ use super::common::{check_count, float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
-    Params, Registry, ResourceRequest,
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
+    Registry, ResourceRequest,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -180,7 +180,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(PARAMS),
+        params: PARAMS,
         doc: "Randomly zeroes elements during training, scaling the rest by 1/(1-p).",
         create: Box::new(create),
     });

@@ -4,8 +4,8 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
-    Params, Registry,
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
+    Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -191,7 +191,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "weight"],
         variadic: false,
-        params: ParamList::Declared(PARAMS),
+        params: PARAMS,
         doc: "Maps integer indices to rows of a weight matrix.",
         create: Box::new(create),
     });

@@ -4,8 +4,8 @@ use super::common::{float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params,
-    Registry, ResourceRequest,
+    assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
+    ResourceRequest,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -260,7 +260,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "gamma"],
         variadic: false,
-        params: ParamList::Declared(PARAMS),
+        params: PARAMS,
         doc: "Leaky rectified linear units and their relatives (elu, selu, gelu, prelu, rrelu).",
         create: Box::new(create),
     });

@@ -5,7 +5,7 @@ use super::common::{check_count, float_dtype, same_shape, Normalization};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
 };
 use crate::shape::Shape;
 use std::sync::Arc;
@@ -114,7 +114,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(MAKE_LOSS_PARAMS),
+        params: MAKE_LOSS_PARAMS,
         doc: "Marks its input as a loss: the gradient is grad_scale, normalised.",
         create: Box::new(create_make_loss),
     });

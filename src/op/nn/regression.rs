@@ -6,7 +6,7 @@ use super::common::{float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
 };
 use crate::shape::{fmt_shape, size_of, Shape};
 use std::sync::Arc;
@@ -158,7 +158,7 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: &["data", "label"],
             variadic: false,
-            params: ParamList::Declared(REG_PARAMS),
+            params: REG_PARAMS,
             doc: "A regression output layer: its backward is the loss gradient against the label.",
             create: Box::new(move |a| create_regression(kind, a)),
         });

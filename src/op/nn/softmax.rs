@@ -5,8 +5,8 @@ use super::common::{check_count, check_float, float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
-    Params, Registry,
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
+    Registry,
 };
 use crate::shape::{fmt_shape, norm_axis, Shape};
 use std::sync::Arc;
@@ -370,7 +370,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data", "length"],
         variadic: false,
-        params: ParamList::Declared(SOFTMAX_PARAMS),
+        params: SOFTMAX_PARAMS,
         doc: "Softmax along an axis: exp(x/T) / sum(exp(x/T)).",
         create: Box::new(|a| create_softmax("softmax", false, a)),
     });
@@ -379,7 +379,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(SOFTMAX_PARAMS),
+        params: SOFTMAX_PARAMS,
         doc: "Log of the softmax along an axis.",
         create: Box::new(|a| create_softmax("log_softmax", true, a)),
     });
@@ -388,7 +388,7 @@ pub fn register(r: &mut Registry) {
         aliases: &[],
         inputs: &["data"],
         variadic: false,
-        params: ParamList::Declared(ACTIVATION_PARAMS),
+        params: ACTIVATION_PARAMS,
         doc: "Softmax over each instance or across channels.",
         create: Box::new(|a| {
             let p = Params::declared("SoftmaxActivation", a, ACTIVATION_PARAMS)?;

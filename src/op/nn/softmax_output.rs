@@ -6,7 +6,7 @@ use super::softmax::Layout;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList, Params, Registry,
+    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -230,7 +230,7 @@ pub fn register(r: &mut Registry) {
         aliases: &["Softmax"],
         inputs: &["data", "label"],
         variadic: false,
-        params: ParamList::Declared(PARAMS),
+        params: PARAMS,
         doc: "Softmax with a cross-entropy gradient against the label.",
         create: Box::new(create),
     });

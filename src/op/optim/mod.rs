@@ -5,7 +5,7 @@ pub mod op;
 pub mod spec;
 
 use crate::error::Result;
-use crate::op::{Attrs, OpDef, OpRef, ParamList, Registry};
+use crate::op::{Attrs, OpDef, OpRef, Registry};
 pub use op::UpdateOp;
 pub use spec::{Hyper, Kind};
 use std::sync::Arc;
@@ -28,7 +28,7 @@ pub fn register(r: &mut Registry) {
             aliases: &[],
             inputs: spec.inputs,
             variadic: false,
-            params: ParamList::Declared(spec.params),
+            params: spec.params,
             doc: spec.doc,
             create: Box::new(move |a| create(kind, a)),
         });

@@ -13,8 +13,8 @@ use crate::error::{Error, Result};
 use crate::op::grad::view::GatherBackward;
 pub use crate::op::grad::view::ViewFn;
 use crate::op::{
-    check_inputs, same_dtype, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, ParamList,
-    Params, Registry,
+    check_inputs, same_dtype, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
+    Registry,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -125,7 +125,7 @@ pub(crate) fn def(
         aliases,
         inputs,
         variadic: false,
-        params: ParamList::Declared(params),
+        params,
         doc,
         create: Box::new(create),
     }
