@@ -152,7 +152,32 @@ impl Element for bool {
     }
 }
 
-/// Runs `$body` with `$T` bound to the Rust type of `$dtype`.
+// The dtype dispatch macros: each runs a body with a type alias bound to the Rust type of
+// a runtime dtype, over all dtypes, the numeric ones or the floating-point ones. A dtype
+// outside the set is a type error naming the operator.
+
+/// The common arm list behind the `dispatch_*` macros.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! dispatch_over {
+    ($dtype:expr, $T:ident => $body:expr; [$($v:ident => $t:ty),*]; $op:expr) => {
+        match $dtype {
+            $($crate::dtype::DType::$v => {
+                type $T = $t;
+                $body
+            })*
+            #[allow(unreachable_patterns)]
+            other => {
+                return Err($crate::error::Error::Type(format!(
+                    "{}: dtype {} is not supported",
+                    $op, other
+                )))
+            }
+        }
+    };
+}
+
+/// Runs `$body` with `$T` bound to the Rust type of `$dtype` (every dtype).
 #[macro_export]
 macro_rules! dispatch_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
@@ -191,4 +216,69 @@ macro_rules! dispatch_dtype {
             }
         }
     };
+}
+
+/// Runs `$body` with `$T` bound to the Rust type of a numeric `$dtype`; bool is a type
+/// error naming `$op`.
+#[macro_export]
+macro_rules! dispatch_num {
+    ($op:expr, $dtype:expr, $T:ident => $body:expr) => {
+        $crate::dispatch_over!($dtype, $T => $body;
+            [F32 => f32, F64 => f64, F16 => half::f16, U8 => u8, I32 => i32, I8 => i8, I64 => i64];
+            $op)
+    };
+}
+
+/// Runs `$body` with `$T` bound to the Rust type of a floating-point `$dtype` and, in the
+/// second form, `$F` to the type it is computed in (float32 for float16); other dtypes are
+/// a type error naming `$op`.
+#[macro_export]
+macro_rules! dispatch_float {
+    ($op:expr, $dtype:expr, $T:ident => $body:expr) => {
+        $crate::dispatch_over!($dtype, $T => $body; [F32 => f32, F64 => f64, F16 => half::f16]; $op)
+    };
+    ($op:expr, $dtype:expr, $T:ident, $F:ident => $body:expr) => {
+        $crate::dispatch_over!($dtype, $T => {
+            #[allow(dead_code)]
+            type $F = <$T as $crate::dtype::ComputeType>::Compute;
+            $body
+        }; [F32 => f32, F64 => f64, F16 => half::f16]; $op)
+    };
+}
+
+/// Runs `$body` with `$I` and `$O` bound to the Rust types of two floating-point dtypes
+/// and `$F` to the type to compute in (float64 if either is, float32 otherwise).
+#[macro_export]
+macro_rules! dispatch_float_pair {
+    ($op:expr, $it:expr, $ot:expr, $I:ident, $O:ident, $F:ident => $body:expr) => {
+        $crate::dispatch_float!($op, $it, $I => {
+            $crate::dispatch_float!($op, $ot, $O => {
+                if $it == $crate::dtype::DType::F64 || $ot == $crate::dtype::DType::F64 {
+                    type $F = f64;
+                    $body
+                } else {
+                    type $F = f32;
+                    $body
+                }
+            })
+        })
+    };
+}
+
+/// The type a floating-point storage type is computed in: itself, or float32 for float16.
+pub trait ComputeType {
+    /// The compute type.
+    type Compute;
+}
+
+impl ComputeType for f32 {
+    type Compute = f32;
+}
+
+impl ComputeType for f64 {
+    type Compute = f64;
+}
+
+impl ComputeType for half::f16 {
+    type Compute = f32;
 }

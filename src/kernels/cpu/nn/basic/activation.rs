@@ -2,6 +2,7 @@
 //! backward.
 
 use super::common::{ld, st, unary};
+use crate::dispatch_float;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::cpu::fastmath::{tanh_f32, FastMath};

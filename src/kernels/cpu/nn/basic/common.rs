@@ -9,39 +9,6 @@ use crate::op::OpReq;
 use num_traits::Float;
 use rayon::prelude::*;
 
-/// Runs `$body` with `$T` the storage type of a float dtype and `$F` the type it is
-/// computed in (float32 for float16), or returns a type error naming `$op`.
-macro_rules! dispatch_float {
-    ($op:expr, $dtype:expr, $T:ident, $F:ident => $body:expr) => {
-        match $dtype {
-            $crate::dtype::DType::F32 => {
-                type $T = f32;
-                #[allow(dead_code)]
-                type $F = f32;
-                $body
-            }
-            $crate::dtype::DType::F64 => {
-                type $T = f64;
-                #[allow(dead_code)]
-                type $F = f64;
-                $body
-            }
-            $crate::dtype::DType::F16 => {
-                type $T = half::f16;
-                #[allow(dead_code)]
-                type $F = f32;
-                $body
-            }
-            other => {
-                return Err($crate::error::Error::Type(format!(
-                    "{}: dtype {} is not supported (float16, float32 or float64 expected)",
-                    $op, other
-                )))
-            }
-        }
-    };
-}
-
 /// Converts a stored element to the compute type.
 #[inline(always)]
 pub fn ld<T: Element, F: Float + 'static>(v: T) -> F {

@@ -2,6 +2,7 @@
 //! backward.
 
 use super::common::{ld, put, st};
+use crate::dispatch_float;
 use crate::error::Result;
 use crate::kernels::cpu::linalg::{matmul, MatMul};
 use crate::kernels::cpu::map::PAR_MIN;

@@ -3,6 +3,7 @@
 //! backward multiplies by the scaled keep mask.
 
 use super::common::{ld, overlaps, put, st};
+use crate::dispatch_float;
 use crate::error::Result;
 use crate::kernels::cpu::map::{map1, map2};
 use crate::kernels::cpu::num::Num;

@@ -3,6 +3,7 @@
 
 use super::common::{for_chunks, ld, put, st};
 use super::special::{erf, one_plus_erf};
+use crate::dispatch_float;
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::kernels::cpu::map::{map1, map2};

@@ -3,6 +3,7 @@
 //! `MakeLoss`.
 
 use super::common::{ld, st, unary};
+use crate::dispatch_float;
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::kernels::cpu::map::{map1, map2};

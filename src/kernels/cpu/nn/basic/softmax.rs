@@ -11,24 +11,7 @@ use crate::op::nn::softmax::{
     Softmax, SoftmaxActivation, SoftmaxActivationBackward, SoftmaxBackward, SoftmaxParams,
 };
 use crate::op::{OpContext, OpReq, Operator};
-
-/// Calls `$body` with `$I`, `$O` bound to the input and output storage types and `$F` to
-/// the type to compute in (float64 if either is, float32 otherwise).
-macro_rules! dispatch_pair {
-    ($op:expr, $it:expr, $ot:expr, $I:ident, $O:ident, $F:ident => $body:expr) => {
-        dispatch_float!($op, $it, $I, _FI => {
-            dispatch_float!($op, $ot, $O, _FO => {
-                if $it == DType::F64 || $ot == DType::F64 {
-                    type $F = f64;
-                    $body
-                } else {
-                    type $F = f32;
-                    $body
-                }
-            })
-        })
-    };
-}
+use crate::{dispatch_float, dispatch_float_pair};
 
 /// Valid lengths from an integer array, one per position; negative values count as 0.
 fn lengths(op: &str, b: &TBlob) -> Result<Vec<usize>> {
@@ -90,7 +73,7 @@ impl CpuKernel for Softmax {
         } else {
             inputs[0].clone()
         };
-        dispatch_pair!(self.0.name, it, ot, I, O, F => {
+        dispatch_float_pair!(self.0.name, it, ot, I, O, F => {
             kernel::forward::<I, O, F>(x.slice::<I>(), outputs[0].slice_mut::<O>(), &spec, add)
         });
         Ok(())
@@ -115,7 +98,7 @@ impl CpuKernel for SoftmaxBackward {
         let spec = self.p.spec(&inputs[1].shape, lens.as_deref())?;
         let add = req[0] == OpReq::Add;
         let (ot, dt) = (inputs[1].dtype, outputs[0].dtype);
-        dispatch_pair!(self.name, ot, dt, O, D, F => {
+        dispatch_float_pair!(self.name, ot, dt, O, D, F => {
             kernel::backward::<O, D, F>(
                 inputs[0].slice::<O>(),
                 inputs[1].slice::<O>(),

@@ -4,6 +4,7 @@
 
 use super::common::{ld, put, st};
 use super::softmax_kernel::{self as kernel, Layout, Spec};
+use crate::dispatch_float;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::num::Num;
