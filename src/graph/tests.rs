@@ -10,9 +10,7 @@ use crate::op::Attrs;
 use crate::shape::Shape;
 
 fn attrs(kv: &[(&str, &str)]) -> Attrs {
-    kv.iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    crate::op::testutil::attrs(kv)
 }
 
 fn var(name: &str) -> Symbol {

@@ -28,6 +28,21 @@ pub fn array<T: Element>(shape: &[usize], data: &[T]) -> NDArray {
     a
 }
 
+/// Attributes from `(name, value)` pairs.
+pub fn attrs(pairs: &[(&str, &str)]) -> Attrs {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Operator `name` built from `(name, value)` attribute pairs; panics on error.
+pub fn build(name: &str, pairs: &[(&str, &str)]) -> op::OpRef {
+    op::find(name)
+        .and_then(|d| d.build(&attrs(pairs)))
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 /// Runs operator `name` with `attrs` on `inputs`; panics on error.
 pub fn run(name: &str, attrs: &[(&str, &str)], inputs: &[NDArray]) -> Vec<NDArray> {
     try_run(name, attrs, inputs).unwrap_or_else(|e| panic!("{name}: {e}"))
@@ -35,10 +50,7 @@ pub fn run(name: &str, attrs: &[(&str, &str)], inputs: &[NDArray]) -> Vec<NDArra
 
 /// Runs operator `name` with `attrs` on `inputs`.
 pub fn try_run(name: &str, attrs: &[(&str, &str)], inputs: &[NDArray]) -> Result<Vec<NDArray>> {
-    let attrs: Attrs = attrs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let attrs = self::attrs(attrs);
     let op = op::find(name)?.build(&attrs)?;
     crate::imperative::invoke(&op, inputs, None, None, false)
 }

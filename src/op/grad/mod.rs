@@ -356,10 +356,7 @@ pub(crate) mod tests {
             f if f.ends_with("_scalar") => &[("scalar", "2")],
             _ => &[],
         };
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        crate::op::testutil::attrs(pairs)
     }
 
     #[test]

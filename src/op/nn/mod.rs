@@ -147,10 +147,7 @@ pub(crate) mod tests {
             "Embedding" => &[("input_dim", "4"), ("output_dim", "2")],
             _ => &[],
         };
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        crate::op::testutil::attrs(pairs)
     }
 
     #[test]

@@ -30,11 +30,5 @@ pub fn is_zero(op: &OpRef) -> bool {
 
 /// Builds operator `name` from `attrs`.
 pub fn build(name: &str, attrs: &[(&str, &str)]) -> OpRef {
-    let attrs: crate::op::Attrs = attrs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    crate::op::find(name)
-        .and_then(|d| d.build(&attrs))
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
+    crate::op::testutil::build(name, attrs)
 }

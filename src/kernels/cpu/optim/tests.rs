@@ -7,10 +7,7 @@ use crate::op::testutil::{array, f32a, f32s, try_run, values};
 use crate::op::{self, Attrs};
 
 fn attrs(pairs: &[(&str, &str)]) -> Attrs {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    crate::op::testutil::attrs(pairs)
 }
 
 /// Runs `name` in place (`out=weight`) and returns the weight and states afterwards.

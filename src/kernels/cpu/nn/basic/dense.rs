@@ -177,7 +177,7 @@ mod tests {
     use super::*;
 
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
-    use crate::op::{Attrs, Grad, OpRef};
+    use crate::op::{Grad, OpRef};
     use crate::shape::Shape;
 
     fn seq(shape: &[usize], scale: f32, shift: f32) -> crate::ndarray::NDArray {
@@ -189,11 +189,7 @@ mod tests {
     }
 
     fn op(attrs: &[(&str, &str)]) -> OpRef {
-        let a: Attrs = attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        crate::op::find(NAME).unwrap().build(&a).unwrap()
+        crate::op::testutil::build(NAME, attrs)
     }
 
     #[test]

@@ -139,15 +139,11 @@ mod tests {
 
     use crate::ndarray::NDArray;
     use crate::op::testutil::{f32a, f32s, run, try_run};
-    use crate::op::{Attrs, Grad, OpRef};
+    use crate::op::{Grad, OpRef};
     use crate::shape::Shape;
 
     fn op(name: &str, attrs: &[(&str, &str)]) -> OpRef {
-        let a: Attrs = attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        crate::op::find(name).unwrap().build(&a).unwrap()
+        crate::op::testutil::build(name, attrs)
     }
 
     fn backward(o: &OpRef, inputs: &[NDArray]) -> Vec<f64> {

@@ -193,17 +193,13 @@ mod tests {
     use super::*;
     use crate::dtype::DType;
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
-    use crate::op::{Attrs, Grad, OpRef};
+    use crate::op::{Grad, OpRef};
     use crate::shape::Shape;
 
     const X: [f32; 12] = [1.0, 2.0, 3.0, 0.5, -1.0, 0.0, 4.0, 2.0, 0.3, 0.2, 0.1, -5.0];
 
     fn op(name: &str, attrs: &[(&str, &str)]) -> OpRef {
-        let a: Attrs = attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        crate::op::find(name).unwrap().build(&a).unwrap()
+        crate::op::testutil::build(name, attrs)
     }
 
     #[test]

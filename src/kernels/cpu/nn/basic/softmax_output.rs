@@ -204,17 +204,13 @@ mod tests {
     use super::*;
 
     use crate::op::testutil::{array, f32a, f32s, run, try_run};
-    use crate::op::{Attrs, Grad, OpRef};
+    use crate::op::{Grad, OpRef};
     use crate::shape::Shape;
 
     const X: [f32; 12] = [1.0, 2.0, 3.0, 0.5, -1.0, 0.0, 4.0, 2.0, 0.3, 0.2, 0.1, -5.0];
 
     fn op(attrs: &[(&str, &str)]) -> OpRef {
-        let a: Attrs = attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        crate::op::find("Softmax").unwrap().build(&a).unwrap()
+        crate::op::testutil::build("Softmax", attrs)
     }
 
     /// The data gradient for `attrs`, with head gradient `og` if `out_grad` is set.
