@@ -1,7 +1,7 @@
 //! The push path every engine type shares: an op block is built, queued on its variables
 //! and, once they let it through, handed to the runner its engine's placement picks.
 
-use super::opr::{Body, OprBlock, Runner};
+use super::opr::{Body, OprBlock, PushSpec, Runner};
 use super::shared::EngineShared;
 use super::{AsyncFn, Engine, EngineKind, FnProperty, SyncFn, Var};
 use crate::context::Context;
@@ -43,28 +43,9 @@ impl<P> DependencyEngine<P> {
 }
 
 /// The one push path: placement, op block, dependencies.
-#[allow(clippy::too_many_arguments)]
-fn push<P: Placement>(
-    engine: &DependencyEngine<P>,
-    body: Body,
-    ctx: Context,
-    const_vars: &[Var],
-    mutable_vars: &[Var],
-    prop: FnProperty,
-    priority: i32,
-    name: &'static str,
-) {
-    let runner = engine.place.runner(&engine.shared, ctx, prop);
-    OprBlock::push(
-        runner,
-        body,
-        ctx,
-        const_vars,
-        mutable_vars,
-        prop,
-        priority,
-        name,
-    );
+fn push<P: Placement>(engine: &DependencyEngine<P>, body: Body, spec: PushSpec<'_>) {
+    let runner = engine.place.runner(&engine.shared, spec.ctx, spec.prop);
+    OprBlock::push(runner, body, spec);
 }
 
 impl<P: Placement> Engine for DependencyEngine<P> {
@@ -82,17 +63,15 @@ impl<P: Placement> Engine for DependencyEngine<P> {
         priority: i32,
         name: &'static str,
     ) {
-        let body = Body::Async(P::async_body(f));
-        push(
-            self,
-            body,
+        let spec = PushSpec {
             ctx,
             const_vars,
             mutable_vars,
             prop,
             priority,
             name,
-        );
+        };
+        push(self, Body::Async(P::async_body(f)), spec);
     }
 
     fn push_sync(
@@ -105,17 +84,15 @@ impl<P: Placement> Engine for DependencyEngine<P> {
         priority: i32,
         name: &'static str,
     ) {
-        let body = Body::Sync(f);
-        push(
-            self,
-            body,
+        let spec = PushSpec {
             ctx,
             const_vars,
             mutable_vars,
             prop,
             priority,
             name,
-        );
+        };
+        push(self, Body::Sync(f), spec);
     }
 
     fn wait_for_var(&self, var: &Var) -> Result<()> {

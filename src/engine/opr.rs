@@ -164,19 +164,28 @@ pub(crate) fn panic_error(name: &str, payload: Box<dyn Any + Send>) -> Error {
     Error::Runtime(format!("{name}: {msg}"))
 }
 
+/// Everything a push says besides the body: where the op runs, what it reads and writes,
+/// and how it is scheduled.
+pub(crate) struct PushSpec<'a> {
+    pub ctx: Context,
+    pub const_vars: &'a [Var],
+    pub mutable_vars: &'a [Var],
+    pub prop: FnProperty,
+    pub priority: i32,
+    pub name: &'static str,
+}
+
 impl OprBlock {
     /// Queues a new op on its variables; dispatches it if nothing holds it back.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn push(
-        runner: Runner,
-        body: Body,
-        ctx: Context,
-        const_vars: &[Var],
-        mutable_vars: &[Var],
-        prop: FnProperty,
-        priority: i32,
-        name: &'static str,
-    ) {
+    pub(crate) fn push(runner: Runner, body: Body, spec: PushSpec<'_>) {
+        let PushSpec {
+            ctx,
+            const_vars,
+            mutable_vars,
+            prop,
+            priority,
+            name,
+        } = spec;
         let (const_vars, mutable_vars) = dedup_vars(const_vars, mutable_vars);
         if let Some(engine) = runner.engine() {
             engine.op_pushed();

@@ -2,7 +2,7 @@
 //! errors since the last `wait_for_all`, shutdown.
 
 use super::errors::{ErrorList, ErrorRef};
-use super::opr::{Body, OprBlock, Runner, WaitSlot};
+use super::opr::{Body, OprBlock, PushSpec, Runner, WaitSlot};
 use super::pool::{current_pool_id, Pool};
 use super::{FnProperty, Var};
 use crate::context::Context;
@@ -66,16 +66,15 @@ impl EngineShared {
     pub(crate) fn wait_var(&self, var: &Var) -> Result<()> {
         if var.has_pending_write() {
             let slot = Arc::new(WaitSlot::default());
-            OprBlock::push(
-                Runner::Internal,
-                Body::Signal(slot.clone()),
-                Context::cpu(0),
-                std::slice::from_ref(var),
-                &[],
-                FnProperty::Normal,
-                0,
-                "WaitForVar",
-            );
+            let spec = PushSpec {
+                ctx: Context::cpu(0),
+                const_vars: std::slice::from_ref(var),
+                mutable_vars: &[],
+                prop: FnProperty::Normal,
+                priority: 0,
+                name: "WaitForVar",
+            };
+            OprBlock::push(Runner::Internal, Body::Signal(slot.clone()), spec);
             slot.wait();
         }
         var.take_error().map_or(Ok(()), Err)
