@@ -1,6 +1,6 @@
 //! Definition of `FullyConnected` (`out = data · weightᵀ + bias`) and its backward.
 
-use super::common::{float_dtype, py_bool};
+use super::common::{float_dtype, py_bool, NO_BIAS};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
@@ -170,12 +170,7 @@ fn create(attrs: &Attrs) -> Result<OpRef> {
 
 const PARAMS: &[Param] = &[
     Param::required("num_hidden", "int", "Number of hidden nodes of the output."),
-    Param::new(
-        "no_bias",
-        "boolean",
-        "False",
-        "Whether to disable bias parameter.",
-    ),
+    NO_BIAS,
     Param::new(
         "flatten",
         "boolean",

@@ -172,11 +172,11 @@ fn column_sums<T: Num, F: Float + 'static + Send + Sync>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{close, f64s, run_req};
+    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
 
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
-    use crate::op::{Attrs, Grad, OpRef};
+    use crate::op::{Grad, OpRef};
     use crate::shape::Shape;
 
     fn seq(shape: &[usize], scale: f32, shift: f32) -> crate::ndarray::NDArray {
@@ -188,11 +188,7 @@ mod tests {
     }
 
     fn op(attrs: &[(&str, &str)]) -> OpRef {
-        let a: Attrs = attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        crate::op::find(NAME).unwrap().build(&a).unwrap()
+        build(NAME, attrs)
     }
 
     #[test]

@@ -144,19 +144,15 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::run_req;
+    use super::super::common::testing::{build, run_req};
     use super::*;
 
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
-    use crate::op::{Attrs, Grad, OpRef};
+    use crate::op::{Grad, OpRef};
     use crate::shape::Shape;
 
     fn op(attrs: &[(&str, &str)]) -> OpRef {
-        let a: Attrs = attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        crate::op::find(NAME).unwrap().build(&a).unwrap()
+        build(NAME, attrs)
     }
 
     #[test]

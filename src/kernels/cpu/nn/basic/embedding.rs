@@ -134,19 +134,15 @@ fn scatter_add<T: Num>(g: &[T], rows: &[usize], od: usize, dw: &mut [T]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{close, f64s, run_req};
+    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
     use crate::dtype::DType;
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
-    use crate::op::{Attrs, Grad, OpRef};
+    use crate::op::{Grad, OpRef};
     use crate::shape::Shape;
 
     fn op(attrs: &[(&str, &str)]) -> OpRef {
-        let a: Attrs = attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        crate::op::find(NAME).unwrap().build(&a).unwrap()
+        build(NAME, attrs)
     }
 
     fn weight() -> crate::ndarray::NDArray {

@@ -133,20 +133,16 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{close, f64s, run_req};
+    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
 
     use crate::ndarray::NDArray;
     use crate::op::testutil::{f32a, f32s, run, try_run};
-    use crate::op::{Attrs, Grad, OpRef};
+    use crate::op::{Grad, OpRef};
     use crate::shape::Shape;
 
     fn op(name: &str, attrs: &[(&str, &str)]) -> OpRef {
-        let a: Attrs = attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        crate::op::find(name).unwrap().build(&a).unwrap()
+        build(name, attrs)
     }
 
     fn backward(o: &OpRef, inputs: &[NDArray]) -> Vec<f64> {

@@ -147,24 +147,8 @@ impl CpuKernel for SoftmaxActivation {
         outputs: &[TBlob],
         req: &[OpReq],
     ) -> Result<()> {
-        if req[0] == OpReq::Null {
-            return Ok(());
-        }
-        let spec = self.spec(&inputs[0].shape)?;
-        if super::common::overlaps(&inputs[0], &outputs[0]) {
-            return Err(Error::Runtime(
-                "SoftmaxActivation: the output must not share memory with the data".into(),
-            ));
-        }
-        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
-            kernel::forward::<T, T, F>(
-                inputs[0].slice::<T>(),
-                outputs[0].slice_mut::<T>(),
-                &spec,
-                req[0] == OpReq::Add,
-            )
-        });
-        Ok(())
+        let layout = self.layout(&inputs[0].shape)?;
+        kernel::plain(self.name(), &inputs[0], &outputs[0], layout, req[0])
     }
 }
 
@@ -206,21 +190,17 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{close, f64s, run_req};
+    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
     use crate::dtype::DType;
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
-    use crate::op::{Attrs, Grad, OpRef};
+    use crate::op::{Grad, OpRef};
     use crate::shape::Shape;
 
     const X: [f32; 12] = [1.0, 2.0, 3.0, 0.5, -1.0, 0.0, 4.0, 2.0, 0.3, 0.2, 0.1, -5.0];
 
     fn op(name: &str, attrs: &[(&str, &str)]) -> OpRef {
-        let a: Attrs = attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        crate::op::find(name).unwrap().build(&a).unwrap()
+        build(name, attrs)
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! is set.
 
 use super::common::{ld, put, st};
-use super::softmax_kernel::{self as kernel, Layout, Spec};
+use super::softmax_kernel::{self as kernel, Layout};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::num::Num;
@@ -24,29 +24,8 @@ impl CpuKernel for SoftmaxOutput {
         outputs: &[TBlob],
         req: &[OpReq],
     ) -> Result<()> {
-        if req[0] == OpReq::Null {
-            return Ok(());
-        }
-        let spec = Spec {
-            layout: self.layout(&inputs[0].shape)?,
-            temperature: 1.0,
-            log: false,
-            lengths: None,
-        };
-        if super::common::overlaps(&inputs[0], &outputs[0]) {
-            return Err(Error::Runtime(format!(
-                "{NAME}: the output must not share memory with the data"
-            )));
-        }
-        dispatch_float!(NAME, inputs[0].dtype, T, F => {
-            kernel::forward::<T, T, F>(
-                inputs[0].slice::<T>(),
-                outputs[0].slice_mut::<T>(),
-                &spec,
-                req[0] == OpReq::Add,
-            )
-        });
-        Ok(())
+        let layout = self.layout(&inputs[0].shape)?;
+        kernel::plain(NAME, &inputs[0], &outputs[0], layout, req[0])
     }
 }
 
@@ -199,21 +178,17 @@ impl Plan<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{close, f64s, run_req};
+    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
 
     use crate::op::testutil::{array, f32a, f32s, run, try_run};
-    use crate::op::{Attrs, Grad, OpRef};
+    use crate::op::{Grad, OpRef};
     use crate::shape::Shape;
 
     const X: [f32; 12] = [1.0, 2.0, 3.0, 0.5, -1.0, 0.0, 4.0, 2.0, 0.3, 0.2, 0.1, -5.0];
 
     fn op(attrs: &[(&str, &str)]) -> OpRef {
-        let a: Attrs = attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        crate::op::find("Softmax").unwrap().build(&a).unwrap()
+        build("Softmax", attrs)
     }
 
     /// The data gradient for `attrs`, with head gradient `og` if `out_grad` is set.

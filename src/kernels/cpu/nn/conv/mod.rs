@@ -33,10 +33,11 @@ mod batch_norm;
 mod convolution;
 mod deconvolution;
 mod im2col;
+mod layer;
 mod pooling;
-mod scratch;
 #[cfg(test)]
 mod tests;
+mod workspace;
 
 /// Registers the CPU kernels of this family.
 pub(crate) fn register_kernels(k: &mut crate::kernels::Kernels) {
