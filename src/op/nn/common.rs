@@ -77,6 +77,11 @@ pub const NO_BIAS: Param = Param::new(
     "Whether to disable bias parameter.",
 );
 
+/// The input names of an operator that takes the first `n` of `all`.
+pub fn first_inputs(all: &[&str], n: usize) -> Option<Vec<String>> {
+    Some(all[..n].iter().map(|s| s.to_string()).collect())
+}
+
 /// `True`/`False` as MXNet prints booleans.
 pub fn py_bool(b: bool) -> &'static str {
     if b {

@@ -2,7 +2,7 @@
 //! MXNet parses them, the checks of the data against them, shape inference and the
 //! backward operator's definition.
 
-use super::common::check_count;
+use super::common::{check_count, first_inputs};
 use super::geometry::{check_data_ndim, check_layout, kernel_tuple, window_tuple, Window};
 use crate::error::{Error, Result};
 use crate::op::{
@@ -81,15 +81,6 @@ impl ConvArgs {
     /// The window with the given padding (deconvolution may compute its own).
     pub fn window(&self, pad: &[usize]) -> Window {
         Window::new(&self.kernel, &self.stride, &self.dilate, pad)
-    }
-
-    /// Input names: `data`, `weight` and, unless `no_bias`, `bias`.
-    pub fn input_names(&self) -> Vec<String> {
-        let mut v = vec!["data".to_string(), "weight".to_string()];
-        if !self.no_bias {
-            v.push("bias".to_string());
-        }
-        v
     }
 
     /// Number of inputs.
@@ -172,7 +163,7 @@ impl<L: ConvLayer> Operator for L {
     }
 
     fn input_names(&self) -> Option<Vec<String>> {
-        Some(self.args().input_names())
+        first_inputs(&["data", "weight", "bias"], self.args().num_inputs())
     }
 
     fn resources(&self) -> &'static [ResourceRequest] {
@@ -183,40 +174,32 @@ impl<L: ConvLayer> Operator for L {
         crate::op::infer::shapes_from_partial(self, inputs)
     }
 
+    /// Shape inference in both directions where the layer allows.
     fn infer_shape_partial(
         &self,
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        infer_shape_partial(self, inputs, outputs)
+        let a = self.args();
+        check_count(L::NAME, inputs.len(), a.num_inputs())?;
+        if let (None, Some(out), Some(w)) = (&inputs[0], &outputs[0], &inputs[1]) {
+            inputs[0] = self.data_from_output(out, w);
+        }
+        let Some(data) = inputs[0].clone() else {
+            return Ok(());
+        };
+        let (w, b, out) = self.shapes(&data)?;
+        assign_shape(L::NAME, "weight", &mut inputs[1], &w)?;
+        if !a.no_bias {
+            assign_shape(L::NAME, "bias", &mut inputs[2], &b)?;
+        }
+        assign_shape(L::NAME, "output", &mut outputs[0], &out)
     }
 
     fn gradient(&self) -> Grad {
         let bw: OpRef = Arc::new(ConvBackward { fwd: self.clone() });
         Gradient::simple(bw, &[0, 1], &[], self.args().num_inputs())
     }
-}
-
-/// Shape inference of a layer, in both directions where the layer allows.
-fn infer_shape_partial<L: ConvLayer>(
-    op: &L,
-    inputs: &mut [Option<Shape>],
-    outputs: &mut [Option<Shape>],
-) -> Result<()> {
-    let a = op.args();
-    check_count(L::NAME, inputs.len(), a.num_inputs())?;
-    if let (None, Some(out), Some(w)) = (&inputs[0], &outputs[0], &inputs[1]) {
-        inputs[0] = op.data_from_output(out, w);
-    }
-    let Some(data) = inputs[0].clone() else {
-        return Ok(());
-    };
-    let (w, b, out) = op.shapes(&data)?;
-    assign_shape(L::NAME, "weight", &mut inputs[1], &w)?;
-    if !a.no_bias {
-        assign_shape(L::NAME, "bias", &mut inputs[2], &b)?;
-    }
-    assign_shape(L::NAME, "output", &mut outputs[0], &out)
 }
 
 /// `_backward_Convolution` and `_backward_Deconvolution`: inputs (output gradient, data,

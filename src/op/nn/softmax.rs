@@ -1,7 +1,7 @@
 //! Definitions of `softmax`, `log_softmax` (with `axis`, `temperature`, `dtype` and, for
 //! `softmax`, a valid `length` input) and `SoftmaxActivation`, with their backward.
 
-use super::common::{check_count, check_float, float_dtype, ograd_shape, same_shape};
+use super::common::{check_count, check_float, first_inputs, float_dtype, ograd_shape, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
@@ -74,12 +74,7 @@ impl Operator for Softmax {
     }
 
     fn input_names(&self) -> Option<Vec<String>> {
-        let names: &[&str] = if self.0.use_length {
-            &["data", "length"]
-        } else {
-            &["data"]
-        };
-        Some(names.iter().map(|s| s.to_string()).collect())
+        first_inputs(&["data", "length"], 1 + usize::from(self.0.use_length))
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {

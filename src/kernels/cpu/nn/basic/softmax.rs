@@ -147,8 +147,24 @@ impl CpuKernel for SoftmaxActivation {
         outputs: &[TBlob],
         req: &[OpReq],
     ) -> Result<()> {
-        let layout = self.layout(&inputs[0].shape)?;
-        kernel::plain(self.name(), &inputs[0], &outputs[0], layout, req[0])
+        if req[0] == OpReq::Null {
+            return Ok(());
+        }
+        let spec = self.spec(&inputs[0].shape)?;
+        if super::common::overlaps(&inputs[0], &outputs[0]) {
+            return Err(Error::Runtime(
+                "SoftmaxActivation: the output must not share memory with the data".into(),
+            ));
+        }
+        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
+            kernel::forward::<T, T, F>(
+                inputs[0].slice::<T>(),
+                outputs[0].slice_mut::<T>(),
+                &spec,
+                req[0] == OpReq::Add,
+            )
+        });
+        Ok(())
     }
 }
 

@@ -4,10 +4,7 @@
 
 use super::common::{for_chunks, ld, put, st};
 use crate::dtype::Element;
-use crate::error::{Error, Result};
 use crate::kernels::cpu::num::Num;
-use crate::ndarray::TBlob;
-use crate::op::OpReq;
 use num_traits::Float;
 
 pub use crate::op::nn::softmax::Layout;
@@ -37,30 +34,6 @@ impl Spec<'_> {
             l[o * self.layout.inner + i].min(self.layout.n)
         })
     }
-}
-
-/// `y = softmax(x)` along `layout` for the softmax layers (`SoftmaxActivation`,
-/// `SoftmaxOutput`), which take no temperature or lengths and keep the data's dtype; the
-/// output must not share memory with the data.
-pub fn plain(op: &str, x: &TBlob, y: &TBlob, layout: Layout, req: OpReq) -> Result<()> {
-    if req == OpReq::Null {
-        return Ok(());
-    }
-    if super::common::overlaps(x, y) {
-        return Err(Error::Runtime(format!(
-            "{op}: the output must not share memory with the data"
-        )));
-    }
-    let spec = Spec {
-        layout,
-        temperature: 1.0,
-        log: false,
-        lengths: None,
-    };
-    dispatch_float!(op, x.dtype, T, F => {
-        forward::<T, T, F>(x.slice::<T>(), y.slice_mut::<T>(), &spec, req == OpReq::Add)
-    });
-    Ok(())
 }
 
 /// `y (=|+=) softmax(x)` (or log-softmax) as `spec` says.

@@ -3,7 +3,7 @@
 //! is set.
 
 use super::common::{ld, put, st};
-use super::softmax_kernel::{self as kernel, Layout};
+use super::softmax_kernel::{self as kernel, Layout, Spec};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::num::Num;
@@ -24,8 +24,29 @@ impl CpuKernel for SoftmaxOutput {
         outputs: &[TBlob],
         req: &[OpReq],
     ) -> Result<()> {
-        let layout = self.layout(&inputs[0].shape)?;
-        kernel::plain(NAME, &inputs[0], &outputs[0], layout, req[0])
+        if req[0] == OpReq::Null {
+            return Ok(());
+        }
+        let spec = Spec {
+            layout: self.layout(&inputs[0].shape)?,
+            temperature: 1.0,
+            log: false,
+            lengths: None,
+        };
+        if super::common::overlaps(&inputs[0], &outputs[0]) {
+            return Err(Error::Runtime(format!(
+                "{NAME}: the output must not share memory with the data"
+            )));
+        }
+        dispatch_float!(NAME, inputs[0].dtype, T, F => {
+            kernel::forward::<T, T, F>(
+                inputs[0].slice::<T>(),
+                outputs[0].slice_mut::<T>(),
+                &spec,
+                req[0] == OpReq::Add,
+            )
+        });
+        Ok(())
     }
 }
 
