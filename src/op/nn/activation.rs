@@ -1,12 +1,10 @@
 //! Definition of `Activation` (relu, sigmoid, tanh, softrelu and softsign) and its
 //! backward.
 
-use super::common::{check_count, float_dtype, same_shape};
+use super::common::{float_dtype, ograd_shape, same_shape};
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
-};
+use crate::op::{Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry};
 use crate::shape::Shape;
 use std::sync::Arc;
 
@@ -46,7 +44,6 @@ impl Operator for Activation {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        check_count(NAME, inputs, 1)?;
         same_shape(NAME, inputs, outputs)
     }
 
@@ -77,15 +74,12 @@ impl Operator for ActivationBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        if inputs[0] != inputs[1] {
-            return Err(crate::op::shape_err(
-                self.name(),
-                "the output gradient must have the shape of the data",
-                &inputs[0],
-            ));
-        }
-        Ok(vec![inputs[1].clone()])
+        let other = if self.0.uses_input() {
+            "data"
+        } else {
+            "output"
+        };
+        ograd_shape(self.name(), inputs, 2, other)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {

@@ -1,6 +1,7 @@
 //! Definition of `BatchNorm` over any channel axis, with moving statistics as auxiliary
 //! states, and its backward.
 
+use super::common::check_count;
 use crate::error::{Error, Result};
 use crate::op::{
     assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
@@ -92,12 +93,7 @@ impl Operator for BatchNorm {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        if inputs.len() != 5 {
-            return Err(Error::Value(format!(
-                "BatchNorm: expected 5 inputs, got {}",
-                inputs.len()
-            )));
-        }
+        check_count("BatchNorm", inputs.len(), 5)?;
         if inputs[0].is_none() {
             if let Some(y) = &outputs[0] {
                 inputs[0] = Some(y.clone());

@@ -3,8 +3,8 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::op::assign_shape;
-use crate::shape::Shape;
+use crate::op::{assign_shape, Param};
+use crate::shape::{fmt_shape, Shape};
 
 /// The one float dtype all `inputs` share, or a type error naming the op.
 pub fn float_dtype(op: &str, inputs: &[DType]) -> Result<DType> {
@@ -24,12 +24,14 @@ pub fn check_float(op: &str, what: &str, t: DType) -> Result<()> {
     }
 }
 
-/// Shape inference for ops whose output has the input's shape, in both directions.
+/// Shape inference for ops whose output has the input's shape, in both directions;
+/// `inputs` holds that one input.
 pub fn same_shape(
     op: &str,
     inputs: &mut [Option<Shape>],
     outputs: &mut [Option<Shape>],
 ) -> Result<()> {
+    check_count(op, inputs.len(), 1)?;
     match (&inputs[0], &outputs[0]) {
         (Some(s), _) => {
             let s = s.clone();
@@ -43,15 +45,41 @@ pub fn same_shape(
     }
 }
 
-/// Checks the number of inputs given to a partial inference.
-pub fn check_count(op: &str, inputs: &[Option<Shape>], want: usize) -> Result<()> {
-    if inputs.len() != want {
+/// Checks the number of inputs (`got`) given to a partial inference.
+pub fn check_count(op: &str, got: usize, want: usize) -> Result<()> {
+    if got != want {
         return Err(Error::Value(format!(
-            "{op}: expected {want} input(s), got {}",
-            inputs.len()
+            "{op}: expected {want} input(s), got {got}"
         )));
     }
     Ok(())
+}
+
+/// Shape inference of a backward operator taking `want` inputs whose first two, the
+/// output gradient and `other`, share their shape with the one output.
+pub fn ograd_shape(op: &str, inputs: &[Shape], want: usize, other: &str) -> Result<Vec<Shape>> {
+    check_count(op, inputs.len(), want)?;
+    if inputs[0] != inputs[1] {
+        return Err(Error::Value(format!(
+            "{op}: output gradient {} and {other} {} differ in shape",
+            fmt_shape(&inputs[0]),
+            fmt_shape(&inputs[1])
+        )));
+    }
+    Ok(vec![inputs[1].clone()])
+}
+
+/// The `no_bias` attribute of the layers whose bias is on by default.
+pub const NO_BIAS: Param = Param::new(
+    "no_bias",
+    "boolean",
+    "False",
+    "Whether to disable bias parameter.",
+);
+
+/// The input names of an operator that takes the first `n` of `all`.
+pub fn first_inputs(all: &[&str], n: usize) -> Option<Vec<String>> {
+    Some(all[..n].iter().map(|s| s.to_string()).collect())
 }
 
 /// `True`/`False` as MXNet prints booleans.

@@ -1,13 +1,11 @@
 //! Definition of `Convolution` (1-D, 2-D and 3-D, grouped, strided, padded, dilated)
 //! and its backward.
 
-use super::conv_args::ConvArgs;
-use super::geometry::{check_data_ndim, to3, ColGeom, Window};
+use super::common::NO_BIAS;
+use super::conv_layer::{ConvArgs, ConvBackward, ConvLayer, CUDNN_OFF};
+use super::geometry::{to3, ColGeom, Window};
 use crate::error::{Error, Result};
-use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
-    Registry,
-};
+use crate::op::{Attrs, OpDef, OpRef, Param, Params, Registry};
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
 
@@ -30,6 +28,7 @@ pub(crate) fn conv_out(input: usize, win: &Window, i: usize) -> Option<usize> {
 }
 
 /// The `Convolution` operator.
+#[derive(Debug, Clone)]
 pub(crate) struct Convolution {
     pub(crate) args: ConvArgs,
 }
@@ -39,15 +38,7 @@ impl Convolution {
     pub(crate) fn plan(&self, data: &[usize]) -> Result<Plan> {
         let a = &self.args;
         let nd = a.nd();
-        check_data_ndim("Convolution", data, nd)?;
-        let channels = data[1];
-        if !channels.is_multiple_of(a.num_group) {
-            return Err(Error::Value(format!(
-                "Convolution: input channels ({channels}) must be divisible by num_group ({}), data shape {}",
-                a.num_group,
-                fmt_shape(data)
-            )));
-        }
+        let channels = a.check_data("Convolution", data)?;
         let win = a.window(&a.pad);
         let input = to3(&data[2..], 1);
         let mut output = [1; 3];
@@ -76,119 +67,42 @@ impl Convolution {
             },
         })
     }
+}
 
-    /// Shapes of weight, bias and output for `data`.
-    pub(crate) fn shapes(&self, data: &[usize]) -> Result<(Shape, Shape, Shape)> {
-        let p = self.plan(data)?;
+impl ConvLayer for Convolution {
+    const NAME: &'static str = "Convolution";
+    const BACKWARD: &'static str = "_backward_Convolution";
+
+    fn args(&self) -> &ConvArgs {
+        &self.args
+    }
+
+    fn weight_lead(&self, channels: usize) -> [usize; 2] {
+        [self.args.num_filter, channels / self.args.num_group]
+    }
+
+    fn out_spatial(&self, data: &[usize]) -> Result<[usize; 3]> {
+        Ok(self.plan(data)?.geom.output)
+    }
+
+    /// With unit strides the data shape follows from the output and weight shapes.
+    fn data_from_output(&self, out: &Shape, w: &Shape) -> Option<Shape> {
         let a = &self.args;
-        let mut w = Shape::from_slice(&[a.num_filter, data[1] / a.num_group]);
-        w.extend_from_slice(&a.kernel);
-        let mut out = Shape::from_slice(&[data[0], a.num_filter]);
-        out.extend_from_slice(&p.geom.output[3 - a.nd()..]);
-        Ok((w, Shape::from_slice(&[a.num_filter]), out))
-    }
-}
-
-impl Operator for Convolution {
-    fn name(&self) -> &'static str {
-        "Convolution"
-    }
-
-    fn input_names(&self) -> Option<Vec<String>> {
-        Some(self.args.input_names())
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        check_inputs_len(inputs, self.args.num_inputs())?;
-        let a = &self.args;
-        // With unit strides the data shape follows from the output and weight shapes.
-        if let (None, Some(out), Some(w)) = (&inputs[0], &outputs[0], &inputs[1]) {
-            if a.stride.iter().all(|&s| s == 1) && out.len() == a.nd() + 2 && w.len() >= 2 {
-                let win = a.window(&a.pad);
-                let mut d = Shape::from_slice(&[out[0], w[1] * a.num_group]);
-                for (i, &o) in out[2..].iter().enumerate() {
-                    let j = 3 - a.nd() + i;
-                    d.push((o + win.span(j) - 1).saturating_sub(2 * win.pad[j]));
-                }
-                inputs[0] = Some(d);
-            }
+        if !(a.stride.iter().all(|&s| s == 1) && out.len() == a.nd() + 2 && w.len() >= 2) {
+            return None;
         }
-        let Some(data) = inputs[0].clone() else {
-            return Ok(());
-        };
-        let (w, b, out) = self.shapes(&data)?;
-        assign_shape("Convolution", "weight", &mut inputs[1], &w)?;
-        if !a.no_bias {
-            assign_shape("Convolution", "bias", &mut inputs[2], &b)?;
+        let win = a.window(&a.pad);
+        let mut d = Shape::from_slice(&[out[0], w[1] * a.num_group]);
+        for (i, &o) in out[2..].iter().enumerate() {
+            let j = 3 - a.nd() + i;
+            d.push((o + win.span(j) - 1).saturating_sub(2 * win.pad[j]));
         }
-        assign_shape("Convolution", "output", &mut outputs[0], &out)
-    }
-
-    fn gradient(&self) -> Grad {
-        let op: OpRef = Arc::new(ConvolutionBackward {
-            fwd: Convolution {
-                args: self.args.clone(),
-            },
-        });
-        Gradient::simple(op, &[0, 1], &[], self.args.num_inputs())
+        Some(d)
     }
 }
 
-fn check_inputs_len(inputs: &[Option<Shape>], want: usize) -> Result<()> {
-    if inputs.len() != want {
-        return Err(Error::Value(format!(
-            "Convolution: expected {want} input(s), got {}",
-            inputs.len()
-        )));
-    }
-    Ok(())
-}
-
-/// `_backward_Convolution`: inputs (output gradient, data, weight); outputs the
-/// gradients of data, weight and, with a bias, bias.
-pub(crate) struct ConvolutionBackward {
-    pub(crate) fwd: Convolution,
-}
-
-impl Operator for ConvolutionBackward {
-    fn name(&self) -> &'static str {
-        "_backward_Convolution"
-    }
-
-    fn num_outputs(&self) -> usize {
-        self.fwd.args.num_inputs()
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("_backward_Convolution", inputs, 3)?;
-        let (w, b, out) = self.fwd.shapes(&inputs[1])?;
-        assign_shape(
-            "_backward_Convolution",
-            "weight",
-            &mut Some(inputs[2].clone()),
-            &w,
-        )?;
-        assign_shape(
-            "_backward_Convolution",
-            "output gradient",
-            &mut Some(inputs[0].clone()),
-            &out,
-        )?;
-        let mut v = vec![inputs[1].clone(), w];
-        if !self.fwd.args.no_bias {
-            v.push(b);
-        }
-        Ok(v)
-    }
-}
+/// `_backward_Convolution`.
+pub(crate) type ConvolutionBackward = ConvBackward<Convolution>;
 
 const PARAMS: &[Param] = &[
     Param::required(
@@ -234,24 +148,14 @@ const PARAMS: &[Param] = &[
          kernel. When CUDNN is used, it controls the maximum temporary storage used for tuning \
          the best CUDNN kernel when `limited_workspace` strategy is used.",
     ),
-    Param::new(
-        "no_bias",
-        "boolean",
-        "False",
-        "Whether to disable bias parameter.",
-    ),
+    NO_BIAS,
     Param::new(
         "cudnn_tune",
         "{None, 'fastest', 'limited_workspace', 'off'}",
         "None",
         "Whether to pick convolution algo by running performance test.",
     ),
-    Param::new(
-        "cudnn_off",
-        "boolean",
-        "False",
-        "Turn off cudnn for this layer.",
-    ),
+    CUDNN_OFF,
     Param::new(
         "layout",
         "{None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC'}",

@@ -1,13 +1,10 @@
 //! Definition of `Deconvolution` (transposed convolution, 1-D to 3-D) and its backward.
 
-use super::conv_args::ConvArgs;
-use super::geometry::{check_data_ndim, to3, window_tuple, ColGeom, Dims3};
+use super::conv_layer::{ConvArgs, ConvBackward, ConvLayer, CUDNN_OFF};
+use super::geometry::{to3, window_tuple, ColGeom, Dims3};
 use crate::error::{Error, Result};
-use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
-    Registry,
-};
-use crate::shape::{fmt_shape, Shape};
+use crate::op::{Attrs, OpDef, OpRef, Param, Params, Registry};
+use crate::shape::fmt_shape;
 use std::sync::Arc;
 
 /// The `Deconvolution` operator.
@@ -58,15 +55,7 @@ impl Deconvolution {
     pub(crate) fn plan(&self, data: &[usize]) -> Result<Plan> {
         let a = &self.args;
         let nd = a.nd();
-        check_data_ndim("Deconvolution", data, nd)?;
-        let channels = data[1];
-        if !channels.is_multiple_of(a.num_group) {
-            return Err(Error::Value(format!(
-                "Deconvolution: input channels ({channels}) must be divisible by num_group ({}), data shape {}",
-                a.num_group,
-                fmt_shape(data)
-            )));
-        }
+        let channels = a.check_data("Deconvolution", data)?;
         let (pad, adj) = self.pad_adj(&data[2..])?;
         let win = a.window(&pad);
         let grid = to3(&data[2..], 1);
@@ -101,88 +90,28 @@ impl Deconvolution {
             },
         })
     }
+}
 
-    pub(crate) fn shapes(&self, data: &[usize]) -> Result<(Shape, Shape, Shape)> {
-        let p = self.plan(data)?;
-        let a = &self.args;
-        let mut w = Shape::from_slice(&[data[1], a.num_filter / a.num_group]);
-        w.extend_from_slice(&a.kernel);
-        let mut out = Shape::from_slice(&[data[0], a.num_filter]);
-        out.extend_from_slice(&p.geom.input[3 - a.nd()..]);
-        Ok((w, Shape::from_slice(&[a.num_filter]), out))
+impl ConvLayer for Deconvolution {
+    const NAME: &'static str = "Deconvolution";
+    const BACKWARD: &'static str = "_backward_Deconvolution";
+
+    fn args(&self) -> &ConvArgs {
+        &self.args
+    }
+
+    fn weight_lead(&self, channels: usize) -> [usize; 2] {
+        [channels, self.args.num_filter / self.args.num_group]
+    }
+
+    /// The image a convolution with this window would read.
+    fn out_spatial(&self, data: &[usize]) -> Result<[usize; 3]> {
+        Ok(self.plan(data)?.geom.input)
     }
 }
 
-impl Operator for Deconvolution {
-    fn name(&self) -> &'static str {
-        "Deconvolution"
-    }
-
-    fn input_names(&self) -> Option<Vec<String>> {
-        Some(self.args.input_names())
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
-        if inputs.len() != self.args.num_inputs() {
-            return Err(Error::Value(format!(
-                "Deconvolution: expected {} input(s), got {}",
-                self.args.num_inputs(),
-                inputs.len()
-            )));
-        }
-        let Some(data) = inputs[0].clone() else {
-            return Ok(());
-        };
-        let (w, b, out) = self.shapes(&data)?;
-        assign_shape("Deconvolution", "weight", &mut inputs[1], &w)?;
-        if !self.args.no_bias {
-            assign_shape("Deconvolution", "bias", &mut inputs[2], &b)?;
-        }
-        assign_shape("Deconvolution", "output", &mut outputs[0], &out)
-    }
-
-    fn gradient(&self) -> Grad {
-        let op: OpRef = Arc::new(DeconvolutionBackward { fwd: self.clone() });
-        Gradient::simple(op, &[0, 1], &[], self.args.num_inputs())
-    }
-}
-
-/// `_backward_Deconvolution`: inputs (output gradient, data, weight); outputs the
-/// gradients of data, weight and, with a bias, bias.
-pub(crate) struct DeconvolutionBackward {
-    pub(crate) fwd: Deconvolution,
-}
-
-impl Operator for DeconvolutionBackward {
-    fn name(&self) -> &'static str {
-        "_backward_Deconvolution"
-    }
-
-    fn num_outputs(&self) -> usize {
-        self.fwd.args.num_inputs()
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("_backward_Deconvolution", inputs, 3)?;
-        let (w, b, out) = self.fwd.shapes(&inputs[1])?;
-        let name = "_backward_Deconvolution";
-        assign_shape(name, "weight", &mut Some(inputs[2].clone()), &w)?;
-        assign_shape(name, "output gradient", &mut Some(inputs[0].clone()), &out)?;
-        let mut v = vec![inputs[1].clone(), w];
-        if !self.fwd.args.no_bias {
-            v.push(b);
-        }
-        Ok(v)
-    }
-}
+/// `_backward_Deconvolution`.
+pub(crate) type DeconvolutionBackward = ConvBackward<Deconvolution>;
 
 const PARAMS: &[Param] = &[
     Param::required(
@@ -259,12 +188,7 @@ const PARAMS: &[Param] = &[
         "None",
         "Whether to pick convolution algorithm by running performance test.",
     ),
-    Param::new(
-        "cudnn_off",
-        "boolean",
-        "False",
-        "Turn off cudnn for this layer.",
-    ),
+    CUDNN_OFF,
     Param::new(
         "layout",
         "{None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC'}",

@@ -1,6 +1,6 @@
 //! Definition of `FullyConnected` (`out = data · weightᵀ + bias`) and its backward.
 
-use super::common::{float_dtype, py_bool};
+use super::common::{first_inputs, float_dtype, py_bool, NO_BIAS};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
@@ -61,12 +61,7 @@ impl Operator for Fc {
     }
 
     fn input_names(&self) -> Option<Vec<String>> {
-        let names: &[&str] = if self.no_bias {
-            &["data", "weight"]
-        } else {
-            &["data", "weight", "bias"]
-        };
-        Some(names.iter().map(|s| s.to_string()).collect())
+        first_inputs(&["data", "weight", "bias"], self.n_inputs())
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
@@ -170,12 +165,7 @@ fn create(attrs: &Attrs) -> Result<OpRef> {
 
 const PARAMS: &[Param] = &[
     Param::required("num_hidden", "int", "Number of hidden nodes of the output."),
-    Param::new(
-        "no_bias",
-        "boolean",
-        "False",
-        "Whether to disable bias parameter.",
-    ),
+    NO_BIAS,
     Param::new(
         "flatten",
         "boolean",

@@ -2,14 +2,14 @@
 //! `1/(1-p)`, optionally sharing the draw along `axes`; the scaled keep mask is a hidden
 //! second output that the backward multiplies by.
 
-use super::common::{check_count, float_dtype, same_shape};
+use super::common::{float_dtype, ograd_shape, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
-    Registry, ResourceRequest,
+    assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
+    ResourceRequest,
 };
-use crate::shape::{fmt_shape, Shape};
+use crate::shape::Shape;
 use std::sync::Arc;
 
 pub(crate) const NAME: &str = "Dropout";
@@ -65,7 +65,6 @@ impl Operator for Dropout {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        check_count(NAME, inputs, 1)?;
         same_shape(NAME, inputs, &mut outputs[..1])?;
         if let Some(d) = inputs[0].clone() {
             self.draw_shape(&d)?;
@@ -111,16 +110,7 @@ impl Operator for DropoutBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        if inputs[0] != inputs[1] {
-            return Err(Error::Value(format!(
-                "{}: output gradient {} and mask {} differ in shape",
-                self.name(),
-                fmt_shape(&inputs[0]),
-                fmt_shape(&inputs[1])
-            )));
-        }
-        Ok(vec![inputs[0].clone()])
+        ograd_shape(self.name(), inputs, 2, "mask")
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {

@@ -1,6 +1,7 @@
 //! Definition of `Embedding`: rows of `weight` looked up by the indices in `data`, and
 //! its backward.
 
+use super::common::check_count;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
@@ -46,12 +47,7 @@ impl Operator for Embedding {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        if inputs.len() != 2 {
-            return Err(Error::Value(format!(
-                "{NAME}: expected 2 inputs (data, weight), got {}",
-                inputs.len()
-            )));
-        }
+        check_count(NAME, inputs.len(), 2)?;
         assign_shape(NAME, "weight", &mut inputs[1], &self.weight_shape())?;
         match (&inputs[0], &outputs[0]) {
             (Some(d), _) => {
@@ -82,12 +78,7 @@ impl Operator for Embedding {
         inputs: &mut [Option<DType>],
         outputs: &mut [Option<DType>],
     ) -> Result<()> {
-        if inputs.len() != 2 {
-            return Err(Error::Type(format!(
-                "{NAME}: expected 2 inputs (data, weight), got {}",
-                inputs.len()
-            )));
-        }
+        check_count(NAME, inputs.len(), 2)?;
         if inputs[0] == Some(DType::Bool) {
             return Err(Error::Type(format!(
                 "{NAME}: data must be numeric, got bool"

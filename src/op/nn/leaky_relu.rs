@@ -1,6 +1,6 @@
 //! Definition of `LeakyReLU` (leaky, elu, selu, gelu, prelu and rrelu) and its backward.
 
-use super::common::{float_dtype, same_shape};
+use super::common::{first_inputs, float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
@@ -83,12 +83,7 @@ impl Operator for LeakyRelu {
     }
 
     fn input_names(&self) -> Option<Vec<String>> {
-        let names: &[&str] = if self.0 == Kind::Prelu {
-            &["data", "gamma"]
-        } else {
-            &["data"]
-        };
-        Some(names.iter().map(|s| s.to_string()).collect())
+        first_inputs(&["data", "gamma"], 1 + usize::from(self.0 == Kind::Prelu))
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {

@@ -1,7 +1,7 @@
 //! Definition of `MakeLoss`: passes its input through and marks it as a loss, whose
 //! gradient is `grad_scale`, normalised.
 
-use super::common::{check_count, float_dtype, same_shape, Normalization};
+use super::common::{float_dtype, same_shape, Normalization};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::op::{
@@ -32,7 +32,6 @@ impl Operator for MakeLoss {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        check_count(self.name(), inputs, 1)?;
         same_shape(self.name(), inputs, outputs)
     }
 

@@ -5,7 +5,7 @@
 pub mod activation;
 pub mod batch_norm;
 pub mod common;
-pub mod conv_args;
+pub mod conv_layer;
 pub mod convolution;
 pub mod deconvolution;
 pub mod dense;

@@ -2,7 +2,7 @@
 //! `LogisticRegressionOutput`, `MAERegressionOutput`), whose backward is the loss
 //! gradient against the label, ignoring the head gradient.
 
-use super::common::{float_dtype, same_shape};
+use super::common::{check_count, float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
@@ -50,13 +50,7 @@ impl Operator for Regression {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        if inputs.len() != 2 {
-            return Err(Error::Value(format!(
-                "{}: expected 2 inputs (data, label), got {}",
-                self.name(),
-                inputs.len()
-            )));
-        }
+        check_count(self.name(), inputs.len(), 2)?;
         same_shape(self.name(), &mut inputs[..1], outputs)?;
         let Some(d) = inputs[0].clone() else {
             return Ok(());

@@ -1,14 +1,13 @@
 //! Definitions of `softmax`, `log_softmax` (with `axis`, `temperature`, `dtype` and, for
 //! `softmax`, a valid `length` input) and `SoftmaxActivation`, with their backward.
 
-use super::common::{check_count, check_float, float_dtype, same_shape};
+use super::common::{check_count, check_float, first_inputs, float_dtype, ograd_shape, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{
-    assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
-    Registry,
+    assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
 };
-use crate::shape::{fmt_shape, norm_axis, Shape};
+use crate::shape::{norm_axis, Shape};
 use std::sync::Arc;
 
 /// An array seen as (outer, n, inner), reduced along `n`.
@@ -75,12 +74,7 @@ impl Operator for Softmax {
     }
 
     fn input_names(&self) -> Option<Vec<String>> {
-        let names: &[&str] = if self.0.use_length {
-            &["data", "length"]
-        } else {
-            &["data"]
-        };
-        Some(names.iter().map(|s| s.to_string()).collect())
+        first_inputs(&["data", "length"], 1 + usize::from(self.0.use_length))
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
@@ -93,13 +87,7 @@ impl Operator for Softmax {
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
         let want = if self.0.use_length { 2 } else { 1 };
-        if inputs.len() != want {
-            return Err(Error::Value(format!(
-                "{}: expected {want} input(s), got {}",
-                self.0.name,
-                inputs.len()
-            )));
-        }
+        check_count(self.0.name, inputs.len(), want)?;
         same_shape(self.0.name, &mut inputs[..1], outputs)?;
         if let Some(d) = &inputs[0] {
             let ls = self.0.length_shape(d)?;
@@ -195,17 +183,9 @@ impl Operator for SoftmaxBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, self.n_inputs())?;
-        if inputs[0] != inputs[1] {
-            return Err(Error::Value(format!(
-                "{}: output gradient {} and output {} differ in shape",
-                self.name,
-                fmt_shape(&inputs[0]),
-                fmt_shape(&inputs[1])
-            )));
-        }
+        let out = ograd_shape(self.name, inputs, self.n_inputs(), "output")?;
         self.p.layout(&inputs[1])?;
-        Ok(vec![inputs[1].clone()])
+        Ok(out)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
@@ -259,7 +239,6 @@ impl Operator for SoftmaxActivation {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        check_count(self.name(), inputs, 1)?;
         if let Some(d) = &inputs[0] {
             self.layout(d)?;
         }
@@ -289,15 +268,7 @@ impl Operator for SoftmaxActivationBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        if inputs[0] != inputs[1] {
-            return Err(crate::op::shape_err(
-                self.name(),
-                "the output gradient must have the output's shape",
-                &inputs[0],
-            ));
-        }
-        Ok(vec![inputs[1].clone()])
+        ograd_shape(self.name(), inputs, 2, "output")
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {

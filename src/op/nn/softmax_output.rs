@@ -1,7 +1,7 @@
 //! Definition of `SoftmaxOutput` (alias `Softmax`): a softmax whose backward is the
 //! cross-entropy gradient against a label.
 
-use super::common::{check_float, py_bool, same_shape, Normalization};
+use super::common::{check_count, check_float, py_bool, same_shape, Normalization};
 use super::softmax::Layout;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -80,12 +80,7 @@ impl Operator for SoftmaxOutput {
         inputs: &mut [Option<Shape>],
         outputs: &mut [Option<Shape>],
     ) -> Result<()> {
-        if inputs.len() != 2 {
-            return Err(Error::Value(format!(
-                "{NAME}: expected 2 inputs (data, label), got {}",
-                inputs.len()
-            )));
-        }
+        check_count(NAME, inputs.len(), 2)?;
         same_shape(NAME, &mut inputs[..1], outputs)?;
         let Some(d) = inputs[0].clone() else {
             return Ok(());

@@ -109,6 +109,15 @@ pub mod testing {
     use crate::ndarray::NDArray;
     use crate::op::{OpContext, OpRef, OpReq};
 
+    /// Builds operator `name` from attribute pairs.
+    pub fn build(name: &str, attrs: &[(&str, &str)]) -> OpRef {
+        let attrs: crate::op::Attrs = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        crate::op::find(name).unwrap().build(&attrs).unwrap()
+    }
+
     /// Runs `op`'s kernel on `inputs` into existing `outputs` with the given requests.
     pub fn run_req(op: &OpRef, inputs: &[NDArray], outputs: &[NDArray], req: &[OpReq]) {
         for a in inputs {

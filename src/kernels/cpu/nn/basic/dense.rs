@@ -173,7 +173,7 @@ fn column_sums<T: Num, F: Float + 'static + Send + Sync>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{close, f64s, run_req};
+    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
 
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
@@ -189,7 +189,7 @@ mod tests {
     }
 
     fn op(attrs: &[(&str, &str)]) -> OpRef {
-        crate::op::testutil::build(NAME, attrs)
+        build(NAME, attrs)
     }
 
     #[test]

@@ -145,7 +145,7 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::run_req;
+    use super::super::common::testing::{build, run_req};
     use super::*;
 
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
@@ -153,7 +153,7 @@ mod tests {
     use crate::shape::Shape;
 
     fn op(attrs: &[(&str, &str)]) -> OpRef {
-        crate::op::testutil::build(NAME, attrs)
+        build(NAME, attrs)
     }
 
     #[test]

@@ -134,7 +134,7 @@ fn scatter_add<T: Num>(g: &[T], rows: &[usize], od: usize, dw: &mut [T]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{close, f64s, run_req};
+    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
     use crate::dtype::DType;
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
@@ -142,7 +142,7 @@ mod tests {
     use crate::shape::Shape;
 
     fn op(attrs: &[(&str, &str)]) -> OpRef {
-        crate::op::testutil::build(NAME, attrs)
+        build(NAME, attrs)
     }
 
     fn weight() -> crate::ndarray::NDArray {

@@ -230,7 +230,7 @@ fn prelu_backward<T: Num, F: Float + 'static + Send + Sync>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{close, f64s, run_req};
+    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
 
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
@@ -240,7 +240,7 @@ mod tests {
     const X: [f32; 8] = [-2.5, -1.0, -0.3, 0.0, 0.4, 1.2, 3.0, 25.0];
 
     fn op(attrs: &[(&str, &str)]) -> OpRef {
-        crate::op::testutil::build(NAME, attrs)
+        build(NAME, attrs)
     }
 
     #[test]

@@ -134,7 +134,7 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{close, f64s, run_req};
+    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
 
     use crate::ndarray::NDArray;
@@ -143,7 +143,7 @@ mod tests {
     use crate::shape::Shape;
 
     fn op(name: &str, attrs: &[(&str, &str)]) -> OpRef {
-        crate::op::testutil::build(name, attrs)
+        build(name, attrs)
     }
 
     fn backward(o: &OpRef, inputs: &[NDArray]) -> Vec<f64> {

@@ -189,7 +189,7 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{close, f64s, run_req};
+    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
     use crate::dtype::DType;
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
@@ -199,7 +199,7 @@ mod tests {
     const X: [f32; 12] = [1.0, 2.0, 3.0, 0.5, -1.0, 0.0, 4.0, 2.0, 0.3, 0.2, 0.1, -5.0];
 
     fn op(name: &str, attrs: &[(&str, &str)]) -> OpRef {
-        crate::op::testutil::build(name, attrs)
+        build(name, attrs)
     }
 
     #[test]

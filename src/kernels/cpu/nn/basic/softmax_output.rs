@@ -200,7 +200,7 @@ impl Plan<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{close, f64s, run_req};
+    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
 
     use crate::op::testutil::{array, f32a, f32s, run, try_run};
@@ -210,7 +210,7 @@ mod tests {
     const X: [f32; 12] = [1.0, 2.0, 3.0, 0.5, -1.0, 0.0, 4.0, 2.0, 0.3, 0.2, 0.1, -5.0];
 
     fn op(attrs: &[(&str, &str)]) -> OpRef {
-        crate::op::testutil::build("Softmax", attrs)
+        build("Softmax", attrs)
     }
 
     /// The data gradient for `attrs`, with head gradient `og` if `out_grad` is set.

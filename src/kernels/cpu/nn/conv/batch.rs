@@ -1,5 +1,6 @@
-//! Splitting a batch over the rayon pool: per-sample tasks for forward passes, a few
-//! contiguous chunks with partial sums for backward passes, and the outputs they write.
+//! Splitting a batch over the rayon pool into a few contiguous runs of samples, each
+//! with its own share of the scratch memory (and, for backward passes, its partial
+//! sums), and the outputs they write.
 
 use crate::kernels::cpu::num::Num;
 use crate::ndarray::TBlob;
@@ -15,71 +16,115 @@ fn split(batch: usize, work: usize) -> bool {
     batch > 1 && work > PAR_WORK && rayon::current_num_threads() > 1
 }
 
-/// Runs `one(n, out_n, threads)` for every sample, `out_n` being sample `n`'s
-/// `out_len` elements of `out`. Samples run in parallel when the batch is worth
-/// splitting; otherwise they run in turn and `threads` lets each product use the pool.
+/// How many runs of samples a batch of `batch` samples and `work` multiply-adds is cut
+/// into: one per thread when it is worth splitting, else one. Scratch memory is sized
+/// per run.
+pub fn tasks(batch: usize, work: usize) -> usize {
+    if split(batch, work) {
+        batch.min(rayon::current_num_threads())
+    } else {
+        1
+    }
+}
+
+/// `s` cut into `n` equal parts (empty ones if `s` is).
+fn shares<T>(s: &mut [T], n: usize) -> Vec<&mut [T]> {
+    let per = s.len() / n.max(1);
+    let mut rest = s;
+    (0..n)
+        .map(|_| {
+            let (a, b) = std::mem::take(&mut rest).split_at_mut(per);
+            rest = b;
+            a
+        })
+        .collect()
+}
+
+/// Runs `one(n, out_n, scratch, threads)` for every sample, `out_n` being sample `n`'s
+/// `out_len` elements of `out`. The batch is cut into `tasks(batch, work)` runs of
+/// samples that go in parallel, each with its equal share of `scratch`; with one run
+/// the samples go in turn and `threads` lets each product use the pool.
 pub fn for_batch<T: Num>(
     batch: usize,
     work: usize,
     out: &mut [T],
     out_len: usize,
-    one: impl Fn(usize, &mut [T], bool) + Sync + Send,
+    scratch: &mut [T],
+    one: impl Fn(usize, &mut [T], &mut [T], bool) + Sync + Send,
 ) {
     if out_len == 0 {
         return;
     }
-    if split(batch, work) {
-        out.par_chunks_mut(out_len)
-            .enumerate()
-            .for_each(|(n, o)| one(n, o, false));
-    } else {
+    let n = tasks(batch, work);
+    let mut parts = shares(scratch, n);
+    if n == 1 {
+        let s = &mut *parts[0];
         out.chunks_mut(out_len)
             .enumerate()
-            .for_each(|(n, o)| one(n, o, true));
+            .for_each(|(i, o)| one(i, o, s, true));
+        return;
     }
+    let per = batch.div_ceil(n);
+    out.par_chunks_mut(per * out_len)
+        .zip(parts.par_iter_mut())
+        .enumerate()
+        .for_each(|(c, (run, s))| {
+            for (i, o) in run.chunks_mut(out_len).enumerate() {
+                one(c * per + i, o, s, false);
+            }
+        });
 }
 
-/// A batch cut into as many contiguous chunks as there are threads, each with its slice
-/// of an optional per-sample output.
+/// A batch cut into `tasks(batch, work)` contiguous chunks, each with its slice of an
+/// optional per-sample output and its share of the scratch memory.
 pub struct Chunked<'a, T> {
-    parts: Vec<(Range<usize>, Option<&'a mut [T]>)>,
+    parts: Vec<Part<'a, T>>,
 }
+
+/// One chunk: its samples, its slice of the output and its scratch.
+type Part<'a, T> = (Range<usize>, Option<&'a mut [T]>, &'a mut [T]);
 
 impl<'a, T: Num> Chunked<'a, T> {
-    /// Splits `batch` samples (and `out`, `per_sample` elements each) into chunks.
-    pub fn new(batch: usize, work: usize, out: Option<&'a mut [T]>, per_sample: usize) -> Self {
-        let n = if split(batch, work) {
-            batch.min(rayon::current_num_threads())
-        } else {
-            1
-        };
+    /// Splits `batch` samples (and `out`, `per_sample` elements each, and `scratch`) into
+    /// chunks.
+    pub fn new(
+        batch: usize,
+        work: usize,
+        out: Option<&'a mut [T]>,
+        per_sample: usize,
+        scratch: &'a mut [T],
+    ) -> Self {
+        let n = tasks(batch, work);
         let mut parts = Vec::with_capacity(n);
         let mut rest = out;
         let mut start = 0;
-        for i in 0..n {
+        for (i, s) in shares(scratch, n).into_iter().enumerate() {
             let end = batch * (i + 1) / n;
             let mine = rest.take().map(|s| {
                 let (a, b) = s.split_at_mut((end - start) * per_sample);
                 rest = Some(b);
                 a
             });
-            parts.push((start..end, mine));
+            parts.push((start..end, mine, s));
             start = end;
         }
         Chunked { parts }
     }
 
-    /// Runs `f(samples, out_chunk)` on every chunk, in parallel when there are several,
-    /// and returns the results in order. `samples` covers the whole batch when there is
-    /// one chunk, which lets `f` parallelise inside.
+    /// Runs `f(samples, out_chunk, scratch)` on every chunk, in parallel when there are
+    /// several, and returns the results in order. `samples` covers the whole batch when
+    /// there is one chunk, which lets `f` parallelise inside.
     pub fn run<R: Send>(
         self,
-        f: impl Fn(Range<usize>, Option<&mut [T]>) -> R + Sync + Send,
+        f: impl Fn(Range<usize>, Option<&mut [T]>, &mut [T]) -> R + Sync + Send,
     ) -> Vec<R> {
         if self.parts.len() == 1 {
-            self.parts.into_iter().map(|(r, s)| f(r, s)).collect()
+            self.parts.into_iter().map(|(r, o, s)| f(r, o, s)).collect()
         } else {
-            self.parts.into_par_iter().map(|(r, s)| f(r, s)).collect()
+            self.parts
+                .into_par_iter()
+                .map(|(r, o, s)| f(r, o, s))
+                .collect()
         }
     }
 }

@@ -1,17 +1,15 @@
 //! CPU kernels of `Convolution` (1-D, 2-D and 3-D, grouped, strided, padded, dilated)
 //! by im2col and GEMM, and of its backward.
 
-use super::batch::{for_batch, reduce_partials, Chunked, Sink};
+use super::batch::{for_batch, reduce_partials, Chunked};
 use super::im2col::{col2im, im2col};
-use super::scratch::with_scratch;
+use super::layer::{Backward, ColumnLayer, Forward};
 use crate::error::Result;
+use crate::kernels::cpu;
 use crate::kernels::cpu::linalg::{matmul, MatMul};
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::nn::convolution::{Convolution, ConvolutionBackward, Plan};
-use crate::op::{OpContext, OpReq};
 
 impl Plan {
     /// Elements of one input sample.
@@ -39,100 +37,79 @@ impl Plan {
     }
 }
 
-impl CpuKernel for Convolution {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
-            return Ok(());
-        }
-        let p = self.plan(&inputs[0].shape)?;
-        let add = req[0] == OpReq::Add;
-        dispatch_float!("Convolution", inputs[0].dtype, T => {
-            let bias = (!self.args.no_bias).then(|| inputs[2].slice::<T>());
-            forward_kernel::<T>(
-                &p,
-                inputs[0].slice(),
-                inputs[1].slice(),
-                bias,
-                outputs[0].slice_mut(),
-                add,
-            );
-        });
-        Ok(())
-    }
-}
+impl ColumnLayer for Convolution {
+    type Plan = Plan;
 
-/// `y (=|+=) conv(x, w) + b` over the whole batch.
-pub fn forward_kernel<T: Num>(
-    p: &Plan,
-    x: &[T],
-    w: &[T],
-    bias: Option<&[T]>,
-    y: &mut [T],
-    add: bool,
-) {
-    let (in_len, out_len, cols) = (p.in_len(), p.out_len(), p.geom.cols());
-    let (fg, kg) = (p.f_group(), p.k_group());
-    let product = MatMul::new(fg, kg, false, kg, cols, false).expect("inner sizes agree");
-    let one = |n: usize, y: &mut [T], threads: bool| {
-        let x = &x[n * in_len..(n + 1) * in_len];
-        let gemms = |col: &[T], y: &mut [T]| {
-            for g in 0..p.groups {
-                matmul(
-                    &product,
-                    &w[g * fg * kg..(g + 1) * fg * kg],
-                    &col[g * kg * cols..(g + 1) * kg * cols],
-                    &mut y[g * fg * cols..(g + 1) * fg * cols],
-                    add,
-                    threads,
-                );
-            }
-        };
-        if p.geom.win.is_identity() {
-            gemms(x, y);
-        } else {
-            with_scratch::<T, _>(p.geom.rows() * cols, |col| {
+    fn column_plan(&self, data: &[usize]) -> Result<Plan> {
+        self.plan(data)
+    }
+
+    fn batch_work(p: &Plan) -> (usize, usize) {
+        (p.batch, p.work())
+    }
+
+    fn scratch(p: &Plan) -> (usize, usize) {
+        let col = p.geom.rows() * p.geom.cols();
+        // A 1×1 unit window reads the data as is; the backward keeps a column matrix and
+        // its gradient.
+        (if p.geom.win.is_identity() { 0 } else { col }, 2 * col)
+    }
+
+    fn forward_loop<T: Num>(p: &Plan, a: Forward<'_, T>, scratch: &mut [T]) {
+        let Forward { x, w, bias, y, add } = a;
+        let (in_len, out_len, cols) = (p.in_len(), p.out_len(), p.geom.cols());
+        let (fg, kg) = (p.f_group(), p.k_group());
+        let product = MatMul::new(fg, kg, false, kg, cols, false).expect("inner sizes agree");
+        let one = |n: usize, y: &mut [T], col: &mut [T], threads: bool| {
+            let x = &x[n * in_len..(n + 1) * in_len];
+            let gemms = |col: &[T], y: &mut [T]| {
+                for g in 0..p.groups {
+                    matmul(
+                        &product,
+                        &w[g * fg * kg..(g + 1) * fg * kg],
+                        &col[g * kg * cols..(g + 1) * kg * cols],
+                        &mut y[g * fg * cols..(g + 1) * fg * cols],
+                        add,
+                        threads,
+                    );
+                }
+            };
+            if p.geom.win.is_identity() {
+                gemms(x, y);
+            } else {
                 im2col(&p.geom, x, col);
                 gemms(col, y);
-            });
-        }
-        if let Some(b) = bias {
-            for (row, &bv) in y.chunks_mut(cols).zip(b) {
-                row.iter_mut().for_each(|v| *v = v.add(bv));
             }
-        }
-    };
-    for_batch(p.batch, p.work(), y, out_len, one);
-}
+            if let Some(b) = bias {
+                for (row, &bv) in y.chunks_mut(cols).zip(b) {
+                    row.iter_mut().for_each(|v| *v = v.add(bv));
+                }
+            }
+        };
+        for_batch(p.batch, p.work(), y, out_len, scratch, one);
+    }
 
-/// Gradients of a convolution: `dx` by col2im of `wᵀ·dy`, `dw` by `dy·colᵀ` summed over
-/// the batch, `db` by summing `dy`.
-pub fn backward_kernel<T: Num>(
-    p: &Plan,
-    dy: &[T],
-    x: &[T],
-    w: &[T],
-    dx: Sink<T>,
-    dw: Sink<T>,
-    db: Sink<T>,
-) {
-    let (in_len, out_len, cols) = (p.in_len(), p.out_len(), p.geom.cols());
-    let (fg, kg, rows) = (p.f_group(), p.k_group(), p.geom.rows());
-    let dw_product = MatMul::new(fg, cols, false, kg, cols, true).expect("inner sizes agree");
-    let dcol_product = MatMul::new(fg, kg, true, fg, cols, false).expect("inner sizes agree");
-    let identity = p.geom.win.is_identity();
-    let (dx_add, need_dw, need_db) = (dx.add(), dw.wanted(), db.wanted());
-    let partials = Chunked::new(p.batch, p.work() * 2, dx.into_slice(), in_len).run(
-        |samples, mut dx_chunk| {
+    fn backward_loop<T: Num>(p: &Plan, a: Backward<'_, T>, scratch: &mut [T]) {
+        let Backward {
+            dy,
+            x,
+            w,
+            dx,
+            dw,
+            db,
+        } = a;
+        let (in_len, out_len, cols) = (p.in_len(), p.out_len(), p.geom.cols());
+        let (fg, kg, rows) = (p.f_group(), p.k_group(), p.geom.rows());
+        let dw_product = MatMul::new(fg, cols, false, kg, cols, true).expect("inner sizes agree");
+        let dcol_product = MatMul::new(fg, kg, true, fg, cols, false).expect("inner sizes agree");
+        let identity = p.geom.win.is_identity();
+        let (dx_add, need_dw, need_db) = (dx.add(), dw.wanted(), db.wanted());
+        let chunks = Chunked::new(p.batch, p.work() * 2, dx.into_slice(), in_len, scratch);
+        let partials = chunks.run(|samples, mut dx_chunk, buf| {
             let mut dw_part = vec![T::ZERO; if need_dw { p.filters * kg } else { 0 }];
             let mut db_part = vec![T::ZERO; if need_db { p.filters } else { 0 }];
             let threads = samples.len() == p.batch;
-            with_scratch::<T, _>(2 * rows * cols, |buf| {
+            {
                 let (col, dcol) = buf.split_at_mut(rows * cols);
                 for (i, n) in samples.clone().enumerate() {
                     let dy = &dy[n * out_len..(n + 1) * out_len];
@@ -182,37 +159,12 @@ pub fn backward_kernel<T: Num>(
                         }
                     }
                 }
-            });
+            }
             (dw_part, db_part)
-        },
-    );
-    let (dws, dbs): (Vec<_>, Vec<_>) = partials.into_iter().unzip();
-    reduce_partials(dw, &dws);
-    reduce_partials(db, &dbs);
-}
-
-impl CpuKernel for ConvolutionBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let p = self.fwd.plan(&inputs[1].shape)?;
-        dispatch_float!("_backward_Convolution", inputs[1].dtype, T => {
-            let sink = |i: usize| Sink::new(outputs.get(i), req.get(i).copied());
-            backward_kernel::<T>(
-                &p,
-                inputs[0].slice(),
-                inputs[1].slice(),
-                inputs[2].slice(),
-                sink(0),
-                sink(1),
-                sink(2),
-            );
         });
-        Ok(())
+        let (dws, dbs): (Vec<_>, Vec<_>) = partials.into_iter().unzip();
+        reduce_partials(dw, &dws);
+        reduce_partials(db, &dbs);
     }
 }
 

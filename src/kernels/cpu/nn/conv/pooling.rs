@@ -1,6 +1,7 @@
 //! CPU kernels of `Pooling` (max, average, sum and Lp over 1-D to 3-D windows, `valid`
 //! and `full` conventions, global pooling) and of its backward.
 
+use crate::dispatch_float;
 use crate::error::Result;
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, CpuKernel};

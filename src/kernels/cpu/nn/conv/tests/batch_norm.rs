@@ -1,7 +1,7 @@
 use super::{build, close, f64s, seq64};
 use crate::ndarray::NDArray;
 use crate::op::testutil::{array, gradcheck};
-use crate::op::{Grad, OpContext, OpRef, OpReq};
+use crate::op::{OpContext, OpRef, OpReq};
 use crate::shape::Shape;
 
 // MXNet 1.9.1 with data arange(24).reshape(2,3,4)**1.5/10, gamma (1.5, 2, 0.5), beta
@@ -72,20 +72,7 @@ fn forward(op: &OpRef, ins: &[NDArray], is_train: bool) -> Vec<NDArray> {
 
 /// Runs the backward op into `outs` with `req`.
 fn backward(op: &OpRef, ins: &[NDArray], fwd: &[NDArray], outs: &[NDArray], req: &[OpReq]) {
-    let Grad::Op(g) = op.gradient() else {
-        panic!("no gradient")
-    };
-    let og = ograd();
-    let mut bin = vec![og];
-    bin.extend(g.inputs.iter().map(|&i| ins[i].clone()));
-    bin.extend(g.outputs.iter().map(|&o| fwd[o].clone()));
-    for a in bin.iter().chain(outs) {
-        a.wait_to_read().unwrap();
-    }
-    let ib: Vec<_> = bin.iter().map(|a| a.blob()).collect();
-    let ob: Vec<_> = outs.iter().map(|a| a.blob()).collect();
-    let mut ctx = OpContext::new(crate::context::Context::cpu(0), true);
-    crate::kernels::run_kernel(g.op.as_ref(), &mut ctx, &ib, &ob, req).unwrap();
+    super::run_backward_after(op, ins, fwd, &ograd(), outs, req);
 }
 
 #[test]

@@ -7,9 +7,10 @@ mod deconvolution;
 mod pooling;
 mod timing;
 
+pub use crate::kernels::cpu::nn::basic::common::testing::{build, close, f64s};
 use crate::ndarray::NDArray;
 use crate::op::testutil::{array, f32a};
-use crate::op::{self, OpRef};
+use crate::op::OpRef;
 
 /// Deterministic test values `((i * a) % m) / 10 - off`, as the reference scripts made them.
 pub fn seq(n: usize, a: usize, m: usize, off: f64) -> Vec<f64> {
@@ -34,37 +35,6 @@ pub fn seq64(shape: &[usize], a: usize, m: usize, off: f64) -> NDArray {
     array::<f64>(shape, &seq(n, a, m, off))
 }
 
-/// Builds operator `name` from attributes.
-pub fn build(name: &str, attrs: &[(&str, &str)]) -> OpRef {
-    let attrs = attrs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    op::find(name).unwrap().build(&attrs).unwrap()
-}
-
-/// Asserts two float sequences agree within `tol`.
-pub fn close(got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "lengths differ");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= tol * (1.0 + w.abs()),
-            "element {i}: got {g}, want {w}"
-        );
-    }
-}
-
-/// The float32 contents widened.
-pub fn f64s(a: &NDArray) -> Vec<f64> {
-    match a.dtype() {
-        crate::dtype::DType::F64 => crate::op::testutil::values::<f64>(a),
-        _ => crate::op::testutil::f32s(a)
-            .iter()
-            .map(|&v| v as f64)
-            .collect(),
-    }
-}
-
 /// Runs the backward op of `op` on `inputs` with output gradient `ograd`, writing into
 /// `outs` with the given requests (prefilled for `Add`).
 pub fn run_backward(
@@ -74,8 +44,20 @@ pub fn run_backward(
     outs: &[NDArray],
     req: &[crate::op::OpReq],
 ) {
-    use crate::op::{Grad, OpContext};
     let fwd = crate::imperative::invoke(op, inputs, None, None, true).unwrap();
+    run_backward_after(op, inputs, &fwd, ograd, outs, req);
+}
+
+/// Runs the backward op of `op` as `run_backward` does, given the forward outputs `fwd`.
+pub fn run_backward_after(
+    op: &OpRef,
+    inputs: &[NDArray],
+    fwd: &[NDArray],
+    ograd: &NDArray,
+    outs: &[NDArray],
+    req: &[crate::op::OpReq],
+) {
+    use crate::op::{Grad, OpContext};
     let Grad::Op(g) = op.gradient() else {
         panic!("no gradient")
     };

@@ -1,0 +1,103 @@
+//! The CPU kernels `Convolution` and `Deconvolution` share: each layer sizes its column
+//! matrices and supplies its forward and backward loops; taking the scratch memory,
+//! dispatching on the element type and honouring the output requests is done here once.
+
+use super::batch::{tasks, Sink};
+use super::workspace::Workspace;
+use crate::dispatch_float;
+use crate::error::Result;
+use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::CpuKernel;
+use crate::ndarray::TBlob;
+use crate::op::nn::conv_layer::{ConvBackward, ConvLayer};
+use crate::op::{OpContext, OpReq};
+
+/// A layer computed through column matrices.
+pub(crate) trait ColumnLayer: ConvLayer {
+    /// The sizes of one run.
+    type Plan;
+
+    /// Checks `data` against the arguments and sizes the run.
+    fn column_plan(&self, data: &[usize]) -> Result<Self::Plan>;
+
+    /// Samples and multiply-adds of the forward pass.
+    fn batch_work(p: &Self::Plan) -> (usize, usize);
+
+    /// Scratch elements one run of samples needs: forward, then backward.
+    fn scratch(p: &Self::Plan) -> (usize, usize);
+
+    /// `y (=|+=) layer(x, w) + b` over the whole batch, with `scratch` split between the
+    /// runs of samples.
+    fn forward_loop<T: Num>(p: &Self::Plan, a: Forward<'_, T>, scratch: &mut [T]);
+
+    /// The gradients of data, weight and bias from the output gradient, with `scratch`
+    /// split between the runs of samples.
+    fn backward_loop<T: Num>(p: &Self::Plan, a: Backward<'_, T>, scratch: &mut [T]);
+}
+
+/// The arrays of a forward pass: data, weight, bias and the output, written or added to.
+pub(crate) struct Forward<'a, T> {
+    pub x: &'a [T],
+    pub w: &'a [T],
+    pub bias: Option<&'a [T]>,
+    pub y: &'a mut [T],
+    pub add: bool,
+}
+
+/// The arrays of a backward pass: output gradient, data and weight, and the gradients of
+/// data, weight and bias.
+pub(crate) struct Backward<'a, T> {
+    pub dy: &'a [T],
+    pub x: &'a [T],
+    pub w: &'a [T],
+    pub dx: Sink<'a, T>,
+    pub dw: Sink<'a, T>,
+    pub db: Sink<'a, T>,
+}
+
+impl<L: ColumnLayer> CpuKernel for L {
+    fn forward(
+        &self,
+        ctx: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        if req[0] == OpReq::Null {
+            return Ok(());
+        }
+        let p = self.column_plan(&inputs[0].shape)?;
+        let (batch, work) = L::batch_work(&p);
+        let len = tasks(batch, work) * L::scratch(&p).0;
+        let add = req[0] == OpReq::Add;
+        dispatch_float!(L::NAME, inputs[0].dtype, T => {
+            let bias = (!self.args().no_bias).then(|| inputs[2].slice::<T>());
+            let mut ws = Workspace::<T>::new(ctx, L::NAME, len)?;
+            let (x, w, y) = (inputs[0].slice(), inputs[1].slice(), outputs[0].slice_mut());
+            L::forward_loop::<T>(&p, Forward { x, w, bias, y, add }, ws.slice_mut());
+        });
+        Ok(())
+    }
+}
+
+impl<L: ColumnLayer> CpuKernel for ConvBackward<L> {
+    fn forward(
+        &self,
+        ctx: &mut OpContext,
+        inputs: &[TBlob],
+        outputs: &[TBlob],
+        req: &[OpReq],
+    ) -> Result<()> {
+        let p = self.fwd.column_plan(&inputs[1].shape)?;
+        let (batch, work) = L::batch_work(&p);
+        let len = tasks(batch, work * 2) * L::scratch(&p).1;
+        dispatch_float!(L::BACKWARD, inputs[1].dtype, T => {
+            let sink = |i: usize| Sink::new(outputs.get(i), req.get(i).copied());
+            let mut ws = Workspace::<T>::new(ctx, L::BACKWARD, len)?;
+            let (dy, x, w) = (inputs[0].slice(), inputs[1].slice(), inputs[2].slice());
+            let (dx, dw, db) = (sink(0), sink(1), sink(2));
+            L::backward_loop::<T>(&p, Backward { dy, x, w, dx, dw, db }, ws.slice_mut());
+        });
+        Ok(())
+    }
+}
