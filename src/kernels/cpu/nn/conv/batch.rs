@@ -1,10 +1,11 @@
-//! Splitting a batch over the rayon pool into a few contiguous runs of samples, each
-//! with its own share of the scratch memory (and, for backward passes, its partial
-//! sums), and the outputs they write.
+//! Splitting a batch over the rayon pool: per-sample tasks for forward passes, lent one
+//! share of the scratch memory per thread, and a few contiguous chunks with their own
+//! scratch and partial sums for backward passes; and the outputs they write.
 
 use crate::kernels::cpu::num::Num;
 use crate::ndarray::TBlob;
 use crate::op::OpReq;
+use parking_lot::Mutex;
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -41,9 +42,10 @@ fn shares<T>(s: &mut [T], n: usize) -> Vec<&mut [T]> {
 }
 
 /// Runs `one(n, out_n, scratch, threads)` for every sample, `out_n` being sample `n`'s
-/// `out_len` elements of `out`. The batch is cut into `tasks(batch, work)` runs of
-/// samples that go in parallel, each with its equal share of `scratch`; with one run
-/// the samples go in turn and `threads` lets each product use the pool.
+/// `out_len` elements of `out`. When the batch is worth splitting the samples are tasks
+/// of the rayon pool and `scratch` is cut into `tasks(batch, work)` equal shares, one
+/// per thread, each lent to one task at a time; otherwise the samples go in turn with
+/// all of `scratch` and `threads` lets each product use the pool.
 pub fn for_batch<T: Num>(
     batch: usize,
     work: usize,
@@ -64,15 +66,19 @@ pub fn for_batch<T: Num>(
             .for_each(|(i, o)| one(i, o, s, true));
         return;
     }
-    let per = batch.div_ceil(n);
-    out.par_chunks_mut(per * out_len)
-        .zip(parts.par_iter_mut())
-        .enumerate()
-        .for_each(|(c, (run, s))| {
-            for (i, o) in run.chunks_mut(out_len).enumerate() {
-                one(c * per + i, o, s, false);
+    let per_task = parts[0].len();
+    let slots: Vec<Mutex<&mut [T]>> = parts.into_iter().map(Mutex::new).collect();
+    out.par_chunks_mut(out_len).enumerate().for_each(|(i, o)| {
+        // Each pool thread starts at its own share, so the shares are not contended.
+        let first = rayon::current_thread_index().unwrap_or(0);
+        for k in 0..n {
+            if let Some(mut s) = slots[(first + k) % n].try_lock() {
+                one(i, o, &mut s, false);
+                return;
             }
-        });
+        }
+        one(i, o, &mut vec![T::ZERO; per_task], false);
+    });
 }
 
 /// A batch cut into `tasks(batch, work)` contiguous chunks, each with its slice of an
