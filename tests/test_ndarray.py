@@ -225,3 +225,21 @@ def test_repr_and_pickle(ctx):
     assert repr(x).endswith(f"<NDArray 2x2 @{ctx}>")
     y = pickle.loads(pickle.dumps(x))
     np.testing.assert_array_equal(y.asnumpy(), x.asnumpy())
+
+
+@pytest.mark.parametrize("act_type", ["leaky", "elu", "selu", "gelu"])
+def test_leaky_relu_in_place_matches_out_of_place(ctx, act_type):
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    want = mx.nd.LeakyReLU(mx.nd.array(x, ctx=ctx), act_type=act_type).asnumpy()
+    a = mx.nd.array(x, ctx=ctx)
+    mx.nd.LeakyReLU(a, act_type=act_type, out=a)
+    np.testing.assert_allclose(a.asnumpy(), want, rtol=1e-6)
+
+
+def test_batch_norm_refuses_to_write_over_its_data(ctx):
+    a = mx.nd.ones((2, 3), ctx=ctx)
+    stats = [mx.nd.ones((3,), ctx=ctx) for _ in range(4)]
+    with pytest.raises(mx.MXNetError, match="must not share memory"):
+        mx.nd.BatchNorm(a, *stats, out=a).wait_to_read()
+    # The engine and the array stay usable.
+    np.testing.assert_array_equal((a * 0).asnumpy(), np.zeros((2, 3)))

@@ -6,7 +6,7 @@ use super::special::{erf, one_plus_erf};
 use crate::dispatch_float;
 use crate::dtype::Element;
 use crate::error::Result;
-use crate::kernels::cpu::map::{map1, map2};
+use crate::kernels::cpu::map::{map2, map_io};
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, CpuKernel};
 use crate::kernels::Kernels;
@@ -109,9 +109,9 @@ impl CpuKernel for LeakyRelu {
     ) -> Result<()> {
         let kind = self.0;
         dispatch_float!(NAME, inputs[0].dtype, T, F => {
-            let x = inputs[0].slice::<T>();
             match kind {
                 Kind::Prelu => {
+                    let x = inputs[0].slice::<T>();
                     let (channels, inner) = prelu_layout(&inputs[0].shape, &inputs[1].shape)?;
                     let gamma = inputs[1].slice::<T>();
                     let add = req[0] == OpReq::Add;
@@ -126,6 +126,7 @@ impl CpuKernel for LeakyRelu {
                     }
                 }
                 Kind::Rrelu { lower, upper } => {
+                    let x = inputs[0].slice::<T>();
                     let mask = outputs[1].slice_mut::<T>();
                     if ctx.is_train {
                         let rng = ctx.rng(NAME)?;
@@ -140,7 +141,8 @@ impl CpuKernel for LeakyRelu {
                         st::<F, T>(if v > F::zero() { v } else { s * v })
                     });
                 }
-                k => map1(x, outputs[0].slice_mut::<T>(), req[0], |v| {
+                // The element-wise kinds may run in place.
+                k => map_io(inputs[0].in_out::<T>(&outputs[0]), req[0], |v| {
                     st::<F, T>(k.apply(ld::<T, F>(v)))
                 }),
             }

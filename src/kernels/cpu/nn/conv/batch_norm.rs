@@ -163,6 +163,12 @@ impl CpuKernel for BatchNorm {
         outputs: &[TBlob],
         req: &[OpReq],
     ) -> Result<()> {
+        // The kernel reads the data while it writes the output.
+        if crate::kernels::cpu::nn::basic::common::overlaps(&inputs[0], &outputs[0]) {
+            return Err(Error::Runtime(
+                "BatchNorm: the output must not share memory with the data".into(),
+            ));
+        }
         match inputs[0].dtype {
             crate::dtype::DType::F32 => {
                 forward_kernel::<f32>(self, ctx.is_train, inputs, outputs, req)
