@@ -359,9 +359,10 @@ pub(crate) mod tests {
         crate::op::testutil::attrs(pairs)
     }
 
-    #[test]
-    fn backward_operators_are_registered_under_their_names() {
-        for &(name, forward, inputs, _) in BACKWARD_OPS {
+    /// Checks that each backward operator of `ops` is registered under its name with its
+    /// inputs, takes its forward's attributes, and builds from `forward_attrs`.
+    pub(crate) fn check_registered(ops: &[super::BackwardEntry], forward_attrs: fn(&str) -> Attrs) {
+        for &(name, forward, inputs, _) in ops {
             let def = find(name).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(def.inputs, inputs);
             assert_eq!(
@@ -374,6 +375,11 @@ pub(crate) mod tests {
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(op.name(), name);
         }
+    }
+
+    #[test]
+    fn backward_operators_are_registered_under_their_names() {
+        check_registered(BACKWARD_OPS, forward_attrs);
         assert!(find("_backward_exp").is_ok());
     }
 

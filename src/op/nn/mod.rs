@@ -152,19 +152,7 @@ pub(crate) mod tests {
 
     #[test]
     fn backward_operators_are_registered_under_their_names() {
-        for &(name, forward, inputs, _) in BACKWARD_OPS {
-            let def = find(name).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(def.inputs, inputs);
-            assert_eq!(
-                def.param_names().collect::<Vec<_>>(),
-                find(forward).unwrap().param_names().collect::<Vec<_>>(),
-                "{name}"
-            );
-            let op = def
-                .build(&forward_attrs(forward))
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(op.name(), name);
-        }
+        crate::op::grad::tests::check_registered(BACKWARD_OPS, forward_attrs);
     }
 
     #[test]
