@@ -3,7 +3,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rsmx::context::Context;
-use rsmx::engine::{create, Engine, EngineKind, FnProperty, SyncFn, Var};
+use rsmx::engine::{create, Engine, EngineKind, PushSpec, SyncFn, Var};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ const CPU: Context = Context::cpu(0);
 
 fn push_noop(e: &dyn Engine, writes: &[Var]) {
     let body: SyncFn = Box::new(|_| Ok(()));
-    e.push_sync(body, CPU, &[], writes, FnProperty::Normal, 0, "noop");
+    e.push_sync(body, PushSpec::new("noop", CPU, &[], writes));
 }
 
 /// Busy arithmetic, about 20 µs on a current core: CPU work, so that two chains can only
@@ -117,7 +117,7 @@ fn push_chains<R: 'static>(e: &dyn Engine, vars: &[Var], ops: usize, work: fn() 
             Ok(())
         });
         let v = std::slice::from_ref(&vars[i % vars.len()]);
-        e.push_sync(body, CPU, &[], v, FnProperty::Normal, 0, "work");
+        e.push_sync(body, PushSpec::new("work", CPU, &[], v));
     }
     e.wait_for_all().unwrap();
 }

@@ -2,7 +2,7 @@
 //! outputs, find the kernel for the device and push it to the engine.
 
 use crate::context::Context;
-use crate::engine::{self, FnProperty, Var};
+use crate::engine::{self, PushSpec, Var};
 use crate::error::{Error, Result};
 use crate::kernels::{call_kernel, kernel_for, KernelFn};
 use crate::ndarray::{NDArray, TBlob};
@@ -183,12 +183,7 @@ fn push_kernel(
             call_kernel(kernel, op.as_ref(), &mut octx, &in_blobs, &out_blobs, &req)
                 .map_err(|e| e.in_op(name))
         }),
-        ctx,
-        &const_vars,
-        &mutable_vars,
-        FnProperty::Normal,
-        priority,
-        name,
+        PushSpec::new(name, ctx, &const_vars, &mutable_vars).priority(priority),
     );
 }
 

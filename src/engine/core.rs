@@ -1,9 +1,9 @@
 //! The push path every engine type shares: an op block is built, queued on its variables
 //! and, once they let it through, handed to the runner its engine's placement picks.
 
-use super::opr::{Body, OprBlock, PushSpec, Runner};
+use super::opr::{Body, OprBlock, Runner};
 use super::shared::EngineShared;
-use super::{AsyncFn, Engine, EngineKind, FnProperty, SyncFn, Var};
+use super::{AsyncFn, Engine, EngineKind, FnProperty, PushSpec, SyncFn, Var};
 use crate::context::Context;
 use crate::error::Result;
 use std::sync::Arc;
@@ -53,45 +53,11 @@ impl<P: Placement> Engine for DependencyEngine<P> {
         P::KIND
     }
 
-    fn push_async(
-        &self,
-        f: AsyncFn,
-        ctx: Context,
-        const_vars: &[Var],
-        mutable_vars: &[Var],
-        prop: FnProperty,
-        priority: i32,
-        name: &'static str,
-    ) {
-        let spec = PushSpec {
-            ctx,
-            const_vars,
-            mutable_vars,
-            prop,
-            priority,
-            name,
-        };
+    fn push_async(&self, f: AsyncFn, spec: PushSpec<'_>) {
         push(self, Body::Async(P::async_body(f)), spec);
     }
 
-    fn push_sync(
-        &self,
-        f: SyncFn,
-        ctx: Context,
-        const_vars: &[Var],
-        mutable_vars: &[Var],
-        prop: FnProperty,
-        priority: i32,
-        name: &'static str,
-    ) {
-        let spec = PushSpec {
-            ctx,
-            const_vars,
-            mutable_vars,
-            prop,
-            priority,
-            name,
-        };
+    fn push_sync(&self, f: SyncFn, spec: PushSpec<'_>) {
         push(self, Body::Sync(f), spec);
     }
 

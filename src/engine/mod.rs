@@ -163,6 +163,49 @@ impl EngineKind {
     }
 }
 
+/// Everything a push says besides the body: the op's name (in errors and profiles), where
+/// it runs, what it reads and writes, and how it is scheduled. [`PushSpec::new`] gives
+/// normal scheduling at priority 0; [`PushSpec::prop`] and [`PushSpec::priority`] change
+/// that.
+#[derive(Clone, Copy)]
+pub struct PushSpec<'a> {
+    pub name: &'static str,
+    pub ctx: Context,
+    pub const_vars: &'a [Var],
+    pub mutable_vars: &'a [Var],
+    pub prop: FnProperty,
+    pub priority: i32,
+}
+
+impl<'a> PushSpec<'a> {
+    /// An op named `name` on `ctx` that reads `const_vars` and writes `mutable_vars`.
+    pub fn new(
+        name: &'static str,
+        ctx: Context,
+        const_vars: &'a [Var],
+        mutable_vars: &'a [Var],
+    ) -> Self {
+        PushSpec {
+            name,
+            ctx,
+            const_vars,
+            mutable_vars,
+            prop: FnProperty::Normal,
+            priority: 0,
+        }
+    }
+
+    /// The same op, scheduled as `prop` says.
+    pub fn prop(self, prop: FnProperty) -> Self {
+        PushSpec { prop, ..self }
+    }
+
+    /// The same op at `priority` (higher runs first among ready ops).
+    pub fn priority(self, priority: i32) -> Self {
+        PushSpec { priority, ..self }
+    }
+}
+
 /// The engine interface every engine type implements.
 pub trait Engine: Send + Sync {
     /// Which engine this is.
@@ -174,42 +217,18 @@ pub trait Engine: Send + Sync {
     }
 
     /// Schedules `f` after the ops it depends on; returns at once.
-    #[allow(clippy::too_many_arguments)]
-    fn push_async(
-        &self,
-        f: AsyncFn,
-        ctx: Context,
-        const_vars: &[Var],
-        mutable_vars: &[Var],
-        prop: FnProperty,
-        priority: i32,
-        name: &'static str,
-    );
+    fn push_async(&self, f: AsyncFn, spec: PushSpec<'_>);
 
     /// Schedules a synchronous op body.
-    #[allow(clippy::too_many_arguments)]
-    fn push_sync(
-        &self,
-        f: SyncFn,
-        ctx: Context,
-        const_vars: &[Var],
-        mutable_vars: &[Var],
-        prop: FnProperty,
-        priority: i32,
-        name: &'static str,
-    );
+    fn push_sync(&self, f: SyncFn, spec: PushSpec<'_>);
 
     /// Runs `deleter` once every op already pushed on `var` has finished; the variable
     /// must not be used after this call.
     fn delete_variable(&self, deleter: SyncFn, ctx: Context, var: &Var) {
         self.push_sync(
             deleter,
-            ctx,
-            &[],
-            std::slice::from_ref(var),
-            FnProperty::DeleteVar,
-            0,
-            "DeleteVariable",
+            PushSpec::new("DeleteVariable", ctx, &[], std::slice::from_ref(var))
+                .prop(FnProperty::DeleteVar),
         )
     }
 

@@ -5,7 +5,7 @@ use super::errors::{ErrorCell, ErrorRef};
 use super::pool::Pool;
 use super::shared::EngineShared;
 use super::var::Granted;
-use super::{AsyncFn, FnProperty, OnComplete, RunContext, SyncFn, Var};
+use super::{AsyncFn, FnProperty, OnComplete, PushSpec, RunContext, SyncFn, Var};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crossbeam_utils::Backoff;
@@ -162,17 +162,6 @@ pub(crate) fn panic_error(name: &str, payload: Box<dyn Any + Send>) -> Error {
         "panic with a non-string payload".to_string()
     };
     Error::Runtime(format!("{name}: {msg}"))
-}
-
-/// Everything a push says besides the body: where the op runs, what it reads and writes,
-/// and how it is scheduled.
-pub(crate) struct PushSpec<'a> {
-    pub ctx: Context,
-    pub const_vars: &'a [Var],
-    pub mutable_vars: &'a [Var],
-    pub prop: FnProperty,
-    pub priority: i32,
-    pub name: &'static str,
 }
 
 impl OprBlock {

@@ -2,9 +2,9 @@
 //! errors since the last `wait_for_all`, shutdown.
 
 use super::errors::{ErrorList, ErrorRef};
-use super::opr::{Body, OprBlock, PushSpec, Runner, WaitSlot};
+use super::opr::{Body, OprBlock, Runner, WaitSlot};
 use super::pool::{current_pool_id, Pool};
-use super::{FnProperty, Var};
+use super::{PushSpec, Var};
 use crate::context::Context;
 use crate::error::Result;
 use parking_lot::{Condvar, Mutex};
@@ -66,14 +66,12 @@ impl EngineShared {
     pub(crate) fn wait_var(&self, var: &Var) -> Result<()> {
         if var.has_pending_write() {
             let slot = Arc::new(WaitSlot::default());
-            let spec = PushSpec {
-                ctx: Context::cpu(0),
-                const_vars: std::slice::from_ref(var),
-                mutable_vars: &[],
-                prop: FnProperty::Normal,
-                priority: 0,
-                name: "WaitForVar",
-            };
+            let spec = PushSpec::new(
+                "WaitForVar",
+                Context::cpu(0),
+                std::slice::from_ref(var),
+                &[],
+            );
             OprBlock::push(Runner::Internal, Body::Signal(slot.clone()), spec);
             slot.wait();
         }

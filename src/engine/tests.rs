@@ -60,12 +60,12 @@ fn push(e: &dyn Engine, reads: &[Var], writes: &[Var], f: impl FnOnce() + Send +
         f();
         Ok(())
     });
-    e.push_sync(body, CPU, reads, writes, FnProperty::Normal, 0, "test_op");
+    e.push_sync(body, PushSpec::new("test_op", CPU, reads, writes));
 }
 
 fn push_result(e: &dyn Engine, reads: &[Var], writes: &[Var], name: &'static str, r: Result<()>) {
     let body: SyncFn = Box::new(move |_| r);
-    e.push_sync(body, CPU, reads, writes, FnProperty::Normal, 0, name);
+    e.push_sync(body, PushSpec::new(name, CPU, reads, writes));
 }
 
 /// Spins (sleeping a little) until `cond` holds or `secs` pass; returns whether it held.

@@ -3,7 +3,7 @@
 //! training loop's weight updates) are back in the pool before new ones are needed.
 
 use crate::context::Context;
-use crate::engine::{self, FnProperty, Var};
+use crate::engine::{self, PushSpec, Var};
 use crate::ndarray::NDArray;
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,12 +42,7 @@ impl Pacer {
         let reads: SmallVec<[Var; 4]> = outputs.iter().map(|o| o.var().clone()).collect();
         engine::get().push_sync(
             Box::new(|_| Ok(())),
-            ctx,
-            &reads,
-            std::slice::from_ref(marker),
-            FnProperty::Normal,
-            0,
-            "_forward_done",
+            PushSpec::new("_forward_done", ctx, &reads, std::slice::from_ref(marker)),
         );
     }
 }

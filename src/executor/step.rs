@@ -2,7 +2,7 @@
 //! contexts, pushed to the engine with its dependencies worked out at bind time.
 
 use crate::context::Context;
-use crate::engine::{self, FnProperty, Var};
+use crate::engine::{self, PushSpec, Var};
 use crate::error::Result;
 use crate::kernels::{call_kernel, kernel_for, KernelFn};
 use crate::ndarray::{NDArray, TBlob};
@@ -123,12 +123,7 @@ impl Step {
                 let step = s.clone();
                 engine::get().push_sync(
                     Box::new(move |_| step.run(is_train)),
-                    s.ctx,
-                    &s.const_vars,
-                    &s.mutable_vars,
-                    FnProperty::Normal,
-                    0,
-                    s.op.name(),
+                    PushSpec::new(s.op.name(), s.ctx, &s.const_vars, &s.mutable_vars),
                 );
             }
             Step::Copy(c) => {
@@ -158,12 +153,7 @@ impl Step {
                 }
                 Ok(())
             }),
-            ctx,
-            &const_vars,
-            &mutable_vars,
-            FnProperty::Normal,
-            0,
-            "_bulk",
+            PushSpec::new("_bulk", ctx, &const_vars, &mutable_vars),
         );
     }
 }

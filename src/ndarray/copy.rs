@@ -5,7 +5,7 @@
 
 use super::{NDArray, TBlob};
 use crate::context::{no_gpu_error, Context, DeviceType};
-use crate::engine::{self, FnProperty};
+use crate::engine::{self, FnProperty, PushSpec};
 use crate::error::{Error, Result};
 use crate::shape::fmt_shape;
 use rayon::prelude::*;
@@ -114,12 +114,14 @@ fn copy_at(src: &NDArray, dst: &NDArray, priority: i32, prioritized: bool) -> Re
     let (s, d) = (src.blob(), dst.blob());
     engine::get().push_sync(
         Box::new(move |_| move_bytes(&s, &d)),
-        run_on,
-        std::slice::from_ref(src.var()),
-        std::slice::from_ref(dst.var()),
-        prop,
-        priority,
-        "_copyto",
+        PushSpec::new(
+            "_copyto",
+            run_on,
+            std::slice::from_ref(src.var()),
+            std::slice::from_ref(dst.var()),
+        )
+        .prop(prop)
+        .priority(priority),
     );
     Ok(())
 }
@@ -129,12 +131,12 @@ pub fn fill_zeros(dst: &NDArray) {
     let d = dst.blob();
     engine::get().push_sync(
         Box::new(move |_| zero_bytes(&d)),
-        dst.context(),
-        &[],
-        std::slice::from_ref(dst.var()),
-        FnProperty::Normal,
-        0,
-        "_zeros",
+        PushSpec::new(
+            "_zeros",
+            dst.context(),
+            &[],
+            std::slice::from_ref(dst.var()),
+        ),
     );
 }
 
@@ -161,12 +163,13 @@ pub fn write_from_host(dst: &NDArray, data: Vec<u8>) -> Result<()> {
             let s = TBlob::on_device(data.as_ptr() as *mut u8, d.shape.clone(), d.dtype, src_ctx);
             move_bytes(&s, &d)
         }),
-        run_on,
-        &[],
-        std::slice::from_ref(dst.var()),
-        prop,
-        0,
-        "_sync_copyfrom",
+        PushSpec::new(
+            "_sync_copyfrom",
+            run_on,
+            &[],
+            std::slice::from_ref(dst.var()),
+        )
+        .prop(prop),
     );
     Ok(())
 }

@@ -15,7 +15,7 @@ pub use copy::copy_into;
 
 use crate::context::Context;
 use crate::dtype::DType;
-use crate::engine::{self, FnProperty, Var};
+use crate::engine::{self, PushSpec, Var};
 use crate::error::{Error, Result};
 use crate::shape::{fmt_shape, size_of, Shape};
 use std::sync::Arc;
@@ -197,12 +197,12 @@ impl NDArray {
                 let _ = tx.send(());
                 Ok(())
             }),
-            self.context(),
-            &[],
-            std::slice::from_ref(self.var()),
-            FnProperty::Normal,
-            0,
-            "WaitToWrite",
+            PushSpec::new(
+                "WaitToWrite",
+                self.context(),
+                &[],
+                std::slice::from_ref(self.var()),
+            ),
         );
         let _ = rx.recv();
         e.wait_for_var(self.var())

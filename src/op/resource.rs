@@ -3,7 +3,7 @@
 //! memory pool.
 
 use crate::context::Context;
-use crate::engine::{self, FnProperty, Var};
+use crate::engine::{self, PushSpec, Var};
 use crate::error::{Error, Result};
 use crate::storage::{self, Block};
 use parking_lot::Mutex;
@@ -124,12 +124,7 @@ pub fn seed(seed_value: u64, only: Option<Context>) {
                 r.gen.lock().reseed(seed_value);
                 Ok(())
             }),
-            r.ctx,
-            &[],
-            std::slice::from_ref(&r.var),
-            FnProperty::Normal,
-            0,
-            "_random_seed",
+            PushSpec::new("_random_seed", r.ctx, &[], std::slice::from_ref(&r.var)),
         );
     }
 }

@@ -29,12 +29,7 @@ fn errors_skip_downstream_ops_and_surface_there() {
         });
         e.push_sync(
             deleter,
-            CPU,
-            &[b.clone()],
-            &[f.clone()],
-            FnProperty::DeleteVar,
-            0,
-            "del",
+            PushSpec::new("del", CPU, &[b.clone()], &[f.clone()]).prop(FnProperty::DeleteVar),
         );
 
         // The error reaches `c` through `b`; raised there, it is raised everywhere.
@@ -94,12 +89,7 @@ fn errors_surface_once_at_the_written_var_or_wait_for_all() {
         });
         e.push_async(
             body,
-            CPU,
-            &[],
-            &[c.clone()],
-            FnProperty::Async,
-            0,
-            "async_fail",
+            PushSpec::new("async_fail", CPU, &[], &[c.clone()]).prop(FnProperty::Async),
         );
         assert_eq!(e.wait_for_var(&b), Ok(()));
         assert_eq!(e.wait_for_var(&c), Err(late));
@@ -113,35 +103,17 @@ fn panicking_ops_become_errors() {
     for_each_kind(1, |e| {
         let [a, b, c] = std::array::from_fn(|_| e.new_variable());
         let body: SyncFn = Box::new(|_| panic!("kaboom"));
-        e.push_sync(
-            body,
-            CPU,
-            &[],
-            &[a.clone()],
-            FnProperty::Normal,
-            0,
-            "panicky",
-        );
+        e.push_sync(body, PushSpec::new("panicky", CPU, &[], &[a.clone()]));
         let body: AsyncFn = Box::new(|_, _done| panic!("async kaboom {}", 7));
         e.push_async(
             body,
-            CPU,
-            &[],
-            &[b.clone()],
-            FnProperty::Async,
-            0,
-            "panicky_async",
+            PushSpec::new("panicky_async", CPU, &[], &[b.clone()]).prop(FnProperty::Async),
         );
         // Forgetting to complete is an error too, not a hang.
         let body: AsyncFn = Box::new(|_, done| drop(done));
         e.push_async(
             body,
-            CPU,
-            &[],
-            &[c.clone()],
-            FnProperty::Async,
-            0,
-            "forgetful",
+            PushSpec::new("forgetful", CPU, &[], &[c.clone()]).prop(FnProperty::Async),
         );
         let msg = |r: Result<()>| r.unwrap_err().to_string();
         assert_eq!(msg(e.wait_for_var(&b)), "panicky_async: async kaboom 7");

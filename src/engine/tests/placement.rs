@@ -17,15 +17,7 @@ fn worker_names(e: &dyn Engine, ctx: Context, n: usize) -> HashSet<String> {
                 .insert(thread::current().name().unwrap_or("").to_string());
             Ok(())
         });
-        e.push_sync(
-            body,
-            ctx,
-            &[],
-            &[Var::new()],
-            FnProperty::Normal,
-            0,
-            "where",
-        );
+        e.push_sync(body, PushSpec::new("where", ctx, &[], &[Var::new()]));
     }
     e.wait_for_all().unwrap();
     assert_eq!(started.load(SeqCst), n);
@@ -84,15 +76,7 @@ fn naive_runs_ops_on_the_pushing_thread() {
         r.store(true, SeqCst);
         Ok(())
     });
-    e.push_sync(
-        body,
-        CPU,
-        &[],
-        &[Var::new()],
-        FnProperty::Normal,
-        0,
-        "inline",
-    );
+    e.push_sync(body, PushSpec::new("inline", CPU, &[], &[Var::new()]));
     assert!(ran.load(SeqCst), "push returned before the op ran");
 
     // An async op completed by another thread is done when `push` returns.
@@ -106,7 +90,10 @@ fn naive_runs_ops_on_the_pushing_thread() {
             done.done(Err(Error::Runtime("late failure".into())));
         });
     });
-    e.push_async(body, CPU, &[], &[v.clone()], FnProperty::Async, 0, "async");
+    e.push_async(
+        body,
+        PushSpec::new("async", CPU, &[], &[v.clone()]).prop(FnProperty::Async),
+    );
     assert!(
         done_flag.load(SeqCst),
         "push returned before the completion"
@@ -130,7 +117,10 @@ fn cpu_ops_see_no_stream() {
                 Ok(())
             });
             let v = e.new_variable();
-            e.push_sync(body, ctx, &[], &[v.clone()], prop, 0, "cpu");
+            e.push_sync(
+                body,
+                PushSpec::new("cpu", ctx, &[], &[v.clone()]).prop(prop),
+            );
             e.wait_for_var(&v).unwrap();
             assert_eq!(*seen.lock(), Some(RunContext { ctx, stream: None }));
         }

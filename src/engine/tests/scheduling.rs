@@ -55,7 +55,10 @@ fn async_ops_completed_elsewhere() {
                     done.done(Ok(()));
                 });
             });
-            e.push_async(body, CPU, &[], &[v.clone()], FnProperty::Async, 0, "async");
+            e.push_async(
+                body,
+                PushSpec::new("async", CPU, &[], &[v.clone()]).prop(FnProperty::Async),
+            );
         }
         let (c, seen) = (cell.clone(), Arc::new(AtomicU64::new(0)));
         let s = seen.clone();
@@ -96,12 +99,7 @@ fn high_priority_runs_first() {
         });
         e.push_sync(
             body,
-            CPU,
-            &[],
-            &[e.new_variable()],
-            FnProperty::Normal,
-            5,
-            "high",
+            PushSpec::new("high", CPU, &[], &[e.new_variable()]).priority(5),
         );
         release.send(()).ok();
         e.wait_for_all().unwrap();
@@ -134,7 +132,10 @@ fn prioritized_and_gpu_pools_are_separate() {
                 assert_eq!(rctx.ctx, ctx);
                 Ok(())
             });
-            e.push_sync(body, ctx, &[], &[v.clone()], prop, 0, "elsewhere");
+            e.push_sync(
+                body,
+                PushSpec::new("elsewhere", ctx, &[], &[v.clone()]).prop(prop),
+            );
             e.wait_for_var(&v).unwrap();
         }
         release.send(()).unwrap();
@@ -211,12 +212,7 @@ fn ready_prioritised_ops_run_highest_priority_first() {
                 let _ = hold.recv();
                 Ok(())
             }),
-            CPU,
-            &[],
-            &[gate.clone()],
-            FnProperty::CpuPrioritized,
-            0,
-            "gate",
+            PushSpec::new("gate", CPU, &[], &[gate.clone()]).prop(FnProperty::CpuPrioritized),
         );
         let order = Arc::new(Mutex::new(Vec::new()));
         for p in [-3, -1, -2, 5, -1] {
@@ -226,12 +222,9 @@ fn ready_prioritised_ops_run_highest_priority_first() {
                     order.lock().push(p);
                     Ok(())
                 }),
-                CPU,
-                &[gate.clone()],
-                &[Var::new()],
-                FnProperty::CpuPrioritized,
-                p,
-                "prioritised",
+                PushSpec::new("prioritised", CPU, &[gate.clone()], &[Var::new()])
+                    .prop(FnProperty::CpuPrioritized)
+                    .priority(p),
             );
         }
         release.send(()).unwrap();

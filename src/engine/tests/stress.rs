@@ -152,13 +152,16 @@ fn stress(e: Arc<dyn Engine>, shared: bool, seed: u64) {
                                 };
                                 tx.send(Box::new(job)).unwrap();
                             });
-                            e.push_async(body, CPU, &reads, &writes, FnProperty::Async, 0, "a");
+                            e.push_async(
+                                body,
+                                PushSpec::new("a", CPU, &reads, &writes).prop(FnProperty::Async),
+                            );
                         } else {
                             let body: SyncFn = Box::new(move |_| {
                                 st2.run(id, &spec2, work);
                                 Ok(())
                             });
-                            e.push_sync(body, CPU, &reads, &writes, FnProperty::Normal, 0, "s");
+                            e.push_sync(body, PushSpec::new("s", CPU, &reads, &writes));
                         }
                         match guard.as_mut() {
                             Some(order) => order.push((id, spec)),

@@ -3,7 +3,7 @@
 
 use super::Comm;
 use crate::context::Context;
-use crate::engine::{self, FnProperty, Var};
+use crate::engine::{self, FnProperty, PushSpec, Var};
 use crate::error::{Error, Result};
 use crate::kernels::{call_kernel, kernel_for};
 use crate::ndarray::copy::copy_prioritized;
@@ -53,12 +53,14 @@ impl Comm for CommCpu {
                 let mut octx = OpContext::new(ctx, false);
                 call_kernel(kernel, sum.as_ref(), &mut octx, &ins, &out, &req)
             }),
-            target.context(),
-            &reads,
-            std::slice::from_ref(target.var()),
-            FnProperty::CpuPrioritized,
-            priority,
-            "KVStoreReduce",
+            PushSpec::new(
+                "KVStoreReduce",
+                target.context(),
+                &reads,
+                std::slice::from_ref(target.var()),
+            )
+            .prop(FnProperty::CpuPrioritized)
+            .priority(priority),
         );
         Ok(())
     }
