@@ -2,8 +2,8 @@
 
 use super::Key;
 use crate::error::{Error, Result};
+use crate::ndarray::copy::check_matching;
 use crate::ndarray::NDArray;
-use crate::shape::fmt_shape;
 
 /// One value (or list of values) per key.
 pub fn count(op: &str, keys: usize, values: usize) -> Result<()> {
@@ -16,13 +16,19 @@ pub fn count(op: &str, keys: usize, values: usize) -> Result<()> {
 }
 
 /// One priority per key.
-pub fn priorities(op: &str, keys: usize, priorities: usize) -> Result<()> {
+fn priorities(op: &str, keys: usize, priorities: usize) -> Result<()> {
     if keys != priorities {
         return Err(Error::Value(format!(
             "KVStore.{op}: {keys} key(s) but {priorities} priorities"
         )));
     }
     Ok(())
+}
+
+/// One value (or list of values) and one priority per key.
+pub fn lists(op: &str, keys: usize, values: usize, priorities: usize) -> Result<()> {
+    count(op, keys, values)?;
+    self::priorities(op, keys, priorities)
 }
 
 /// The error for a key used before `init`.
@@ -34,19 +40,6 @@ pub fn uninit(op: &str, key: &Key) -> Error {
 
 /// Checks that `a` (a pushed value or a pull target) matches the stored value.
 pub fn like(op: &str, key: &Key, what: &str, a: &NDArray, stored: &NDArray) -> Result<()> {
-    if a.shape() != stored.shape() {
-        return Err(Error::Value(format!(
-            "KVStore.{op}: key {key}: {what} shape {} does not match the stored shape {}",
-            fmt_shape(a.shape()),
-            fmt_shape(stored.shape())
-        )));
-    }
-    if a.dtype() != stored.dtype() {
-        return Err(Error::Type(format!(
-            "KVStore.{op}: key {key}: {what} dtype {} does not match the stored dtype {}",
-            a.dtype(),
-            stored.dtype()
-        )));
-    }
-    Ok(())
+    let context = || format!("KVStore.{op}: key {key}");
+    check_matching(context, (what, a), ("the stored", stored))
 }

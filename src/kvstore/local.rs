@@ -72,8 +72,7 @@ impl LocalStore {
         priorities: &[i32],
     ) -> Result<Vec<Group>> {
         let op = "push";
-        check::count(op, keys.len(), values.len())?;
-        check::priorities(op, keys.len(), priorities.len())?;
+        check::lists(op, keys.len(), values.len(), priorities.len())?;
         let entries = self.entries.lock();
         let mut groups: Vec<(usize, Group)> = Vec::new();
         for ((k, vals), &priority) in keys.iter().zip(values).zip(priorities) {
@@ -162,8 +161,7 @@ impl LocalStore {
         priorities: &[i32],
     ) -> Result<Vec<NDArray>> {
         let op = "pull";
-        check::count(op, keys.len(), outs.len())?;
-        check::priorities(op, keys.len(), priorities.len())?;
+        check::lists(op, keys.len(), outs.len(), priorities.len())?;
         let entries = self.entries.lock();
         let mut sources = Vec::with_capacity(keys.len());
         for (k, dsts) in keys.iter().zip(outs) {
@@ -283,8 +281,7 @@ impl Store for LocalStore {
         priorities: &[i32],
     ) -> Result<()> {
         check::count("init", keys.len(), values.len())?;
-        check::count("pull", keys.len(), outs.len())?;
-        check::priorities("pull", keys.len(), priorities.len())?;
+        check::lists("pull", keys.len(), outs.len(), priorities.len())?;
         for ((k, v), dsts) in keys.iter().zip(values).zip(outs) {
             for d in dsts {
                 check::like("pull", k, "output", d, v)?;

@@ -7,22 +7,38 @@ use crate::error::Result;
 use crate::ndarray::NDArray;
 use std::sync::Arc;
 
+/// A store of `kind` with each of `keys` set to a `shape` array filled with `v`.
+fn store_with(kind: &str, keys: &[Key], shape: &[usize], v: f32) -> LocalStore {
+    let kv = LocalStore::new(kind).unwrap();
+    let inits: Vec<NDArray> = keys
+        .iter()
+        .map(|_| full(shape, v, Context::cpu(0)))
+        .collect();
+    kv.init(keys, &inits).unwrap();
+    kv
+}
+
+/// What a pull of `key` into a `shape` array on `ctx` reads.
+fn pulled(kv: &LocalStore, key: &Key, shape: &[usize], ctx: Context) -> Vec<f32> {
+    let out = full(shape, -1.0, ctx);
+    kv.pull(std::slice::from_ref(key), &[vec![out.clone()]], &[0])
+        .unwrap();
+    values(&out)
+}
+
+/// One `shape` array filled with `v` on each of the first `n` CPU devices.
+fn on_cpus(n: i32, shape: &[usize], v: f32) -> Vec<NDArray> {
+    cpus(n).into_iter().map(|c| full(shape, v, c)).collect()
+}
+
 #[test]
 fn push_assigns_and_sums_over_devices() {
-    let kv = LocalStore::new("local").unwrap();
     let k = Key::Int(3);
-    kv.init(
-        std::slice::from_ref(&k),
-        &[full(&[2, 3], 2.0, Context::cpu(0))],
-    )
-    .unwrap();
-    let out = full(&[2, 3], 0.0, Context::cpu(1));
-    kv.pull(std::slice::from_ref(&k), &[vec![out.clone()]], &[0])
+    let kv = store_with("local", std::slice::from_ref(&k), &[2, 3], 2.0);
+    assert_eq!(pulled(&kv, &k, &[2, 3], Context::cpu(1)), vec![2.0; 6]);
+    kv.push(std::slice::from_ref(&k), &[on_cpus(4, &[2, 3], 1.5)], &[0])
         .unwrap();
-    assert_eq!(values(&out), vec![2.0; 6]);
-    let pushed: Vec<NDArray> = cpus(4).into_iter().map(|c| full(&[2, 3], 1.5, c)).collect();
-    kv.push(std::slice::from_ref(&k), &[pushed], &[0]).unwrap();
-    let outs: Vec<NDArray> = cpus(3).into_iter().map(|c| full(&[2, 3], 0.0, c)).collect();
+    let outs = on_cpus(3, &[2, 3], 0.0);
     kv.pull(std::slice::from_ref(&k), std::slice::from_ref(&outs), &[0])
         .unwrap();
     for o in &outs {
@@ -32,32 +48,20 @@ fn push_assigns_and_sums_over_devices() {
 
 #[test]
 fn more_devices_than_the_first_push() {
-    let kv = LocalStore::new("device").unwrap();
     let k = Key::Name("w".into());
-    kv.init(
-        std::slice::from_ref(&k),
-        &[full(&[4], 0.0, Context::cpu(0))],
-    )
-    .unwrap();
+    let kv = store_with("device", std::slice::from_ref(&k), &[4], 0.0);
     for n in [1, 2, 4, 3] {
-        let pushed: Vec<NDArray> = cpus(n).into_iter().map(|c| full(&[4], 1.0, c)).collect();
-        kv.push(std::slice::from_ref(&k), &[pushed], &[0]).unwrap();
-        let out = full(&[4], -1.0, Context::cpu(0));
-        kv.pull(std::slice::from_ref(&k), &[vec![out.clone()]], &[0])
+        kv.push(std::slice::from_ref(&k), &[on_cpus(n, &[4], 1.0)], &[0])
             .unwrap();
-        assert_eq!(values(&out), vec![n as f32; 4]);
+        assert_eq!(pulled(&kv, &k, &[4], Context::cpu(0)), vec![n as f32; 4]);
     }
 }
 
 #[test]
 fn device_store_spreads_keys_over_devices() {
-    let kv = LocalStore::new("device").unwrap();
     let keys: Vec<Key> = (0..4).map(Key::Int).collect();
-    let inits: Vec<NDArray> = (0..4).map(|_| full(&[8], 0.0, Context::cpu(0))).collect();
-    kv.init(&keys, &inits).unwrap();
-    let pushes: Vec<Vec<NDArray>> = (0..4)
-        .map(|_| cpus(2).into_iter().map(|c| full(&[8], 1.0, c)).collect())
-        .collect();
+    let kv = store_with("device", &keys, &[8], 0.0);
+    let pushes: Vec<Vec<NDArray>> = (0..4).map(|_| on_cpus(2, &[8], 1.0)).collect();
     kv.push(&keys, &pushes, &[0; 4][..keys.len()]).unwrap();
     let placed: Vec<i32> = keys
         .iter()
@@ -82,21 +86,12 @@ impl StoreUpdater for AddTwice {
 
 #[test]
 fn built_in_updater_gets_the_sum_and_keeps_state() {
-    let kv = LocalStore::new("local").unwrap();
     let keys = [Key::Int(9), Key::Int(5)];
-    let inits = [
-        full(&[3], 1.0, Context::cpu(0)),
-        full(&[3], 1.0, Context::cpu(0)),
-    ];
-    kv.init(&keys, &inits).unwrap();
+    let kv = store_with("local", &keys, &[3], 1.0);
     kv.set_updater(Some(Arc::new(AddTwice)));
-    let pushes: Vec<Vec<NDArray>> = (0..2)
-        .map(|_| cpus(2).into_iter().map(|c| full(&[3], 1.0, c)).collect())
-        .collect();
+    let pushes: Vec<Vec<NDArray>> = (0..2).map(|_| on_cpus(2, &[3], 1.0)).collect();
     kv.push(&keys, &pushes, &[0; 4][..keys.len()]).unwrap();
-    let out = full(&[3], 0.0, Context::cpu(0));
-    kv.pull(&keys[..1], &[vec![out.clone()]], &[0]).unwrap();
-    assert_eq!(values(&out), vec![5.0; 3]);
+    assert_eq!(pulled(&kv, &keys[0], &[3], Context::cpu(0)), vec![5.0; 3]);
     let states = kv.states();
     assert_eq!(states.len(), 2);
     assert_eq!(states[0].0, Key::Int(9), "states follow init order");
@@ -104,13 +99,8 @@ fn built_in_updater_gets_the_sum_and_keeps_state() {
 
 #[test]
 fn bad_calls_change_nothing() {
-    let kv = LocalStore::new("local").unwrap();
     let k = Key::Int(1);
-    kv.init(
-        std::slice::from_ref(&k),
-        &[full(&[2], 7.0, Context::cpu(0))],
-    )
-    .unwrap();
+    let kv = store_with("local", std::slice::from_ref(&k), &[2], 7.0);
     let err = kv
         .push(
             &[k.clone(), Key::Int(2)],
@@ -143,27 +133,16 @@ fn bad_calls_change_nothing() {
         )
         .unwrap_err();
     assert!(err.message().contains("duplicate init"), "{err}");
-    let out = full(&[2], 0.0, Context::cpu(0));
-    kv.pull(std::slice::from_ref(&k), &[vec![out.clone()]], &[0])
-        .unwrap();
-    assert_eq!(values(&out), vec![7.0; 2]);
+    assert_eq!(pulled(&kv, &k, &[2], Context::cpu(0)), vec![7.0; 2]);
     assert!(LocalStore::new("nonsense").is_err());
 }
 
 #[test]
 fn reduce_for_updater_groups_and_sums_in_update_order() {
-    let kv = LocalStore::new("local").unwrap();
     let keys = [Key::Int(4), Key::Int(2)];
-    let inits = [
-        full(&[2], 1.0, Context::cpu(0)),
-        full(&[2], 1.0, Context::cpu(0)),
-    ];
-    kv.init(&keys, &inits).unwrap();
+    let kv = store_with("local", &keys, &[2], 1.0);
     let one = full(&[2], 3.0, Context::cpu(0));
-    let pushes = vec![
-        cpus(2).into_iter().map(|c| full(&[2], 2.0, c)).collect(),
-        vec![one.clone()],
-    ];
+    let pushes = vec![on_cpus(2, &[2], 2.0), vec![one.clone()]];
     let reduced = kv.reduce_for_updater(&keys, &pushes, &[0, 0]).unwrap();
     assert_eq!(reduced.len(), 2);
     let (k, merged, stored) = &reduced[0];

@@ -1,10 +1,9 @@
-//! Built-in updates of stored values: the [`StoreUpdater`] interface and MXNet's
-//! optimizers behind it.
+//! Built-in updates of stored values: the [`StoreUpdater`] interface (MXNet's
+//! optimizers implement it in `optim::fused`).
 
 use super::Key;
 use crate::error::Result;
 use crate::ndarray::NDArray;
-use crate::optim::FusedOptimizer;
 
 /// A built-in update of stored values (an optimizer running as fused ops).
 pub trait StoreUpdater: Send + Sync {
@@ -19,22 +18,4 @@ pub trait StoreUpdater: Send + Sync {
         state: &[NDArray],
         priority: i32,
     ) -> Result<()>;
-}
-
-/// MXNet's built-in optimizers, run by the store as fused update operators.
-impl StoreUpdater for FusedOptimizer {
-    fn create_state(&self, key: &Key, weight: &NDArray) -> Result<Vec<NDArray>> {
-        FusedOptimizer::create_state(self, key, weight)
-    }
-
-    fn update(
-        &self,
-        key: &Key,
-        weight: &NDArray,
-        grad: &NDArray,
-        state: &[NDArray],
-        priority: i32,
-    ) -> Result<()> {
-        FusedOptimizer::update(self, key, weight, grad, state, priority)
-    }
 }

@@ -72,19 +72,27 @@ fn zero_bytes(dst: &TBlob) -> Result<()> {
     }
 }
 
-fn check_same(what: &str, src: &NDArray, dst: &NDArray) -> Result<()> {
-    if src.shape() != dst.shape() {
+/// Checks that arrays `a` and `b` (named for the message) have one shape and one dtype;
+/// `context` (built only on error) starts the message.
+pub fn check_matching(
+    context: impl Fn() -> String,
+    (a_name, a): (&str, &NDArray),
+    (b_name, b): (&str, &NDArray),
+) -> Result<()> {
+    if a.shape() != b.shape() {
         return Err(Error::Value(format!(
-            "{what}: source shape {} does not match destination shape {}",
-            fmt_shape(src.shape()),
-            fmt_shape(dst.shape())
+            "{}: {a_name} shape {} does not match {b_name} shape {}",
+            context(),
+            fmt_shape(a.shape()),
+            fmt_shape(b.shape())
         )));
     }
-    if src.dtype() != dst.dtype() {
+    if a.dtype() != b.dtype() {
         return Err(Error::Type(format!(
-            "{what}: source dtype {} does not match destination dtype {}",
-            src.dtype(),
-            dst.dtype()
+            "{}: {a_name} dtype {} does not match {b_name} dtype {}",
+            context(),
+            a.dtype(),
+            b.dtype()
         )));
     }
     Ok(())
@@ -103,7 +111,7 @@ pub fn copy_prioritized(src: &NDArray, dst: &NDArray, priority: i32) -> Result<(
 }
 
 fn copy_at(src: &NDArray, dst: &NDArray, priority: i32, prioritized: bool) -> Result<()> {
-    check_same("copyto", src, dst)?;
+    check_matching(|| "copyto".into(), ("source", src), ("destination", dst))?;
     if src.overlaps(dst) && src.offset() == dst.offset() {
         return Ok(());
     }

@@ -10,6 +10,7 @@ use super::ParamKey;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::imperative::invoke_at;
+use crate::kvstore::StoreUpdater;
 use crate::ndarray::NDArray;
 use crate::op::{self, Attrs};
 use crate::shape::fmt_shape;
@@ -123,84 +124,6 @@ impl FusedOptimizer {
         Ok(())
     }
 
-    /// Zero-filled states for `weight` (and a float32 copy of a float16 weight under
-    /// multi-precision), in the order the module docs give.
-    pub fn create_state(&self, key: &ParamKey, weight: &NDArray) -> Result<Vec<NDArray>> {
-        let _ = key;
-        let (kind, n, mp) = {
-            let s = self.inner.lock();
-            (s.cfg.kind, s.inner_states(), s.multi_precision(weight))
-        };
-        let dtype = if mp { DType::F32 } else { weight.dtype() };
-        let mut states = (0..n)
-            .map(|_| zeros(weight, dtype))
-            .collect::<Result<Vec<_>>>()?;
-        if mp {
-            let w32 = cast(weight, DType::F32, None, 0)?;
-            match kind {
-                OptKind::Sgd | OptKind::Nag => states.push(w32),
-                _ => states.insert(0, w32),
-            }
-        }
-        Ok(states)
-    }
-
-    /// Pushes the update of `weight` with `grad` and `state` at `priority`, after counting
-    /// it and computing its learning rate and weight decay as MXNet's optimizer does.
-    pub fn update(
-        &self,
-        key: &ParamKey,
-        weight: &NDArray,
-        grad: &NDArray,
-        state: &[NDArray],
-        priority: i32,
-    ) -> Result<()> {
-        let (call, mp, own_mp_ops) = {
-            let mut s = self.inner.lock();
-            let mp = s.multi_precision(weight);
-            let n = s.inner_states();
-            let want = n + usize::from(mp);
-            if state.len() != want {
-                return Err(Error::Value(format!(
-                    "FusedOptimizer.update: {:?} expects {want} state array(s) for key {key} \
-                     (weight {} {}), got {}",
-                    s.cfg.kind,
-                    fmt_shape(weight.shape()),
-                    weight.dtype(),
-                    state.len()
-                )));
-            }
-            let begin = s.cfg.begin_num_update;
-            let t = s.d.count(weight.context().dev_id, key, begin);
-            let lr = s.lrs(std::slice::from_ref(key))[0];
-            let rates = Rates {
-                lr,
-                wd: s.wd(key),
-                t,
-                rescale_grad: s.d.rescale_grad,
-            };
-            // SGD and NAG have `mp_*` operators; the others update the float32 copy.
-            let own_mp_ops = matches!(s.cfg.kind, OptKind::Sgd | OptKind::Nag);
-            let call = op_call(&s.cfg, &rates, n == 1, mp && own_mp_ops);
-            (call, mp, own_mp_ops)
-        };
-        let op = self.ops.get(call)?;
-        let ctx = Some(weight.context());
-        if mp && !own_mp_ops {
-            // Update the float32 copy with a float32 gradient, then round into the weight.
-            let w32 = state[0].clone();
-            let mut ins = vec![w32.clone(), cast(grad, DType::F32, None, priority)?];
-            ins.extend(state[1..].iter().cloned());
-            invoke_at(&op, &ins, Some(vec![w32.clone()]), ctx, false, priority)?;
-            cast(&w32, weight.dtype(), Some(weight.clone()), priority)?;
-            return Ok(());
-        }
-        let mut ins = vec![weight.clone(), grad.clone()];
-        ins.extend(state.iter().cloned());
-        invoke_at(&op, &ins, Some(vec![weight.clone()]), ctx, false, priority)?;
-        Ok(())
-    }
-
     /// Counts one update of `key` on device `dev_id` and returns its count, for a Python
     /// optimizer bound to this one.
     pub fn count_update(&self, key: &ParamKey, dev_id: i32) -> i64 {
@@ -301,6 +224,87 @@ impl FusedOptimizer {
         d.num_update = num_update.unwrap_or_else(|| most.unwrap_or(0).max(d.num_update));
         d.counts = counts;
         d.counts.entry(0).or_default();
+    }
+}
+
+/// The store runs MXNet's built-in optimizers as its updater.
+impl StoreUpdater for FusedOptimizer {
+    /// Zero-filled states for `weight` (and a float32 copy of a float16 weight under
+    /// multi-precision), in the order the module docs give.
+    fn create_state(&self, key: &ParamKey, weight: &NDArray) -> Result<Vec<NDArray>> {
+        let _ = key;
+        let (kind, n, mp) = {
+            let s = self.inner.lock();
+            (s.cfg.kind, s.inner_states(), s.multi_precision(weight))
+        };
+        let dtype = if mp { DType::F32 } else { weight.dtype() };
+        let mut states = (0..n)
+            .map(|_| zeros(weight, dtype))
+            .collect::<Result<Vec<_>>>()?;
+        if mp {
+            let w32 = cast(weight, DType::F32, None, 0)?;
+            match kind {
+                OptKind::Sgd | OptKind::Nag => states.push(w32),
+                _ => states.insert(0, w32),
+            }
+        }
+        Ok(states)
+    }
+
+    /// Pushes the update of `weight` with `grad` and `state` at `priority`, after counting
+    /// it and computing its learning rate and weight decay as MXNet's optimizer does.
+    fn update(
+        &self,
+        key: &ParamKey,
+        weight: &NDArray,
+        grad: &NDArray,
+        state: &[NDArray],
+        priority: i32,
+    ) -> Result<()> {
+        let (call, mp, own_mp_ops) = {
+            let mut s = self.inner.lock();
+            let mp = s.multi_precision(weight);
+            let n = s.inner_states();
+            let want = n + usize::from(mp);
+            if state.len() != want {
+                return Err(Error::Value(format!(
+                    "FusedOptimizer.update: {:?} expects {want} state array(s) for key {key} \
+                     (weight {} {}), got {}",
+                    s.cfg.kind,
+                    fmt_shape(weight.shape()),
+                    weight.dtype(),
+                    state.len()
+                )));
+            }
+            let begin = s.cfg.begin_num_update;
+            let t = s.d.count(weight.context().dev_id, key, begin);
+            let lr = s.lrs(std::slice::from_ref(key))[0];
+            let rates = Rates {
+                lr,
+                wd: s.wd(key),
+                t,
+                rescale_grad: s.d.rescale_grad,
+            };
+            // SGD and NAG have `mp_*` operators; the others update the float32 copy.
+            let own_mp_ops = matches!(s.cfg.kind, OptKind::Sgd | OptKind::Nag);
+            let call = op_call(&s.cfg, &rates, n == 1, mp && own_mp_ops);
+            (call, mp, own_mp_ops)
+        };
+        let op = self.ops.get(call)?;
+        let ctx = Some(weight.context());
+        if mp && !own_mp_ops {
+            // Update the float32 copy with a float32 gradient, then round into the weight.
+            let w32 = state[0].clone();
+            let mut ins = vec![w32.clone(), cast(grad, DType::F32, None, priority)?];
+            ins.extend(state[1..].iter().cloned());
+            invoke_at(&op, &ins, Some(vec![w32.clone()]), ctx, false, priority)?;
+            cast(&w32, weight.dtype(), Some(weight.clone()), priority)?;
+            return Ok(());
+        }
+        let mut ins = vec![weight.clone(), grad.clone()];
+        ins.extend(state.iter().cloned());
+        invoke_at(&op, &ins, Some(vec![weight.clone()]), ctx, false, priority)?;
+        Ok(())
     }
 }
 

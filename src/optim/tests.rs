@@ -3,6 +3,7 @@
 
 use super::{FusedOptimizer, LrScheduler, ParamKey};
 use crate::imperative::invoke;
+use crate::kvstore::StoreUpdater;
 use crate::ndarray::NDArray;
 use crate::op::testutil::{array, f32a, f32s, values};
 use crate::op::{self, Attrs};

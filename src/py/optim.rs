@@ -4,6 +4,7 @@
 use super::errors::{guard, guard_detached, IntoPy};
 use super::ndarray::{wrap, PyNDArray};
 use crate::error::Error;
+use crate::kvstore::StoreUpdater;
 use crate::optim::{FusedOptimizer, ParamKey};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyString};
