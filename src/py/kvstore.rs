@@ -8,16 +8,58 @@ use crate::ndarray::NDArray;
 use pyo3::prelude::*;
 use std::sync::Arc;
 
-fn keys_of(keys: &[Bound<'_, PyAny>]) -> PyResult<Vec<Key>> {
-    keys.iter().map(key_of).collect()
+/// The keys of a call, each a Python int or str.
+pub(super) struct Keys(pub(super) Vec<Key>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Keys {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let items: Vec<Bound<'py, PyAny>> = obj.extract()?;
+        items.iter().map(key_of).collect::<PyResult<_>>().map(Keys)
+    }
 }
 
-fn arrays_of(v: &[PyRef<'_, PyNDArray>]) -> Vec<NDArray> {
-    v.iter().map(|a| a.inner.clone()).collect()
+/// Arrays the call reads, one per key.
+struct Arrays(Vec<NDArray>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Arrays {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let arrays: Vec<PyRef<'py, PyNDArray>> = obj.extract()?;
+        Ok(Arrays(arrays.iter().map(|a| a.inner.clone()).collect()))
+    }
 }
 
-fn writable_of(v: &[PyRef<'_, PyNDArray>]) -> PyResult<Vec<NDArray>> {
-    v.iter().map(|a| a.writable_inner()).collect()
+/// Arrays the call reads, a list of them per key.
+struct Inputs(Vec<Vec<NDArray>>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Inputs {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let lists: Vec<Arrays> = obj.extract()?;
+        Ok(Inputs(lists.into_iter().map(|a| a.0).collect()))
+    }
+}
+
+/// Arrays the call writes, a list of them per key; each must be writable.
+struct Outputs(Vec<Vec<NDArray>>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Outputs {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let lists: Vec<Vec<PyRef<'py, PyNDArray>>> = obj.extract()?;
+        let writable =
+            |v: &Vec<PyRef<'_, PyNDArray>>| v.iter().map(|a| a.writable_inner()).collect();
+        lists
+            .iter()
+            .map(writable)
+            .collect::<PyResult<_>>()
+            .map(Outputs)
+    }
 }
 
 /// `(key, pushed sum, stored value)` for a Python updater.
@@ -67,26 +109,20 @@ impl PyKVStore {
     }
 
     /// Stores a copy of each value under its key.
-    fn init(&self, keys: Vec<Bound<'_, PyAny>>, values: Vec<PyRef<'_, PyNDArray>>) -> PyResult<()> {
-        guard("KVStore.init", || {
-            self.inner.init(&keys_of(&keys)?, &arrays_of(&values)).py()
-        })
+    fn init(&self, keys: Keys, values: Arrays) -> PyResult<()> {
+        guard("KVStore.init", || self.inner.init(&keys.0, &values.0).py())
     }
 
     /// Sums the values of each key and applies them (assignment or the built-in updater).
     fn push(
         &self,
         py: Python<'_>,
-        keys: Vec<Bound<'_, PyAny>>,
-        values: Vec<Vec<PyRef<'_, PyNDArray>>>,
+        keys: Keys,
+        values: Inputs,
         priorities: Vec<i32>,
     ) -> PyResult<()> {
-        guard("KVStore.push", || {
-            let keys = keys_of(&keys)?;
-            let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
-            guard_detached(py, "KVStore.push", || {
-                self.inner.push(&keys, &values, &priorities)
-            })
+        guard_detached(py, "KVStore.push", || {
+            self.inner.push(&keys.0, &values.0, &priorities)
         })
     }
 
@@ -95,16 +131,15 @@ impl PyKVStore {
     fn reduce_for_updater(
         &self,
         py: Python<'_>,
-        keys: Vec<Bound<'_, PyAny>>,
-        values: Vec<Vec<PyRef<'_, PyNDArray>>>,
+        keys: Keys,
+        values: Inputs,
         priorities: Vec<i32>,
     ) -> PyResult<Vec<UpdaterInput>> {
+        let groups = guard_detached(py, "KVStore.push", || {
+            self.inner
+                .reduce_for_updater(&keys.0, &values.0, &priorities)
+        })?;
         guard("KVStore.push", || {
-            let keys = keys_of(&keys)?;
-            let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
-            let groups = guard_detached(py, "KVStore.push", || {
-                self.inner.reduce_for_updater(&keys, &values, &priorities)
-            })?;
             groups
                 .into_iter()
                 .map(|(k, m, s)| Ok((key_to_py(py, &k)?.unbind(), wrap(py, m)?, wrap(py, s)?)))
@@ -116,19 +151,12 @@ impl PyKVStore {
     fn pull(
         &self,
         py: Python<'_>,
-        keys: Vec<Bound<'_, PyAny>>,
-        outs: Vec<Vec<PyRef<'_, PyNDArray>>>,
+        keys: Keys,
+        outs: Outputs,
         priorities: Vec<i32>,
     ) -> PyResult<()> {
-        guard("KVStore.pull", || {
-            let keys = keys_of(&keys)?;
-            let outs = outs
-                .iter()
-                .map(|v| writable_of(v))
-                .collect::<PyResult<Vec<_>>>()?;
-            guard_detached(py, "KVStore.pull", || {
-                self.inner.pull(&keys, &outs, &priorities)
-            })
+        guard_detached(py, "KVStore.pull", || {
+            self.inner.pull(&keys.0, &outs.0, &priorities)
         })
     }
 
@@ -136,21 +164,14 @@ impl PyKVStore {
     fn pushpull(
         &self,
         py: Python<'_>,
-        keys: Vec<Bound<'_, PyAny>>,
-        values: Vec<Vec<PyRef<'_, PyNDArray>>>,
-        outs: Vec<Vec<PyRef<'_, PyNDArray>>>,
+        keys: Keys,
+        values: Inputs,
+        outs: Outputs,
         priorities: Vec<i32>,
     ) -> PyResult<()> {
-        guard("KVStore.pushpull", || {
-            let keys = keys_of(&keys)?;
-            let values: Vec<Vec<NDArray>> = values.iter().map(|v| arrays_of(v)).collect();
-            let outs = outs
-                .iter()
-                .map(|v| writable_of(v))
-                .collect::<PyResult<Vec<_>>>()?;
-            guard_detached(py, "KVStore.pushpull", || {
-                self.inner.pushpull(&keys, &values, &outs, &priorities)
-            })
+        guard_detached(py, "KVStore.pushpull", || {
+            self.inner
+                .pushpull(&keys.0, &values.0, &outs.0, &priorities)
         })
     }
 
@@ -158,21 +179,14 @@ impl PyKVStore {
     fn broadcast(
         &self,
         py: Python<'_>,
-        keys: Vec<Bound<'_, PyAny>>,
-        values: Vec<PyRef<'_, PyNDArray>>,
-        outs: Vec<Vec<PyRef<'_, PyNDArray>>>,
+        keys: Keys,
+        values: Arrays,
+        outs: Outputs,
         priorities: Vec<i32>,
     ) -> PyResult<()> {
-        guard("KVStore.broadcast", || {
-            let keys = keys_of(&keys)?;
-            let values = arrays_of(&values);
-            let outs = outs
-                .iter()
-                .map(|v| writable_of(v))
-                .collect::<PyResult<Vec<_>>>()?;
-            guard_detached(py, "KVStore.broadcast", || {
-                self.inner.broadcast(&keys, &values, &outs, &priorities)
-            })
+        guard_detached(py, "KVStore.broadcast", || {
+            self.inner
+                .broadcast(&keys.0, &values.0, &outs.0, &priorities)
         })
     }
 
@@ -218,10 +232,10 @@ impl PyKVStore {
     }
 
     /// Copies `state` into the built-in updater's state of `key`.
-    fn set_state(&self, key: &Bound<'_, PyAny>, state: Vec<PyRef<'_, PyNDArray>>) -> PyResult<()> {
+    fn set_state(&self, key: &Bound<'_, PyAny>, state: Arrays) -> PyResult<()> {
         guard("KVStore.set_state", || {
             let key = key_of(key)?;
-            self.inner.set_state(&key, &arrays_of(&state)).py()
+            self.inner.set_state(&key, &state.0).py()
         })
     }
 }

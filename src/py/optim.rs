@@ -2,6 +2,7 @@
 //! Python ints or strings.
 
 use super::errors::{guard, guard_detached, IntoPy};
+use super::kvstore::Keys;
 use super::ndarray::{wrap, PyNDArray};
 use crate::error::Error;
 use crate::kvstore::StoreUpdater;
@@ -115,19 +116,13 @@ impl PyFusedOptimizer {
     }
 
     /// The learning rates of `keys`, multipliers applied.
-    fn lrs(&self, keys: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<f64>> {
-        guard("FusedOptimizer.lrs", || {
-            let keys = keys.iter().map(key_of).collect::<PyResult<Vec<_>>>()?;
-            Ok(self.inner.lrs(&keys))
-        })
+    fn lrs(&self, keys: Keys) -> PyResult<Vec<f64>> {
+        guard("FusedOptimizer.lrs", || Ok(self.inner.lrs(&keys.0)))
     }
 
     /// The weight decays of `keys`, multipliers applied.
-    fn wds(&self, keys: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<f64>> {
-        guard("FusedOptimizer.wds", || {
-            let keys = keys.iter().map(key_of).collect::<PyResult<Vec<_>>>()?;
-            Ok(self.inner.wds(&keys))
-        })
+    fn wds(&self, keys: Keys) -> PyResult<Vec<f64>> {
+        guard("FusedOptimizer.wds", || Ok(self.inner.wds(&keys.0)))
     }
 
     /// The number of updates of the most-updated key.
