@@ -197,61 +197,36 @@ mod tests {
         find(name).unwrap().build(&Attrs::new()).unwrap()
     }
 
+    /// Runs `op` on `inputs` with `out` as its output.
+    fn run_into(op: &OpRef, inputs: &[NDArray], out: &NDArray) {
+        invoke(op, inputs, Some(vec![out.clone()]), None, false).unwrap();
+    }
+
     #[test]
     fn writing_over_an_input_is_in_place_and_sound() {
         // The borrow check runs in debug builds: a kernel that read and wrote the same
         // bytes through two slices would fail here.
         for (name, want) in [("relu", vec![0.0, 2.0]), ("square", vec![1.0, 4.0])] {
             let a = f32a(&[2], &[-1.0, 2.0]);
-            let op = build(name);
-            invoke(
-                &op,
-                std::slice::from_ref(&a),
-                Some(vec![a.clone()]),
-                None,
-                false,
-            )
-            .unwrap();
+            run_into(&build(name), std::slice::from_ref(&a), &a);
             assert_eq!(f32s(&a), want, "{name}");
         }
         let a = f32a(&[2], &[1.0, 2.0]);
         let b = f32a(&[2], &[3.0, 4.0]);
-        invoke(
-            &build("elemwise_add"),
-            &[a.clone(), b],
-            Some(vec![a.clone()]),
-            None,
-            false,
-        )
-        .unwrap();
+        run_into(&build("elemwise_add"), &[a.clone(), b], &a);
         assert_eq!(f32s(&a), vec![4.0, 6.0]);
         // The output is the second operand, the first one broadcast.
         let r = f32a(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
         let c = f32a(&[2], &[10.0, 20.0]);
-        let sub = build("broadcast_sub");
-        invoke(&sub, &[c, r.clone()], Some(vec![r.clone()]), None, false).unwrap();
+        run_into(&build("broadcast_sub"), &[c, r.clone()], &r);
         assert_eq!(f32s(&r), vec![9.0, 18.0, 7.0, 16.0]);
         // Both operands are the output.
-        invoke(
-            &build("elemwise_mul"),
-            &[r.clone(), r.clone()],
-            Some(vec![r.clone()]),
-            None,
-            false,
-        )
-        .unwrap();
+        run_into(&build("elemwise_mul"), &[r.clone(), r.clone()], &r);
         assert_eq!(f32s(&r), vec![81.0, 324.0, 49.0, 256.0]);
         let attrs = Attrs::from([("scalar".to_string(), "2".to_string())]);
         let rdiv = find("_rdiv_scalar").unwrap().build(&attrs).unwrap();
         let d = f32a(&[2], &[4.0, 8.0]);
-        invoke(
-            &rdiv,
-            std::slice::from_ref(&d),
-            Some(vec![d.clone()]),
-            None,
-            false,
-        )
-        .unwrap();
+        run_into(&rdiv, std::slice::from_ref(&d), &d);
         assert_eq!(f32s(&d), vec![0.5, 0.25]);
     }
 }

@@ -129,6 +129,30 @@ fn single_entry(op: &str, node: &str, input: &str, s: &Symbol) -> Result<Entry> 
     }
 }
 
+/// What `compose` has made so far: the entries replacing variables and the copied nodes.
+#[derive(Default)]
+struct Copied {
+    var_entries: std::collections::HashMap<*const Node, Entry>,
+    copies: std::collections::HashMap<*const Node, Arc<Node>>,
+}
+
+impl Copied {
+    /// `e` pointed at its replacement or its node's copy, if it has one.
+    fn entry(&self, e: &Entry) -> Entry {
+        let k = Arc::as_ptr(&e.node);
+        if let Some(r) = self.var_entries.get(&k) {
+            r.clone()
+        } else if let Some(c) = self.copies.get(&k) {
+            Entry {
+                node: c.clone(),
+                index: e.index,
+            }
+        } else {
+            e.clone()
+        }
+    }
+}
+
 /// Replaces the variables of `sym` named in `kwargs`, or the arguments in order for
 /// `args`, by other symbols, copying the nodes on the way (MXNet's symbol call).
 pub fn compose(sym: &Symbol, args: &[Symbol], kwargs: &[(String, Symbol)]) -> Result<Symbol> {
@@ -153,30 +177,16 @@ pub fn compose(sym: &Symbol, args: &[Symbol], kwargs: &[(String, Symbol)]) -> Re
         }
         replace.insert(k.clone(), single_entry("compose", "", k, s)?);
     }
-    let mut copies: HashMap<*const Node, Arc<Node>> = HashMap::new();
-    let mut var_entries: HashMap<*const Node, Entry> = HashMap::new();
+    let mut copied = Copied::default();
     for n in sym.topo_nodes() {
         let key = Arc::as_ptr(&n);
         if n.is_variable() {
             if let Some(e) = replace.get(&n.name) {
-                var_entries.insert(key, e.clone());
+                copied.var_entries.insert(key, e.clone());
             }
             continue;
         }
-        let map_entry = |e: &Entry| -> Entry {
-            let k = Arc::as_ptr(&e.node);
-            if let Some(r) = var_entries.get(&k) {
-                r.clone()
-            } else if let Some(c) = copies.get(&k) {
-                Entry {
-                    node: c.clone(),
-                    index: e.index,
-                }
-            } else {
-                e.clone()
-            }
-        };
-        let inputs: Vec<Entry> = n.inputs.iter().map(map_entry).collect();
+        let inputs: Vec<Entry> = n.inputs.iter().map(|e| copied.entry(e)).collect();
         let copy = Arc::new(Node {
             name: n.name.clone(),
             op: n.op.clone(),
@@ -184,24 +194,8 @@ pub fn compose(sym: &Symbol, args: &[Symbol], kwargs: &[(String, Symbol)]) -> Re
             inputs,
             input_names: n.input_names.clone(),
         });
-        copies.insert(key, copy);
+        copied.copies.insert(key, copy);
     }
-    let outputs = sym
-        .outputs
-        .iter()
-        .map(|e| {
-            let k = Arc::as_ptr(&e.node);
-            if let Some(r) = var_entries.get(&k) {
-                r.clone()
-            } else if let Some(c) = copies.get(&k) {
-                Entry {
-                    node: c.clone(),
-                    index: e.index,
-                }
-            } else {
-                e.clone()
-            }
-        })
-        .collect();
+    let outputs = sym.outputs.iter().map(|e| copied.entry(e)).collect();
     Ok(Symbol { outputs })
 }

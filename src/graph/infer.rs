@@ -5,6 +5,7 @@ use super::{IndexedGraph, Node};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::params::parse_tuple;
+use crate::op::Operator;
 use crate::shape::Shape;
 
 /// Passes over the graph before giving up on reaching a fixed point.
@@ -33,12 +34,21 @@ fn in_operator(node: &Node, e: Error) -> Error {
     }
 }
 
-/// Generic fixed-point driver: `step(node, inputs, outputs)` refines one node's slots.
+/// Generic fixed-point driver: variables without a slot take what their attribute `attr`
+/// declares (read by `declared`), then `step(op, inputs, outputs)` refines
+/// each operator node's slots.
 fn run_passes<T: Clone + PartialEq>(
     g: &IndexedGraph,
     slots: &mut [Option<T>],
-    mut step: impl FnMut(usize, &mut [Option<T>], &mut [Option<T>]) -> Result<()>,
+    attr: &str,
+    declared: fn(Option<String>) -> Option<T>,
+    step: impl Fn(&dyn Operator, &mut [Option<T>], &mut [Option<T>]) -> Result<()>,
 ) -> Result<()> {
+    for (i, n) in g.nodes.iter().enumerate() {
+        if n.is_variable() && slots[g.entry_base[i]].is_none() {
+            slots[g.entry_base[i]] = declared(n.attr(attr));
+        }
+    }
     let n = g.nodes.len();
     for pass in 0..MAX_PASSES {
         let before = slots.iter().filter(|s| s.is_some()).count();
@@ -49,13 +59,13 @@ fn run_passes<T: Clone + PartialEq>(
         };
         for i in order {
             let node = &g.nodes[i];
-            if node.is_variable() {
+            let Some(op) = &node.op else {
                 continue;
-            }
+            };
             let mut ins: Vec<Option<T>> = g.inputs[i].iter().map(|&e| slots[e].clone()).collect();
             let range = g.node_entries(i);
             let mut outs: Vec<Option<T>> = slots[range.clone()].to_vec();
-            step(i, &mut ins, &mut outs).map_err(|e| in_operator(node, e))?;
+            step(op.as_ref(), &mut ins, &mut outs).map_err(|e| in_operator(node, e))?;
             for (&e, v) in g.inputs[i].iter().zip(ins) {
                 merge(&mut slots[e], v);
             }
@@ -79,26 +89,14 @@ fn merge<T>(slot: &mut Option<T>, v: Option<T>) {
 
 /// Infers every entry's shape from the known ones in `shapes` (indexed by entry id).
 pub fn infer_shapes(g: &IndexedGraph, shapes: &mut [Option<Shape>]) -> Result<()> {
-    for (i, n) in g.nodes.iter().enumerate() {
-        if n.is_variable() && shapes[g.entry_base[i]].is_none() {
-            shapes[g.entry_base[i]] = declared_shape(n.attr("__shape__"));
-        }
-    }
-    run_passes(g, shapes, |i, ins, outs| {
-        let op = g.nodes[i].op.as_ref().expect("op node");
+    run_passes(g, shapes, "__shape__", declared_shape, |op, ins, outs| {
         op.infer_shape_partial(ins, outs)
     })
 }
 
 /// Infers every entry's dtype from the known ones in `types` (indexed by entry id).
 pub fn infer_types(g: &IndexedGraph, types: &mut [Option<DType>]) -> Result<()> {
-    for (i, n) in g.nodes.iter().enumerate() {
-        if n.is_variable() && types[g.entry_base[i]].is_none() {
-            types[g.entry_base[i]] = declared_dtype(n.attr("__dtype__"));
-        }
-    }
-    run_passes(g, types, |i, ins, outs| {
-        let op = g.nodes[i].op.as_ref().expect("op node");
+    run_passes(g, types, "__dtype__", declared_dtype, |op, ins, outs| {
         op.infer_type_partial(ins, outs)
     })
 }

@@ -21,19 +21,7 @@ fn quote(s: &str) -> String {
 /// Writes a list as MXNet's JSON writer does: inline up to ten items, else one item per
 /// line at `indent` + 2 spaces.
 fn write_list(out: &mut String, items: &[String], indent: usize) {
-    if items.len() <= 10 {
-        let _ = write!(out, "[{}]", items.join(", "));
-        return;
-    }
-    let pad = " ".repeat(indent + 2);
-    out.push_str("[\n");
-    for (i, item) in items.iter().enumerate() {
-        out.push_str(&pad);
-        out.push_str(item);
-        out.push_str(if i + 1 < items.len() { ", \n" } else { "\n" });
-    }
-    out.push_str(&" ".repeat(indent));
-    out.push(']');
+    write_items(out, items, ('[', ']'), 10, indent);
 }
 
 /// Writes a string map: inline when it has one entry, else one entry per line.
@@ -42,19 +30,32 @@ fn write_map(out: &mut String, attrs: &Attrs, indent: usize) {
         .iter()
         .map(|(k, v)| format!("{}: {}", quote(k), quote(v)))
         .collect();
-    if items.len() <= 1 {
-        let _ = write!(out, "{{{}}}", items.join(""));
+    write_items(out, &items, ('{', '}'), 1, indent);
+}
+
+/// Writes `items` between `open` and `close`: inline when there are at most
+/// `inline_max`, else one per line at `indent` + 2 spaces.
+fn write_items(
+    out: &mut String,
+    items: &[String],
+    (open, close): (char, char),
+    inline_max: usize,
+    indent: usize,
+) {
+    if items.len() <= inline_max {
+        let _ = write!(out, "{open}{}{close}", items.join(", "));
         return;
     }
     let pad = " ".repeat(indent + 2);
-    out.push_str("{\n");
+    out.push(open);
+    out.push('\n');
     for (i, item) in items.iter().enumerate() {
         out.push_str(&pad);
         out.push_str(item);
         out.push_str(if i + 1 < items.len() { ", \n" } else { "\n" });
     }
     out.push_str(&" ".repeat(indent));
-    out.push('}');
+    out.push(close);
 }
 
 /// The symbol as MXNet's JSON.

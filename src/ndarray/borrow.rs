@@ -108,14 +108,19 @@ mod tests {
     use crate::ndarray::InOut;
     use crate::shape::Shape;
 
+    /// An f32 blob over `mem`.
+    fn blob_over(mem: &mut [f32]) -> TBlob {
+        TBlob::from_raw(
+            mem.as_mut_ptr() as *mut u8,
+            Shape::from_slice(&[mem.len()]),
+            DType::F32,
+        )
+    }
+
     #[test]
     fn shared_and_mutable_over_the_same_bytes_panics() {
         let mut mem = vec![0f32; 8];
-        let blob = TBlob::from_raw(
-            mem.as_mut_ptr() as *mut u8,
-            Shape::from_slice(&[8]),
-            DType::F32,
-        );
+        let blob = blob_over(&mut mem);
         let r = std::panic::catch_unwind(|| {
             track_borrows(
                 std::slice::from_ref(&blob),
@@ -132,11 +137,7 @@ mod tests {
     #[test]
     fn the_in_place_form_takes_one_slice() {
         let mut mem = vec![1f32; 8];
-        let blob = TBlob::from_raw(
-            mem.as_mut_ptr() as *mut u8,
-            Shape::from_slice(&[8]),
-            DType::F32,
-        );
+        let blob = blob_over(&mut mem);
         let io = std::slice::from_ref(&blob);
         track_borrows(io, io, || match blob.in_out::<f32>(&blob) {
             InOut::Same(s) => s.iter_mut().for_each(|v| *v *= 2.0),

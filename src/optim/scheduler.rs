@@ -2,19 +2,23 @@
 //! read from and written to the JSON description given in the module docs.
 
 use crate::error::{Error, Result};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// How the learning rate rises during warm-up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum WarmupMode {
     Linear,
     Constant,
 }
 
-/// The schedule after warm-up.
-#[derive(Debug, Clone, PartialEq)]
+/// The schedule after warm-up; its JSON form names it by MXNet's class (`"type"`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type")]
 pub enum Schedule {
     /// `base_lr * factor^k`, one factor every `step` updates, floored at `stop_factor_lr`.
+    #[serde(rename = "FactorScheduler")]
     Factor {
         step: i64,
         factor: f64,
@@ -22,6 +26,7 @@ pub enum Schedule {
         count: i64,
     },
     /// One factor at each listed step.
+    #[serde(rename = "MultiFactorScheduler")]
     MultiFactor {
         step: Vec<i64>,
         factor: f64,
@@ -29,6 +34,7 @@ pub enum Schedule {
         cur_step_ind: usize,
     },
     /// Polynomial decay from `base_lr_orig` to `final_lr` over `max_update` updates.
+    #[serde(rename = "PolyScheduler")]
     Poly {
         max_update: i64,
         base_lr_orig: f64,
@@ -36,6 +42,7 @@ pub enum Schedule {
         final_lr: f64,
     },
     /// Half-cosine decay from `base_lr_orig` to `final_lr` over `max_update` updates.
+    #[serde(rename = "CosineScheduler")]
     Cosine {
         max_update: i64,
         base_lr_orig: f64,
@@ -44,14 +51,15 @@ pub enum Schedule {
 }
 
 /// A learning-rate scheduler: `lr(num_update)` may change its state, as in MXNet.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LrScheduler {
-    pub schedule: Schedule,
     pub base_lr: f64,
     pub warmup_steps: i64,
     pub warmup_begin_lr: f64,
     pub warmup_final_lr: f64,
     pub warmup_mode: WarmupMode,
+    #[serde(flatten)]
+    pub schedule: Schedule,
 }
 
 fn bad(msg: impl Into<String>) -> Error {
@@ -188,57 +196,7 @@ impl LrScheduler {
 
     /// The JSON description of the scheduler's current state.
     pub fn to_json(&self) -> String {
-        let mut v = json!({
-            "base_lr": self.base_lr,
-            "warmup_steps": self.warmup_steps,
-            "warmup_begin_lr": self.warmup_begin_lr,
-            "warmup_final_lr": self.warmup_final_lr,
-            "warmup_mode": match self.warmup_mode {
-                WarmupMode::Linear => "linear",
-                WarmupMode::Constant => "constant",
-            },
-        });
-        let extra = match &self.schedule {
-            Schedule::Factor {
-                step,
-                factor,
-                stop_factor_lr,
-                count,
-            } => json!({
-                "type": "FactorScheduler", "step": step, "factor": factor,
-                "stop_factor_lr": stop_factor_lr, "count": count,
-            }),
-            Schedule::MultiFactor {
-                step,
-                factor,
-                count,
-                cur_step_ind,
-            } => json!({
-                "type": "MultiFactorScheduler", "step": step, "factor": factor,
-                "count": count, "cur_step_ind": cur_step_ind,
-            }),
-            Schedule::Poly {
-                max_update,
-                base_lr_orig,
-                pwr,
-                final_lr,
-            } => json!({
-                "type": "PolyScheduler", "max_update": max_update,
-                "base_lr_orig": base_lr_orig, "pwr": pwr, "final_lr": final_lr,
-            }),
-            Schedule::Cosine {
-                max_update,
-                base_lr_orig,
-                final_lr,
-            } => json!({
-                "type": "CosineScheduler", "max_update": max_update,
-                "base_lr_orig": base_lr_orig, "final_lr": final_lr,
-            }),
-        };
-        if let (Some(o), Value::Object(e)) = (v.as_object_mut(), extra) {
-            o.extend(e);
-        }
-        v.to_string()
+        serde_json::to_string(self).expect("a scheduler always serializes")
     }
 
     fn warmup_lr(&self, num_update: i64) -> f64 {

@@ -177,20 +177,34 @@ fn arith(
     Ok(Some(result.py()?.pop().expect("one output")))
 }
 
+/// The forward, reflected and in-place methods of each arithmetic operator; `$m` names
+/// the unused modulo argument that Python passes to the power methods.
 macro_rules! binary_methods {
-    ($($fwd:ident, $rev:ident, $inp:ident, $kind:expr);* $(;)?) => {
+    ($($fwd:ident, $rev:ident, $inp:ident, $kind:expr $(, $m:ident)?);* $(;)?) => {
         #[pymethods]
         impl PyNDArray {
             $(
-                fn $fwd(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                fn $fwd(
+                    slf: &Bound<'_, Self>,
+                    other: &Bound<'_, PyAny>,
+                    $($m: &Bound<'_, PyAny>,)?
+                ) -> PyResult<Py<PyAny>> {
                     guard(stringify!($fwd), || binary(slf, other, $kind, false))
                 }
 
-                fn $rev(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                fn $rev(
+                    slf: &Bound<'_, Self>,
+                    other: &Bound<'_, PyAny>,
+                    $($m: &Bound<'_, PyAny>,)?
+                ) -> PyResult<Py<PyAny>> {
                     guard(stringify!($rev), || binary(slf, other, $kind, true))
                 }
 
-                fn $inp(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+                fn $inp(
+                    slf: &Bound<'_, Self>,
+                    other: &Bound<'_, PyAny>,
+                    $($m: &Bound<'_, PyAny>,)?
+                ) -> PyResult<()> {
                     guard(stringify!($inp), || binary_inplace(slf, other, $kind))
                 }
             )*
@@ -229,34 +243,11 @@ binary_methods!(
     __mul__, __rmul__, __imul__, Arith::Mul;
     __truediv__, __rtruediv__, __itruediv__, Arith::Div;
     __mod__, __rmod__, __imod__, Arith::Mod;
+    __pow__, __rpow__, __ipow__, Arith::Pow, _modulo;
 );
 
 #[pymethods]
 impl PyNDArray {
-    fn __pow__(
-        slf: &Bound<'_, Self>,
-        other: &Bound<'_, PyAny>,
-        _m: &Bound<'_, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        guard("__pow__", || binary(slf, other, Arith::Pow, false))
-    }
-
-    fn __rpow__(
-        slf: &Bound<'_, Self>,
-        other: &Bound<'_, PyAny>,
-        _m: &Bound<'_, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        guard("__rpow__", || binary(slf, other, Arith::Pow, true))
-    }
-
-    fn __ipow__(
-        slf: &Bound<'_, Self>,
-        other: &Bound<'_, PyAny>,
-        _m: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        guard("__ipow__", || binary_inplace(slf, other, Arith::Pow))
-    }
-
     /// The shape as a tuple.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {

@@ -20,7 +20,8 @@ fn wrap(s: Symbol) -> PySymbol {
     PySymbol { inner: s }
 }
 
-type Shapes = Vec<Option<Vec<usize>>>;
+/// What is known of each argument, output and auxiliary state, in `list_*` order.
+type ByList<T> = (Vec<Option<T>>, Vec<Option<T>>, Vec<Option<T>>);
 
 /// Per entry of `g`, the variable node names that feed it, for known-value lookup.
 fn variable_entries(g: &IndexedGraph) -> HashMap<String, usize> {
@@ -49,6 +50,25 @@ impl PySymbol {
                 ))
             })
             .py()
+    }
+
+    /// What `slots` (per entry of `g`) holds for the arguments, the outputs and the
+    /// auxiliary states, each converted by `f`.
+    fn by_list<T, U>(
+        &self,
+        g: &IndexedGraph,
+        vars: &HashMap<String, usize>,
+        slots: &[Option<T>],
+        f: impl Fn(&T) -> U,
+    ) -> ByList<U> {
+        let (args, aux) = self.lists();
+        let at = |e: usize| slots[e].as_ref().map(&f);
+        let pick = |names: &[String]| names.iter().map(|n| at(vars[n])).collect();
+        (
+            pick(&args),
+            g.outputs.iter().map(|&e| at(e)).collect(),
+            pick(&aux),
+        )
     }
 
     fn lists(&self) -> (Vec<String>, Vec<String>) {
@@ -213,10 +233,7 @@ impl PySymbol {
 
     /// `(argument, output, auxiliary)` shapes from known input shapes by name; unknown
     /// ones are `None`.
-    fn infer_shape(
-        &self,
-        known: HashMap<String, Vec<usize>>,
-    ) -> PyResult<(Shapes, Shapes, Shapes)> {
+    fn infer_shape(&self, known: HashMap<String, Vec<usize>>) -> PyResult<ByList<Vec<usize>>> {
         guard("infer_shape", || {
             let g = IndexedGraph::new(&self.inner.outputs);
             let vars = variable_entries(&g);
@@ -229,28 +246,12 @@ impl PySymbol {
                 }
             }
             infer_shapes(&g, &mut shapes).py()?;
-            let (args, aux) = self.lists();
-            let pick = |names: &[String]| -> Shapes {
-                names
-                    .iter()
-                    .map(|n| shapes[vars[n]].as_ref().map(|s| s.to_vec()))
-                    .collect()
-            };
-            let outs = g
-                .outputs
-                .iter()
-                .map(|&e| shapes[e].as_ref().map(|s| s.to_vec()))
-                .collect();
-            Ok((pick(&args), outs, pick(&aux)))
+            Ok(self.by_list(&g, &vars, &shapes, |s| s.to_vec()))
         })
     }
 
     /// `(argument, output, auxiliary)` dtype flags from known input dtypes by name.
-    #[allow(clippy::type_complexity)]
-    fn infer_type(
-        &self,
-        known: HashMap<String, i32>,
-    ) -> PyResult<(Vec<Option<i32>>, Vec<Option<i32>>, Vec<Option<i32>>)> {
+    fn infer_type(&self, known: HashMap<String, i32>) -> PyResult<ByList<i32>> {
         guard("infer_type", || {
             let g = IndexedGraph::new(&self.inner.outputs);
             let vars = variable_entries(&g);
@@ -260,19 +261,7 @@ impl PySymbol {
                 types[e] = Some(DType::from_flag(*flag).py()?);
             }
             infer_types(&g, &mut types).py()?;
-            let (args, aux) = self.lists();
-            let pick = |names: &[String]| -> Vec<Option<i32>> {
-                names
-                    .iter()
-                    .map(|n| types[vars[n]].map(|t| t.flag()))
-                    .collect()
-            };
-            let outs = g
-                .outputs
-                .iter()
-                .map(|&e| types[e].map(|t| t.flag()))
-                .collect();
-            Ok((pick(&args), outs, pick(&aux)))
+            Ok(self.by_list(&g, &vars, &types, |t| t.flag()))
         })
     }
 }
