@@ -156,10 +156,19 @@ impl Element for bool {
 // a runtime dtype, over all dtypes, the numeric ones or the floating-point ones. A dtype
 // outside the set is a type error naming the operator.
 
-/// The common arm list behind the `dispatch_*` macros.
+/// The common arm list behind the `dispatch_*` macros; without `$op`, the list must
+/// cover every dtype.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! dispatch_over {
+    ($dtype:expr, $T:ident => $body:expr; [$($v:ident => $t:ty),*]) => {
+        match $dtype {
+            $($crate::dtype::DType::$v => {
+                type $T = $t;
+                $body
+            })*
+        }
+    };
     ($dtype:expr, $T:ident => $body:expr; [$($v:ident => $t:ty),*]; $op:expr) => {
         match $dtype {
             $($crate::dtype::DType::$v => {
@@ -181,40 +190,10 @@ macro_rules! dispatch_over {
 #[macro_export]
 macro_rules! dispatch_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype {
-            $crate::dtype::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            $crate::dtype::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            $crate::dtype::DType::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            $crate::dtype::DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            $crate::dtype::DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            $crate::dtype::DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            $crate::dtype::DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            $crate::dtype::DType::Bool => {
-                type $T = bool;
-                $body
-            }
-        }
+        $crate::dispatch_over!($dtype, $T => $body; [
+            F32 => f32, F64 => f64, F16 => half::f16, U8 => u8, I32 => i32, I8 => i8,
+            I64 => i64, Bool => bool
+        ])
     };
 }
 

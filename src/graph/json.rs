@@ -155,6 +155,33 @@ fn string_map(v: Option<&Value>, what: &str, node: &str) -> Result<Attrs> {
         .collect()
 }
 
+/// Output `idx` of node `nid` among the `nodes` read so far, for `reader` (named in
+/// errors).
+fn entry_at(
+    nodes: &[Arc<Node>],
+    (nid, idx): (usize, usize),
+    reader: impl Fn() -> String,
+) -> Result<Entry> {
+    let node = nodes.get(nid).ok_or_else(|| {
+        bad(format!(
+            "{} reads node {nid}, which does not come before it",
+            reader()
+        ))
+    })?;
+    if idx >= node.num_outputs() {
+        return Err(bad(format!(
+            "{} reads output {idx} of node '{}', which has {}",
+            reader(),
+            node.name,
+            node.num_outputs()
+        )));
+    }
+    Ok(Entry {
+        node: node.clone(),
+        index: idx,
+    })
+}
+
 fn entry_ref(v: &Value, node: &str) -> Result<(usize, usize)> {
     let arr = v
         .as_array()
@@ -202,23 +229,8 @@ pub fn from_json(text: &str) -> Result<Symbol> {
         };
         let mut inputs = Vec::with_capacity(inputs_v.len());
         for iv in &inputs_v {
-            let (nid, idx) = entry_ref(iv, &name)?;
-            let src = nodes.get(nid).ok_or_else(|| {
-                bad(format!(
-                    "node '{name}' reads node {nid}, which does not come before it"
-                ))
-            })?;
-            if idx >= src.num_outputs() {
-                return Err(bad(format!(
-                    "node '{name}' reads output {idx} of node '{}', which has {}",
-                    src.name,
-                    src.num_outputs()
-                )));
-            }
-            inputs.push(Entry {
-                node: src.clone(),
-                index: idx,
-            });
+            let reader = || format!("node '{name}'");
+            inputs.push(entry_at(&nodes, entry_ref(iv, &name)?, reader)?);
         }
         let node = if op_name == "null" {
             Node::variable(&name, attrs)
@@ -251,21 +263,9 @@ pub fn from_json(text: &str) -> Result<Symbol> {
         .ok_or_else(|| bad("no 'heads' list"))?;
     let mut outputs = Vec::with_capacity(heads_v.len());
     for hv in heads_v {
-        let (nid, idx) = entry_ref(hv, "heads")?;
-        let node = nodes
-            .get(nid)
-            .ok_or_else(|| bad(format!("head refers to missing node {nid}")))?;
-        if idx >= node.num_outputs() {
-            return Err(bad(format!(
-                "head refers to output {idx} of node '{}', which has {}",
-                node.name,
-                node.num_outputs()
-            )));
-        }
-        outputs.push(Entry {
-            node: node.clone(),
-            index: idx,
-        });
+        outputs.push(entry_at(&nodes, entry_ref(hv, "heads")?, || {
+            "a head".into()
+        })?);
     }
     Ok(Symbol { outputs })
 }

@@ -66,22 +66,25 @@ fn bad(msg: impl Into<String>) -> Error {
     Error::Value(format!("lr_scheduler: {}", msg.into()))
 }
 
-fn num(o: &Map<String, Value>, key: &str, default: Option<f64>) -> Result<f64> {
+/// The field `key` of `o`, read by `read` (`what` it must be), or `default` if absent.
+fn field<T>(
+    o: &Map<String, Value>,
+    key: &str,
+    default: Option<T>,
+    (what, read): (&str, fn(&Value) -> Option<T>),
+) -> Result<T> {
     match o.get(key) {
         None | Some(Value::Null) => default.ok_or_else(|| bad(format!("'{key}' is required"))),
-        Some(v) => v
-            .as_f64()
-            .ok_or_else(|| bad(format!("'{key}' must be a number, got {v}"))),
+        Some(v) => read(v).ok_or_else(|| bad(format!("'{key}' must be {what}, got {v}"))),
     }
 }
 
+fn num(o: &Map<String, Value>, key: &str, default: Option<f64>) -> Result<f64> {
+    field(o, key, default, ("a number", Value::as_f64))
+}
+
 fn int(o: &Map<String, Value>, key: &str, default: Option<i64>) -> Result<i64> {
-    match o.get(key) {
-        None | Some(Value::Null) => default.ok_or_else(|| bad(format!("'{key}' is required"))),
-        Some(v) => v
-            .as_i64()
-            .ok_or_else(|| bad(format!("'{key}' must be an integer, got {v}"))),
-    }
+    field(o, key, default, ("an integer", Value::as_i64))
 }
 
 impl LrScheduler {
