@@ -3,9 +3,10 @@
 
 use super::common::check_count;
 use crate::error::{Error, Result};
+use crate::op::infer::infer_from_partial;
 use crate::op::{
     assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
-    Registry,
+    Registry, ShapeSlots,
 };
 use crate::shape::{fmt_shape, norm_axis, Shape};
 use std::sync::Arc;
@@ -84,15 +85,7 @@ impl Operator for BatchNorm {
         vec![3, 4]
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         check_count("BatchNorm", inputs.len(), 5)?;
         if inputs[0].is_none() {
             if let Some(y) = &outputs[0] {
@@ -116,6 +109,8 @@ impl Operator for BatchNorm {
         assign_shape("BatchNorm", "mean", &mut outputs[1], &c)?;
         assign_shape("BatchNorm", "var", &mut outputs[2], &c)
     }
+
+    infer_from_partial!(shape);
 
     fn gradient(&self) -> Grad {
         Grad::Op(Gradient {

@@ -3,7 +3,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::op::{assign_shape, Param};
+use crate::op::{assign_shape, Param, ShapeSlots};
 use crate::shape::{fmt_shape, Shape};
 
 /// The one float dtype all `inputs` share, or a type error naming the op.
@@ -26,11 +26,7 @@ pub fn check_float(op: &str, what: &str, t: DType) -> Result<()> {
 
 /// Shape inference for ops whose output has the input's shape, in both directions;
 /// `inputs` holds that one input.
-pub fn same_shape(
-    op: &str,
-    inputs: &mut [Option<Shape>],
-    outputs: &mut [Option<Shape>],
-) -> Result<()> {
+pub fn same_shape(op: &str, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
     check_count(op, inputs.len(), 1)?;
     match (&inputs[0], &outputs[0]) {
         (Some(s), _) => {
