@@ -122,6 +122,13 @@ pub fn check_count(op: &str, got: usize, want: usize) -> Result<()> {
     Ok(())
 }
 
+/// The shape inference of an operator of `want` inputs whose one output has the shape of
+/// input `like`: most backward operators, whose output is the gradient of that input.
+pub fn shape_of_input(op: &str, inputs: &[Shape], want: usize, like: usize) -> Result<Vec<Shape>> {
+    check_count(op, inputs.len(), want)?;
+    Ok(vec![inputs[like].clone()])
+}
+
 /// Gives every unknown slot among `inputs` and `outputs` the shape of the first known one
 /// and checks the known ones agree: the shape inference of every element-wise operator.
 /// Allocates nothing unless shapes disagree.

@@ -1,8 +1,8 @@
 //! Definition of `BatchNorm` over any channel axis, with moving statistics as auxiliary
 //! states, and its backward.
 
-use super::common::check_count;
 use crate::error::{Error, Result};
+use crate::op::infer::check_count;
 use crate::op::infer::infer_from_partial;
 use crate::op::{
     assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
@@ -146,6 +146,25 @@ impl Operator for BatchNormBackward {
     }
 }
 
+/// A bound of the calibration range MXNet's quantized BatchNorm reads; accepted and
+/// unused here.
+macro_rules! calib_range {
+    ($name:literal, $bound:literal) => {
+        Param::new(
+            $name,
+            "float or None",
+            "None",
+            concat!(
+                "The ",
+                $bound,
+                " scalar value in the form of float32 obtained through calibration. If \
+                 present, it will be used to by quantized batch norm op to calculate primitive \
+                 scale.Note: this calib_range is to calib bn output."
+            ),
+        )
+    };
+}
+
 const PARAMS: &[Param] = &[
     Param::new(
         "eps",
@@ -186,22 +205,8 @@ const PARAMS: &[Param] = &[
         "False",
         "Do not select CUDNN operator, if available",
     ),
-    Param::new(
-        "min_calib_range",
-        "float or None",
-        "None",
-        "The minimum scalar value in the form of float32 obtained through calibration. If \
-         present, it will be used to by quantized batch norm op to calculate primitive \
-         scale.Note: this calib_range is to calib bn output.",
-    ),
-    Param::new(
-        "max_calib_range",
-        "float or None",
-        "None",
-        "The maximum scalar value in the form of float32 obtained through calibration. If \
-         present, it will be used to by quantized batch norm op to calculate primitive \
-         scale.Note: this calib_range is to calib bn output.",
-    ),
+    calib_range!("min_calib_range", "minimum"),
+    calib_range!("max_calib_range", "maximum"),
 ];
 
 fn create(attrs: &Attrs) -> Result<OpRef> {

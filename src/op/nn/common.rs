@@ -3,6 +3,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::check_count;
 use crate::op::{assign_shape, Param, ShapeSlots};
 use crate::shape::{fmt_shape, Shape};
 
@@ -39,16 +40,6 @@ pub fn same_shape(op: &str, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -
         }
         _ => Ok(()),
     }
-}
-
-/// Checks the number of inputs (`got`) given to a partial inference.
-pub fn check_count(op: &str, got: usize, want: usize) -> Result<()> {
-    if got != want {
-        return Err(Error::Value(format!(
-            "{op}: expected {want} input(s), got {got}"
-        )));
-    }
-    Ok(())
 }
 
 /// Shape inference of a backward operator taking `want` inputs whose first two, the

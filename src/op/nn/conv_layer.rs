@@ -2,9 +2,10 @@
 //! MXNet parses them, the checks of the data against them, shape inference and the
 //! backward operator's definition.
 
-use super::common::{check_count, first_inputs};
+use super::common::first_inputs;
 use super::geometry::{check_data_ndim, check_layout, kernel_tuple, window_tuple, Window};
 use crate::error::{Error, Result};
+use crate::op::infer::check_count;
 use crate::op::infer::infer_from_partial;
 use crate::op::{
     assign_shape, check_inputs, Grad, Gradient, OpRef, Operator, Param, Params, ResourceRequest,

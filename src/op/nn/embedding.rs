@@ -1,9 +1,9 @@
 //! Definition of `Embedding`: rows of `weight` looked up by the indices in `data`, and
 //! its backward.
 
-use super::common::check_count;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::check_count;
 use crate::op::infer::infer_from_partial;
 use crate::op::{
     assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,

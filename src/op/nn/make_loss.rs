@@ -5,9 +5,9 @@ use super::common::{float_dtype, same_shape, Normalization};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::op::infer::infer_from_partial;
+use crate::op::infer::shape_of_input;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
-    ShapeSlots,
+    Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry, ShapeSlots,
 };
 use crate::shape::Shape;
 use std::sync::Arc;
@@ -60,8 +60,7 @@ impl Operator for MakeLossBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
+        shape_of_input(self.name(), inputs, 1, 0)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {

@@ -2,9 +2,10 @@
 //! `LogisticRegressionOutput`, `MAERegressionOutput`), whose backward is the loss
 //! gradient against the label, ignoring the head gradient.
 
-use super::common::{check_count, float_dtype, same_shape};
+use super::common::{float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::check_count;
 use crate::op::infer::infer_from_partial;
 use crate::op::{
     check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,

@@ -1,9 +1,10 @@
 //! Definitions of `softmax`, `log_softmax` (with `axis`, `temperature`, `dtype` and, for
 //! `softmax`, a valid `length` input) and `SoftmaxActivation`, with their backward.
 
-use super::common::{check_count, check_float, first_inputs, float_dtype, ograd_shape, same_shape};
+use super::common::{check_float, first_inputs, float_dtype, ograd_shape, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::check_count;
 use crate::op::infer::infer_from_partial;
 use crate::op::{
     assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,

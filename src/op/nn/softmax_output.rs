@@ -1,10 +1,11 @@
 //! Definition of `SoftmaxOutput` (alias `Softmax`): a softmax whose backward is the
 //! cross-entropy gradient against a label.
 
-use super::common::{check_count, check_float, py_bool, same_shape, Normalization};
+use super::common::{check_float, py_bool, same_shape, Normalization};
 use super::softmax::Layout;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::check_count;
 use crate::op::infer::infer_from_partial;
 use crate::op::{
     check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
