@@ -6,10 +6,11 @@ use crate::error::{Error, Result};
 use crate::op::grad::indexing::{
     CastBackward, GatherNdBackward, PickBackward, TakeBackward, WhereBackward,
 };
+use crate::op::infer::infer_from_partial;
 use crate::op::params::{ALL_TYPES, ALL_TYPES_WITH_BOOL};
 use crate::op::{
     check_inputs, infer, shape_err, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
-    Registry,
+    Registry, ShapeSlots,
 };
 use crate::shape::{fmt_shape, norm_axis, Shape};
 use std::sync::Arc;
@@ -299,11 +300,7 @@ impl Operator for Where {
         "where"
     }
 
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         infer::check_count("where", inputs.len(), 3)?;
         if let [_, Some(x), Some(y)] = &*inputs {
             if x != y {
@@ -331,6 +328,8 @@ impl Operator for Where {
         Ok(())
     }
 
+    infer_from_partial!(shape);
+
     fn gradient(&self) -> Grad {
         Grad::Op(Gradient {
             op: Arc::new(WhereBackward),
@@ -339,10 +338,6 @@ impl Operator for Where {
             outputs: vec![],
             grad_of: vec![1, 2],
         })
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
@@ -374,21 +369,15 @@ impl Operator for Cast {
         "Cast"
     }
 
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         infer::check_count("Cast", inputs.len(), 1)?;
         infer::same_shape("Cast", inputs, outputs)
     }
 
+    infer_from_partial!(shape);
+
     fn gradient(&self) -> Grad {
         Gradient::simple(Arc::new(CastBackward), &[0], &[], 1)
-    }
-
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        infer::shapes_from_partial(self, inputs)
     }
 
     fn infer_type(&self, _: &[DType]) -> Result<Vec<DType>> {

@@ -1,26 +1,95 @@
 //! Shape and type inference helpers. Each operator writes one inference: either the
 //! full one (`infer_shape`, from which the trait derives the partial one) or the partial
-//! one, from which [`shapes_from_partial`] and [`types_from_partial`] give the full one,
-//! so the imperative path and the graph passes can never disagree.
+//! one, from which [`infer_from_partial`] derives the full one, so the imperative path
+//! and the graph passes can never disagree.
 
-use super::Operator;
+use super::{Operator, ShapeSlots, TypeSlots};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::shape::Shape;
+use crate::shape::{fmt_shape, Shape};
 use smallvec::SmallVec;
 
-/// Output shapes from known input shapes, through the operator's partial inference: the
-/// `infer_shape` of an operator whose inference is written as `infer_shape_partial`.
-pub fn shapes_from_partial<O: Operator + ?Sized>(op: &O, inputs: &[Shape]) -> Result<Vec<Shape>> {
-    let mut ins: SmallVec<[Option<Shape>; 4]> = inputs.iter().cloned().map(Some).collect();
-    let mut outs: SmallVec<[Option<Shape>; 2]> = SmallVec::from_elem(None, op.num_outputs());
-    op.infer_shape_partial(&mut ins, &mut outs)?;
+/// Writes `infer_shape` (`infer_from_partial!(shape)`) or `infer_type`
+/// (`infer_from_partial!(type)`) through [`from_partial`], inside the `impl Operator` of an
+/// operator whose one inference is the partial one.
+macro_rules! infer_from_partial {
+    (shape) => {
+        $crate::op::infer::infer_from_partial!(infer_shape: $crate::shape::Shape);
+    };
+    (type) => {
+        $crate::op::infer::infer_from_partial!(infer_type: $crate::dtype::DType);
+    };
+    ($method:ident: $t:ty) => {
+        fn $method(&self, inputs: &[$t]) -> $crate::error::Result<Vec<$t>> {
+            $crate::op::infer::from_partial(self, inputs)
+        }
+    };
+}
+pub(crate) use infer_from_partial;
+
+/// What inference fills in: a shape or a dtype.
+pub trait Inferred: Clone + PartialEq {
+    /// The word for it in messages.
+    const NOUN: &'static str;
+    /// How messages show a value.
+    fn show(&self) -> String;
+    /// The error for a message about it.
+    fn error(msg: String) -> Error;
+    /// The operator's partial inference of this.
+    fn partial<O: Operator + ?Sized>(
+        op: &O,
+        inputs: &mut [Option<Self>],
+        outputs: &mut [Option<Self>],
+    ) -> Result<()>;
+}
+
+impl Inferred for Shape {
+    const NOUN: &'static str = "shape";
+    fn show(&self) -> String {
+        fmt_shape(self)
+    }
+    fn error(msg: String) -> Error {
+        Error::Value(msg)
+    }
+    fn partial<O: Operator + ?Sized>(
+        op: &O,
+        ins: &mut ShapeSlots,
+        outs: &mut ShapeSlots,
+    ) -> Result<()> {
+        op.infer_shape_partial(ins, outs)
+    }
+}
+
+impl Inferred for DType {
+    const NOUN: &'static str = "dtype";
+    fn show(&self) -> String {
+        self.to_string()
+    }
+    fn error(msg: String) -> Error {
+        Error::Type(msg)
+    }
+    fn partial<O: Operator + ?Sized>(
+        op: &O,
+        ins: &mut TypeSlots,
+        outs: &mut TypeSlots,
+    ) -> Result<()> {
+        op.infer_type_partial(ins, outs)
+    }
+}
+
+/// Outputs from fully known `inputs`, through the operator's partial inference: an
+/// error if it changed an input or left an output unknown.
+pub fn from_partial<O: Operator + ?Sized, T: Inferred>(op: &O, inputs: &[T]) -> Result<Vec<T>> {
+    let name = op.name();
+    let mut ins: SmallVec<[Option<T>; 4]> = inputs.iter().cloned().map(Some).collect();
+    let mut outs: SmallVec<[Option<T>; 2]> = SmallVec::from_elem(None, op.num_outputs());
+    T::partial(op, &mut ins, &mut outs)?;
     for (i, (given, got)) in inputs.iter().zip(&ins).enumerate() {
         if got.as_ref() != Some(given) {
-            return Err(Error::Value(format!(
-                "{}: input {i} has shape {}, which does not fit the other inputs",
-                op.name(),
-                crate::shape::fmt_shape(given)
+            return Err(T::error(format!(
+                "{name}: input {i} has {} {}, which does not fit the other inputs",
+                T::NOUN,
+                given.show()
             )));
         }
     }
@@ -28,39 +97,18 @@ pub fn shapes_from_partial<O: Operator + ?Sized>(op: &O, inputs: &[Shape]) -> Re
         .enumerate()
         .map(|(i, o)| {
             o.ok_or_else(|| {
-                Error::Value(format!(
-                    "{}: cannot infer the shape of output {i}",
-                    op.name()
+                T::error(format!(
+                    "{name}: cannot infer the {} of output {i}",
+                    T::NOUN
                 ))
             })
         })
         .collect()
 }
 
-/// Output types from known input types, through the operator's partial type inference.
-pub fn types_from_partial<O: Operator + ?Sized>(op: &O, inputs: &[DType]) -> Result<Vec<DType>> {
-    let mut ins: SmallVec<[Option<DType>; 4]> = inputs.iter().copied().map(Some).collect();
-    let mut outs: SmallVec<[Option<DType>; 2]> = SmallVec::from_elem(None, op.num_outputs());
-    op.infer_type_partial(&mut ins, &mut outs)?;
-    for (i, (given, got)) in inputs.iter().zip(&ins).enumerate() {
-        if *got != Some(*given) {
-            return Err(Error::Type(format!(
-                "{}: input {i} has dtype {given}, which does not fit the other inputs",
-                op.name()
-            )));
-        }
-    }
-    outs.into_iter()
-        .enumerate()
-        .map(|(i, o)| {
-            o.ok_or_else(|| {
-                Error::Type(format!(
-                    "{}: cannot infer the dtype of output {i}",
-                    op.name()
-                ))
-            })
-        })
-        .collect()
+/// The first known value among `inputs`, then `outputs`.
+pub fn first_known<T: Clone>(inputs: &[Option<T>], outputs: &[Option<T>]) -> Option<T> {
+    inputs.iter().chain(outputs).flatten().next().cloned()
 }
 
 /// Checks that an operator got `want` inputs (`got`), as the partial inferences do
@@ -74,35 +122,32 @@ pub fn check_count(op: &str, got: usize, want: usize) -> Result<()> {
     Ok(())
 }
 
+/// The shape inference of an operator of `want` inputs whose one output has the shape of
+/// input `like`: most backward operators, whose output is the gradient of that input.
+pub fn shape_of_input(op: &str, inputs: &[Shape], want: usize, like: usize) -> Result<Vec<Shape>> {
+    check_count(op, inputs.len(), want)?;
+    Ok(vec![inputs[like].clone()])
+}
+
 /// Gives every unknown slot among `inputs` and `outputs` the shape of the first known one
 /// and checks the known ones agree: the shape inference of every element-wise operator.
 /// Allocates nothing unless shapes disagree.
-pub fn same_shape(
-    op: &str,
-    inputs: &mut [Option<Shape>],
-    outputs: &mut [Option<Shape>],
-) -> Result<()> {
-    let Some(known) = inputs
-        .iter()
-        .chain(outputs.iter())
-        .flatten()
-        .next()
-        .cloned()
-    else {
+pub fn same_shape(op: &str, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
+    let Some(known) = first_known(inputs, outputs) else {
         return Ok(());
     };
     fill_shapes(op, "input", inputs, &known)?;
     fill_shapes(op, "output", outputs, &known)
 }
 
-fn fill_shapes(op: &str, what: &str, slots: &mut [Option<Shape>], known: &Shape) -> Result<()> {
+fn fill_shapes(op: &str, what: &str, slots: &mut ShapeSlots, known: &Shape) -> Result<()> {
     for (i, slot) in slots.iter_mut().enumerate() {
         match slot {
             Some(have) if have != known => {
                 return Err(Error::Value(format!(
                     "{op}: shape inconsistent for {what} {i}: expected {}, got {}",
-                    crate::shape::fmt_shape(known),
-                    crate::shape::fmt_shape(have)
+                    fmt_shape(known),
+                    fmt_shape(have)
                 )))
             }
             Some(_) => {}
@@ -113,18 +158,8 @@ fn fill_shapes(op: &str, what: &str, slots: &mut [Option<Shape>], known: &Shape)
 }
 
 /// As [`same_shape`], for dtypes.
-pub fn same_type(
-    op: &str,
-    inputs: &mut [Option<DType>],
-    outputs: &mut [Option<DType>],
-) -> Result<()> {
-    let Some(known) = inputs
-        .iter()
-        .chain(outputs.iter())
-        .flatten()
-        .next()
-        .copied()
-    else {
+pub fn same_type(op: &str, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
+    let Some(known) = first_known(inputs, outputs) else {
         return Ok(());
     };
     for slot in inputs.iter_mut().chain(outputs.iter_mut()) {

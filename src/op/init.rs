@@ -3,6 +3,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::shape_of_input;
 use crate::op::params::{ALL_TYPES, ALL_TYPES_WITH_BOOL};
 use crate::op::{check_inputs, Attrs, Grad, OpDef, OpRef, Operator, Param, Params, Registry};
 use crate::shape::Shape;
@@ -45,10 +46,7 @@ impl Operator for Init {
                 check_inputs(self.name, inputs, 0)?;
                 Ok(vec![s.clone()])
             }
-            None => {
-                check_inputs(self.name, inputs, 1)?;
-                Ok(vec![inputs[0].clone()])
-            }
+            None => shape_of_input(self.name, inputs, 1, 0),
         }
     }
 

@@ -108,12 +108,12 @@ pub trait Operator: Send + Sync + AsAny {
 
     /// Output shapes from input shapes; errors name the op and the shapes. An operator
     /// writes its shape inference once: here, or in `infer_shape_partial` with this one
-    /// delegating to [`infer::shapes_from_partial`].
+    /// derived from it by [`infer::infer_from_partial`].
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>>;
 
     /// Output types from input types. By default all inputs must share one type, which
-    /// the outputs take. An operator that writes `infer_type_partial` delegates here to
-    /// [`infer::types_from_partial`].
+    /// the outputs take. An operator that writes `infer_type_partial` derives this one
+    /// from it by [`infer::infer_from_partial`].
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         let t = same_dtype(self.name(), inputs)?;
         Ok(vec![t; self.num_outputs()])
@@ -162,11 +162,7 @@ pub trait Operator: Send + Sync + AsAny {
     /// Shape inference over partly known shapes, in both directions: fills what it can
     /// among `inputs` and `outputs` and errors on a conflict. The default infers the
     /// outputs once every input is known.
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         if let Some(known) = inputs.iter().cloned().collect::<Option<Vec<Shape>>>() {
             let inferred = self.infer_shape(&known)?;
             assign_shapes(self.name(), "output", outputs, &inferred)?;
@@ -177,11 +173,7 @@ pub trait Operator: Send + Sync + AsAny {
     /// Type inference over partly known types. The default gives unknown inputs the type
     /// of the first known one (as weights take the type of the data) and then infers the
     /// outputs.
-    fn infer_type_partial(
-        &self,
-        inputs: &mut [Option<DType>],
-        outputs: &mut [Option<DType>],
-    ) -> Result<()> {
+    fn infer_type_partial(&self, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
         let first = inputs.iter().flatten().next().copied();
         if let Some(t) = first {
             for i in inputs.iter_mut().filter(|i| i.is_none()) {
@@ -271,7 +263,7 @@ impl Gradient {
 pub fn assign_shapes(
     op: &str,
     what: &str,
-    slots: &mut [Option<Shape>],
+    slots: &mut ShapeSlots,
     inferred: &[Shape],
 ) -> Result<()> {
     for (i, (slot, s)) in slots.iter_mut().zip(inferred).enumerate() {
@@ -319,6 +311,12 @@ pub fn check_inputs(op: &str, inputs: &[Shape], want: usize) -> Result<()> {
 pub fn shape_err(op: &str, what: &str, shape: &[usize]) -> Error {
     Error::Value(format!("{op}: {what}, got shape {}", fmt_shape(shape)))
 }
+
+/// Shapes being inferred, one slot per input or output: `None` while unknown.
+pub type ShapeSlots = [Option<Shape>];
+
+/// Dtypes being inferred, one slot per input or output: `None` while unknown.
+pub type TypeSlots = [Option<DType>];
 
 /// A shared parsed operator.
 pub type OpRef = Arc<dyn Operator>;

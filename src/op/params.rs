@@ -66,64 +66,37 @@ pub trait FromAttr: Sized {
     fn from_attr(s: &str) -> Option<Self>;
 }
 
-impl FromAttr for i64 {
-    const EXPECTED: &'static str = "an integer";
-    fn from_attr(s: &str) -> Option<i64> {
-        parse_int(s)
-    }
+/// Implements [`FromAttr`] for each type: what its string looks like, and its parser.
+macro_rules! from_attr {
+    ($($t:ty => $expected:literal, $parse:expr;)*) => {
+        $(impl FromAttr for $t {
+            const EXPECTED: &'static str = $expected;
+            fn from_attr(s: &str) -> Option<$t> {
+                let parse: fn(&str) -> Option<$t> = $parse;
+                parse(s)
+            }
+        })*
+    };
 }
 
-impl FromAttr for usize {
-    const EXPECTED: &'static str = "a non-negative integer";
-    fn from_attr(s: &str) -> Option<usize> {
-        parse_int(s).and_then(|v| usize::try_from(v).ok())
-    }
+from_attr! {
+    i64 => "an integer", parse_int;
+    usize => "a non-negative integer", |s| parse_int(s).and_then(|v| usize::try_from(v).ok());
+    f64 => "a number", parse_float;
+    bool => "a boolean", parse_bool;
+    Vec<i64> => "a tuple of integers", |s| parse_tuple(s).flatten();
+    DType => "a dtype name such as float32", |s| DType::from_name(unquote(s)).ok();
+    String => "a string", |s| Some(unquote(s).to_string());
+    // A tuple whose entries may be `None` (slice begin, end and step).
+    Vec<Option<i64>> => "a tuple of integers or None", parse_opt_tuple;
 }
 
-impl FromAttr for f64 {
-    const EXPECTED: &'static str = "a number";
-    fn from_attr(s: &str) -> Option<f64> {
-        parse_float(s)
-    }
-}
-
-impl FromAttr for bool {
-    const EXPECTED: &'static str = "a boolean";
-    fn from_attr(s: &str) -> Option<bool> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "true" | "1" => Some(true),
-            "false" | "0" => Some(false),
-            _ => None,
-        }
-    }
-}
-
-impl FromAttr for Vec<i64> {
-    const EXPECTED: &'static str = "a tuple of integers";
-    fn from_attr(s: &str) -> Option<Vec<i64>> {
-        parse_tuple(s).flatten()
-    }
-}
-
-impl FromAttr for DType {
-    const EXPECTED: &'static str = "a dtype name such as float32";
-    fn from_attr(s: &str) -> Option<DType> {
-        DType::from_name(unquote(s)).ok()
-    }
-}
-
-impl FromAttr for String {
-    const EXPECTED: &'static str = "a string";
-    fn from_attr(s: &str) -> Option<String> {
-        Some(unquote(s).to_string())
-    }
-}
-
-/// A tuple whose entries may be `None` (slice begin, end and step).
-impl FromAttr for Vec<Option<i64>> {
-    const EXPECTED: &'static str = "a tuple of integers or None";
-    fn from_attr(s: &str) -> Option<Vec<Option<i64>>> {
-        parse_opt_tuple(s)
+/// Parses a boolean as MXNet does (`true`, `false`, `1`, `0`, any case).
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" => Some(true),
+        "false" | "0" => Some(false),
+        _ => None,
     }
 }
 
@@ -184,54 +157,40 @@ pub fn parse_int(s: &str) -> Option<i64> {
         .or_else(|| t.strip_suffix('L').and_then(|u| u.parse().ok()))
 }
 
+/// The entries of a tuple like `(2, 3)`, `[2,3]`, `(2,)`, `()` or a bare `2`, trimmed.
+fn tuple_entries(t: &str) -> impl Iterator<Item = &str> {
+    let inner =
+        if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) {
+            &t[1..t.len() - 1]
+        } else {
+            t
+        };
+    inner.split(',').map(str::trim).filter(|p| !p.is_empty())
+}
+
 /// Parses a tuple like `(2, 3)`, `[2,3]`, `(2,)`, `()` or a bare `2`; `None` for `None`.
 pub fn parse_tuple(s: &str) -> Option<Option<Vec<i64>>> {
     let t = s.trim();
     if t == "None" {
         return Some(None);
     }
-    let inner =
-        if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) {
-            &t[1..t.len() - 1]
-        } else {
-            t
-        };
-    let mut out = Vec::new();
-    for part in inner.split(',') {
-        let p = part.trim();
-        if p.is_empty() {
-            continue;
-        }
-        if p == "None" {
-            return None;
-        }
-        out.push(parse_int(p)?);
-    }
-    Some(Some(out))
+    tuple_entries(t)
+        .map(|p| if p == "None" { None } else { parse_int(p) })
+        .collect::<Option<Vec<i64>>>()
+        .map(Some)
 }
 
 /// Parses a tuple of optional integers (`None` entries allowed), as slice begin/end take.
 pub fn parse_opt_tuple(s: &str) -> Option<Vec<Option<i64>>> {
-    let t = s.trim();
-    let inner =
-        if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) {
-            &t[1..t.len() - 1]
-        } else {
-            t
-        };
-    let mut out = Vec::new();
-    for part in inner.split(',') {
-        let p = part.trim();
-        if p.is_empty() {
-            continue;
-        }
-        out.push(if p == "None" {
-            None
-        } else {
-            Some(parse_int(p)?)
-        });
-    }
-    Some(out)
+    tuple_entries(s.trim())
+        .map(|p| {
+            if p == "None" {
+                Some(None)
+            } else {
+                parse_int(p).map(Some)
+            }
+        })
+        .collect()
 }
 
 impl<'a> Params<'a> {

@@ -4,6 +4,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::shape_of_input;
 use crate::op::{
     check_inputs, same_dtype, Attrs, Grad, OpDef, OpRef, Operator, Param, Params, Registry,
     ResourceRequest,
@@ -50,10 +51,7 @@ impl Operator for Random {
                 check_inputs(self.name, inputs, 0)?;
                 Ok(vec![s.clone()])
             }
-            None => {
-                check_inputs(self.name, inputs, 1)?;
-                Ok(vec![inputs[0].clone()])
-            }
+            None => shape_of_input(self.name, inputs, 1, 0),
         }
     }
 
@@ -635,8 +633,7 @@ impl Operator for Shuffle {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs("_shuffle", inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
+        shape_of_input("_shuffle", inputs, 1, 0)
     }
 
     fn resources(&self) -> &'static [ResourceRequest] {

@@ -12,6 +12,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::grad::reduce::ReduceBackward;
+use crate::op::transform::fmt_tuple;
 use crate::op::{
     check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
 };
@@ -32,19 +33,6 @@ pub enum ReduceKind {
     Norm1,
     /// Square root of the sum of squares (`norm` with `ord=2`).
     Norm2,
-}
-
-pub(crate) fn fmt_axes(axes: &[i64]) -> String {
-    match axes.len() {
-        1 => format!("({},)", axes[0]),
-        _ => format!(
-            "({})",
-            axes.iter()
-                .map(|a| a.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
 }
 
 /// Which axes of `shape` are reduced and the output shape, as MXNet's reduce ops decide
@@ -73,7 +61,7 @@ pub fn reduce_axes(
                 if mask[n as usize] {
                     return Err(Error::Value(format!(
                         "{op}: axis {n} appears more than once in axis={} for an array of shape {}",
-                        fmt_axes(axes),
+                        fmt_tuple(axes),
                         fmt_shape(shape)
                     )));
                 }

@@ -258,28 +258,34 @@ pub(crate) fn create_topk(attrs: &Attrs) -> Result<OpRef> {
     }))
 }
 
-pub(crate) fn create_sort(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::declared("sort", attrs, SORT_PARAMS)?;
+/// `sort` (`ret` values) or `argsort` (`ret` indices): a selection of the whole axis.
+fn create_whole_sort(
+    name: &'static str,
+    decls: &'static [Param],
+    ret: Ret,
+    attrs: &Attrs,
+) -> Result<OpRef> {
+    let p = Params::declared(name, attrs, decls)?;
+    let dtype = match ret {
+        Ret::Indices => index_dtype(&p)?,
+        _ => DType::F32,
+    };
     Ok(Arc::new(SortOp {
-        name: "sort",
+        name,
         axis: p.get("axis")?,
         k: 0,
-        ret: Ret::Value,
+        ret,
         ascend: p.get("is_ascend")?,
-        dtype: DType::F32,
+        dtype,
     }))
 }
 
+pub(crate) fn create_sort(attrs: &Attrs) -> Result<OpRef> {
+    create_whole_sort("sort", SORT_PARAMS, Ret::Value, attrs)
+}
+
 pub(crate) fn create_argsort(attrs: &Attrs) -> Result<OpRef> {
-    let p = Params::declared("argsort", attrs, ARGSORT_PARAMS)?;
-    Ok(Arc::new(SortOp {
-        name: "argsort",
-        axis: p.get("axis")?,
-        k: 0,
-        ret: Ret::Indices,
-        ascend: p.get("is_ascend")?,
-        dtype: index_dtype(&p)?,
-    }))
+    create_whole_sort("argsort", ARGSORT_PARAMS, Ret::Indices, attrs)
 }
 
 /// Registers the sorting operators.

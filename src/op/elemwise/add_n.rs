@@ -1,10 +1,13 @@
 //! Definition of `add_n` (`ElementWiseSum`): the element-wise sum of any number of
 //! same-shape arrays, and its backward, which hands the output gradient to every input.
 
-use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::infer;
-use crate::op::{check_inputs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry};
+use crate::op::infer::infer_from_partial;
+use crate::op::{
+    check_inputs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry, ShapeSlots,
+    TypeSlots,
+};
 use crate::shape::Shape;
 use std::sync::Arc;
 
@@ -22,30 +25,18 @@ impl Operator for AddN {
         "add_n"
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        infer::types_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         infer::check_count("add_n", inputs.len(), self.num_args)?;
         infer::same_shape("add_n", inputs, outputs)
     }
 
-    fn infer_type_partial(
-        &self,
-        inputs: &mut [Option<DType>],
-        outputs: &mut [Option<DType>],
-    ) -> Result<()> {
+    infer_from_partial!(shape);
+
+    fn infer_type_partial(&self, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
         infer::same_type("add_n", inputs, outputs)
     }
+
+    infer_from_partial!(type);
 
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]

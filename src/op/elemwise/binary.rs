@@ -1,14 +1,16 @@
 //! Definitions of the element-wise binary operators: same-shape (`elemwise_*`),
 //! broadcasting (`broadcast_*`) and with a scalar (`_plus_scalar`, ...).
 
-use crate::dtype::DType;
 use crate::error::Result;
 use crate::op::elemwise::unary::{unary_op, UnaryKind};
 use crate::op::grad::binary::BinaryBackward;
 use crate::op::grad::elemwise::ScalarBackward;
 use crate::op::infer;
-use crate::op::{Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry};
-use crate::shape::{broadcast_shapes, Shape};
+use crate::op::infer::infer_from_partial;
+use crate::op::{
+    Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry, ShapeSlots, TypeSlots,
+};
+use crate::shape::broadcast_shapes;
 use std::sync::Arc;
 
 /// The element-wise functions of two values.
@@ -46,23 +48,11 @@ impl Operator for Binary {
         self.name
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        infer::types_from_partial(self, inputs)
-    }
-
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0), (1, 0)]
     }
 
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         infer::check_count(self.name, inputs.len(), 2)?;
         if self.broadcast {
             if let [Some(a), Some(b)] = inputs {
@@ -74,13 +64,13 @@ impl Operator for Binary {
         infer::same_shape(self.name, inputs, outputs)
     }
 
-    fn infer_type_partial(
-        &self,
-        inputs: &mut [Option<DType>],
-        outputs: &mut [Option<DType>],
-    ) -> Result<()> {
+    infer_from_partial!(shape);
+
+    fn infer_type_partial(&self, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
         infer::same_type(self.name, inputs, outputs)
     }
+
+    infer_from_partial!(type);
 
     fn gradient(&self) -> Grad {
         let Some(bname) = backward_name(self.kind, self.broadcast) else {
@@ -131,34 +121,22 @@ impl Operator for Scalar {
         self.name
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        infer::types_from_partial(self, inputs)
-    }
-
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]
     }
 
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         infer::check_count(self.name, inputs.len(), 1)?;
         infer::same_shape(self.name, inputs, outputs)
     }
 
-    fn infer_type_partial(
-        &self,
-        inputs: &mut [Option<DType>],
-        outputs: &mut [Option<DType>],
-    ) -> Result<()> {
+    infer_from_partial!(shape);
+
+    fn infer_type_partial(&self, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
         infer::same_type(self.name, inputs, outputs)
     }
+
+    infer_from_partial!(type);
 
     fn gradient(&self) -> Grad {
         use BinaryKind as K;

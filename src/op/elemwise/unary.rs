@@ -1,11 +1,12 @@
 //! Definitions of the element-wise unary operators (`exp`, `tanh`, `relu`, `clip`, ...).
 
-use crate::dtype::DType;
 use crate::error::Result;
 use crate::op::grad::elemwise::{uses_output, UnaryBackward};
 use crate::op::infer;
-use crate::op::{Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry};
-use crate::shape::Shape;
+use crate::op::infer::infer_from_partial;
+use crate::op::{
+    Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry, ShapeSlots, TypeSlots,
+};
 use std::sync::Arc;
 
 /// The element-wise functions of one input.
@@ -68,34 +69,22 @@ impl Operator for Unary {
         (self.kind == UnaryKind::Copy).then_some(0)
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        infer::types_from_partial(self, inputs)
-    }
-
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]
     }
 
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         infer::check_count(self.name, inputs.len(), 1)?;
         infer::same_shape(self.name, inputs, outputs)
     }
 
-    fn infer_type_partial(
-        &self,
-        inputs: &mut [Option<DType>],
-        outputs: &mut [Option<DType>],
-    ) -> Result<()> {
+    infer_from_partial!(shape);
+
+    fn infer_type_partial(&self, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
         infer::same_type(self.name, inputs, outputs)
     }
+
+    infer_from_partial!(type);
 
     fn gradient(&self) -> Grad {
         unary_gradient(self.name, self.kind)

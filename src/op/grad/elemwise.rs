@@ -5,7 +5,8 @@
 use crate::error::Result;
 use crate::op::elemwise::binary::BinaryKind;
 use crate::op::elemwise::unary::UnaryKind;
-use crate::op::{check_inputs, Operator};
+use crate::op::infer::shape_of_input;
+use crate::op::Operator;
 use crate::shape::Shape;
 
 /// True if the derivative of `kind` is computed from the forward output.
@@ -34,8 +35,7 @@ impl Operator for UnaryBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, 2)?;
-        Ok(vec![inputs[0].clone()])
+        shape_of_input(self.name, inputs, 2, 0)
     }
 
     fn inplace(&self) -> &'static [(usize, usize)] {
@@ -57,8 +57,7 @@ impl Operator for ScalarBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, 2)?;
-        Ok(vec![inputs[0].clone()])
+        shape_of_input(self.name, inputs, 2, 0)
     }
 
     fn inplace(&self) -> &'static [(usize, usize)] {

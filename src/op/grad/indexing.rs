@@ -5,6 +5,7 @@
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::op::indexing::IndexMode;
+use crate::op::infer::shape_of_input;
 use crate::op::{check_inputs, OpRef, Operator};
 use crate::shape::Shape;
 
@@ -20,8 +21,7 @@ impl Operator for TakeBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 3)?;
-        Ok(vec![inputs[2].clone()])
+        shape_of_input(self.name(), inputs, 3, 2)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
@@ -41,8 +41,7 @@ impl Operator for PickBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 3)?;
-        Ok(vec![inputs[1].clone()])
+        shape_of_input(self.name(), inputs, 3, 1)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
@@ -81,8 +80,7 @@ impl Operator for CastBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        Ok(vec![inputs[1].clone()])
+        shape_of_input(self.name(), inputs, 2, 1)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
@@ -99,8 +97,7 @@ impl Operator for GatherNdBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 3)?;
-        Ok(vec![inputs[2].clone()])
+        shape_of_input(self.name(), inputs, 3, 2)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
@@ -121,8 +118,7 @@ impl Operator for TopkBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        Ok(vec![inputs[1].clone()])
+        shape_of_input(self.name(), inputs, 2, 1)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {

@@ -2,8 +2,9 @@
 //! broadcast back over the reduced axes, times each input element's share of the result.
 
 use crate::error::Result;
+use crate::op::infer::shape_of_input;
 use crate::op::reduce::ReduceKind;
-use crate::op::{check_inputs, Operator};
+use crate::op::Operator;
 use crate::shape::Shape;
 
 /// `_backward_<reduce>`: inputs (dy, x, y), output dx.
@@ -20,8 +21,7 @@ impl Operator for ReduceBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, 3)?;
-        Ok(vec![inputs[1].clone()])
+        shape_of_input(self.name, inputs, 3, 1)
     }
 
     fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {

@@ -8,8 +8,9 @@
 //! undone by summing over its repeating axes.
 
 use crate::error::Result;
+use crate::op::infer::shape_of_input;
 use crate::op::transform::view::View;
-use crate::op::{check_inputs, Operator};
+use crate::op::Operator;
 use crate::shape::Shape;
 use std::sync::Arc;
 
@@ -31,8 +32,7 @@ impl Operator for GatherBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name, inputs, self.inputs + 1)?;
-        Ok(vec![inputs[1].clone()])
+        shape_of_input(self.name, inputs, self.inputs + 1, 1)
     }
 
     fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {
@@ -49,8 +49,7 @@ impl Operator for ReshapeBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 2)?;
-        Ok(vec![inputs[1].clone()])
+        shape_of_input(self.name(), inputs, 2, 1)
     }
 
     fn infer_type(&self, inputs: &[crate::dtype::DType]) -> Result<Vec<crate::dtype::DType>> {

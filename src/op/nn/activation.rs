@@ -4,7 +4,10 @@
 use super::common::{float_dtype, ograd_shape, same_shape};
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::op::{Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry};
+use crate::op::infer::infer_from_partial;
+use crate::op::{
+    Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry, ShapeSlots,
+};
 use crate::shape::Shape;
 use std::sync::Arc;
 
@@ -35,17 +38,11 @@ impl Operator for Activation {
         NAME
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         same_shape(NAME, inputs, outputs)
     }
+
+    infer_from_partial!(shape);
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![float_dtype(NAME, inputs)?])

@@ -1,11 +1,12 @@
 //! Definition of `BatchNorm` over any channel axis, with moving statistics as auxiliary
 //! states, and its backward.
 
-use super::common::check_count;
 use crate::error::{Error, Result};
+use crate::op::infer::check_count;
+use crate::op::infer::infer_from_partial;
 use crate::op::{
     assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
-    Registry,
+    Registry, ShapeSlots,
 };
 use crate::shape::{fmt_shape, norm_axis, Shape};
 use std::sync::Arc;
@@ -84,15 +85,7 @@ impl Operator for BatchNorm {
         vec![3, 4]
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         check_count("BatchNorm", inputs.len(), 5)?;
         if inputs[0].is_none() {
             if let Some(y) = &outputs[0] {
@@ -116,6 +109,8 @@ impl Operator for BatchNorm {
         assign_shape("BatchNorm", "mean", &mut outputs[1], &c)?;
         assign_shape("BatchNorm", "var", &mut outputs[2], &c)
     }
+
+    infer_from_partial!(shape);
 
     fn gradient(&self) -> Grad {
         Grad::Op(Gradient {
@@ -149,6 +144,25 @@ impl Operator for BatchNormBackward {
         let c = Shape::from_slice(&[l.channels]);
         Ok(vec![inputs[1].clone(), c.clone(), c])
     }
+}
+
+/// A bound of the calibration range MXNet's quantized BatchNorm reads; accepted and
+/// unused here.
+macro_rules! calib_range {
+    ($name:literal, $bound:literal) => {
+        Param::new(
+            $name,
+            "float or None",
+            "None",
+            concat!(
+                "The ",
+                $bound,
+                " scalar value in the form of float32 obtained through calibration. If \
+                 present, it will be used to by quantized batch norm op to calculate primitive \
+                 scale.Note: this calib_range is to calib bn output."
+            ),
+        )
+    };
 }
 
 const PARAMS: &[Param] = &[
@@ -191,22 +205,8 @@ const PARAMS: &[Param] = &[
         "False",
         "Do not select CUDNN operator, if available",
     ),
-    Param::new(
-        "min_calib_range",
-        "float or None",
-        "None",
-        "The minimum scalar value in the form of float32 obtained through calibration. If \
-         present, it will be used to by quantized batch norm op to calculate primitive \
-         scale.Note: this calib_range is to calib bn output.",
-    ),
-    Param::new(
-        "max_calib_range",
-        "float or None",
-        "None",
-        "The maximum scalar value in the form of float32 obtained through calibration. If \
-         present, it will be used to by quantized batch norm op to calculate primitive \
-         scale.Note: this calib_range is to calib bn output.",
-    ),
+    calib_range!("min_calib_range", "minimum"),
+    calib_range!("max_calib_range", "maximum"),
 ];
 
 fn create(attrs: &Attrs) -> Result<OpRef> {

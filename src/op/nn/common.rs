@@ -3,7 +3,8 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::op::{assign_shape, Param};
+use crate::op::infer::check_count;
+use crate::op::{assign_shape, Param, ShapeSlots};
 use crate::shape::{fmt_shape, Shape};
 
 /// The one float dtype all `inputs` share, or a type error naming the op.
@@ -26,11 +27,7 @@ pub fn check_float(op: &str, what: &str, t: DType) -> Result<()> {
 
 /// Shape inference for ops whose output has the input's shape, in both directions;
 /// `inputs` holds that one input.
-pub fn same_shape(
-    op: &str,
-    inputs: &mut [Option<Shape>],
-    outputs: &mut [Option<Shape>],
-) -> Result<()> {
+pub fn same_shape(op: &str, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
     check_count(op, inputs.len(), 1)?;
     match (&inputs[0], &outputs[0]) {
         (Some(s), _) => {
@@ -43,16 +40,6 @@ pub fn same_shape(
         }
         _ => Ok(()),
     }
-}
-
-/// Checks the number of inputs (`got`) given to a partial inference.
-pub fn check_count(op: &str, got: usize, want: usize) -> Result<()> {
-    if got != want {
-        return Err(Error::Value(format!(
-            "{op}: expected {want} input(s), got {got}"
-        )));
-    }
-    Ok(())
 }
 
 /// Shape inference of a backward operator taking `want` inputs whose first two, the

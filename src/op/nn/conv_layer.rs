@@ -2,11 +2,14 @@
 //! MXNet parses them, the checks of the data against them, shape inference and the
 //! backward operator's definition.
 
-use super::common::{check_count, first_inputs};
+use super::common::first_inputs;
 use super::geometry::{check_data_ndim, check_layout, kernel_tuple, window_tuple, Window};
 use crate::error::{Error, Result};
+use crate::op::infer::check_count;
+use crate::op::infer::infer_from_partial;
 use crate::op::{
     assign_shape, check_inputs, Grad, Gradient, OpRef, Operator, Param, Params, ResourceRequest,
+    ShapeSlots,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -170,16 +173,8 @@ impl<L: ConvLayer> Operator for L {
         RESOURCES
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
     /// Shape inference in both directions where the layer allows.
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         let a = self.args();
         check_count(L::NAME, inputs.len(), a.num_inputs())?;
         if let (None, Some(out), Some(w)) = (&inputs[0], &outputs[0], &inputs[1]) {
@@ -195,6 +190,8 @@ impl<L: ConvLayer> Operator for L {
         }
         assign_shape(L::NAME, "output", &mut outputs[0], &out)
     }
+
+    infer_from_partial!(shape);
 
     fn gradient(&self) -> Grad {
         let bw: OpRef = Arc::new(ConvBackward { fwd: self.clone() });

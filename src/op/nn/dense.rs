@@ -3,8 +3,10 @@
 use super::common::{first_inputs, float_dtype, py_bool, NO_BIAS};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::infer_from_partial;
 use crate::op::{
     assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
+    ShapeSlots,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -64,15 +66,7 @@ impl Operator for Fc {
         first_inputs(&["data", "weight", "bias"], self.n_inputs())
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         if inputs.len() != self.n_inputs() {
             return Err(Error::Value(format!(
                 "{NAME}: expected {} inputs (no_bias={}), got {}",
@@ -101,6 +95,8 @@ impl Operator for Fc {
         assign_shape(NAME, "output", &mut outputs[0], &self.out_shape(&d))?;
         Ok(())
     }
+
+    infer_from_partial!(shape);
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![float_dtype(NAME, inputs)?])

@@ -5,9 +5,10 @@
 use super::common::{float_dtype, ograd_shape, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::infer_from_partial;
 use crate::op::{
     assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
-    ResourceRequest,
+    ResourceRequest, ShapeSlots,
 };
 use crate::shape::Shape;
 use std::sync::Arc;
@@ -56,15 +57,7 @@ impl Operator for Dropout {
         vec!["output".into(), "mask".into()]
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         same_shape(NAME, inputs, &mut outputs[..1])?;
         if let Some(d) = inputs[0].clone() {
             self.draw_shape(&d)?;
@@ -72,6 +65,8 @@ impl Operator for Dropout {
         }
         Ok(())
     }
+
+    infer_from_partial!(shape);
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![float_dtype(NAME, inputs)?; 2])

@@ -1,12 +1,13 @@
 //! Definition of `Embedding`: rows of `weight` looked up by the indices in `data`, and
 //! its backward.
 
-use super::common::check_count;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::check_count;
+use crate::op::infer::infer_from_partial;
 use crate::op::{
     assign_shape, check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
-    Registry,
+    Registry, ShapeSlots, TypeSlots,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -38,15 +39,7 @@ impl Operator for Embedding {
         NAME
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         check_count(NAME, inputs.len(), 2)?;
         assign_shape(NAME, "weight", &mut inputs[1], &self.weight_shape())?;
         match (&inputs[0], &outputs[0]) {
@@ -69,15 +62,9 @@ impl Operator for Embedding {
         Ok(())
     }
 
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        crate::op::infer::types_from_partial(self, inputs)
-    }
+    infer_from_partial!(shape);
 
-    fn infer_type_partial(
-        &self,
-        inputs: &mut [Option<DType>],
-        outputs: &mut [Option<DType>],
-    ) -> Result<()> {
+    fn infer_type_partial(&self, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
         check_count(NAME, inputs.len(), 2)?;
         if inputs[0] == Some(DType::Bool) {
             return Err(Error::Type(format!(
@@ -97,6 +84,8 @@ impl Operator for Embedding {
         }
         Ok(())
     }
+
+    infer_from_partial!(type);
 
     fn gradient(&self) -> Grad {
         Grad::Op(Gradient {

@@ -3,9 +3,10 @@
 use super::common::{first_inputs, float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::infer_from_partial;
 use crate::op::{
     assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
-    ResourceRequest,
+    ResourceRequest, ShapeSlots,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -86,15 +87,7 @@ impl Operator for LeakyRelu {
         first_inputs(&["data", "gamma"], 1 + usize::from(self.0 == Kind::Prelu))
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         let want = if self.0 == Kind::Prelu { 2 } else { 1 };
         if inputs.len() != want {
             return Err(Error::Value(format!(
@@ -124,6 +117,8 @@ impl Operator for LeakyRelu {
         }
         Ok(())
     }
+
+    infer_from_partial!(shape);
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![float_dtype(NAME, inputs)?; self.num_outputs()])

@@ -4,8 +4,10 @@
 use super::common::{float_dtype, same_shape, Normalization};
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::op::infer::infer_from_partial;
+use crate::op::infer::shape_of_input;
 use crate::op::{
-    check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
+    Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry, ShapeSlots,
 };
 use crate::shape::Shape;
 use std::sync::Arc;
@@ -23,17 +25,11 @@ impl Operator for MakeLoss {
         "MakeLoss"
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         same_shape(self.name(), inputs, outputs)
     }
+
+    infer_from_partial!(shape);
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![float_dtype(self.name(), inputs)?])
@@ -64,8 +60,7 @@ impl Operator for MakeLossBackward {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        check_inputs(self.name(), inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
+        shape_of_input(self.name(), inputs, 1, 0)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {

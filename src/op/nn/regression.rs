@@ -2,11 +2,14 @@
 //! `LogisticRegressionOutput`, `MAERegressionOutput`), whose backward is the loss
 //! gradient against the label, ignoring the head gradient.
 
-use super::common::{check_count, float_dtype, same_shape};
+use super::common::{float_dtype, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::check_count;
+use crate::op::infer::infer_from_partial;
 use crate::op::{
     check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
+    ShapeSlots,
 };
 use crate::shape::{fmt_shape, size_of, Shape};
 use std::sync::Arc;
@@ -41,15 +44,7 @@ impl Operator for Regression {
         self.kind.name()
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         check_count(self.name(), inputs.len(), 2)?;
         same_shape(self.name(), &mut inputs[..1], outputs)?;
         let Some(d) = inputs[0].clone() else {
@@ -71,6 +66,8 @@ impl Operator for Regression {
         }
         Ok(())
     }
+
+    infer_from_partial!(shape);
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![float_dtype(self.name(), inputs)?])

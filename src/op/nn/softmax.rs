@@ -1,11 +1,14 @@
 //! Definitions of `softmax`, `log_softmax` (with `axis`, `temperature`, `dtype` and, for
 //! `softmax`, a valid `length` input) and `SoftmaxActivation`, with their backward.
 
-use super::common::{check_count, check_float, first_inputs, float_dtype, ograd_shape, same_shape};
+use super::common::{check_float, first_inputs, float_dtype, ograd_shape, same_shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::check_count;
+use crate::op::infer::infer_from_partial;
 use crate::op::{
     assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
+    ShapeSlots, TypeSlots,
 };
 use crate::shape::{norm_axis, Shape};
 use std::sync::Arc;
@@ -77,15 +80,7 @@ impl Operator for Softmax {
         first_inputs(&["data", "length"], 1 + usize::from(self.0.use_length))
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         let want = if self.0.use_length { 2 } else { 1 };
         check_count(self.0.name, inputs.len(), want)?;
         same_shape(self.0.name, &mut inputs[..1], outputs)?;
@@ -98,15 +93,9 @@ impl Operator for Softmax {
         Ok(())
     }
 
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        crate::op::infer::types_from_partial(self, inputs)
-    }
+    infer_from_partial!(shape);
 
-    fn infer_type_partial(
-        &self,
-        inputs: &mut [Option<DType>],
-        outputs: &mut [Option<DType>],
-    ) -> Result<()> {
+    fn infer_type_partial(&self, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
         if inputs[0].is_none() && self.0.dtype.is_none() {
             inputs[0] = outputs[0];
         }
@@ -133,6 +122,8 @@ impl Operator for Softmax {
         }
         Ok(())
     }
+
+    infer_from_partial!(type);
 
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]
@@ -230,20 +221,14 @@ impl Operator for SoftmaxActivation {
         "SoftmaxActivation"
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         if let Some(d) = &inputs[0] {
             self.layout(d)?;
         }
         same_shape(self.name(), inputs, outputs)
     }
+
+    infer_from_partial!(shape);
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![float_dtype(self.name(), inputs)?])

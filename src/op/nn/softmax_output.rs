@@ -1,12 +1,15 @@
 //! Definition of `SoftmaxOutput` (alias `Softmax`): a softmax whose backward is the
 //! cross-entropy gradient against a label.
 
-use super::common::{check_count, check_float, py_bool, same_shape, Normalization};
+use super::common::{check_float, py_bool, same_shape, Normalization};
 use super::softmax::Layout;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::check_count;
+use crate::op::infer::infer_from_partial;
 use crate::op::{
     check_inputs, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
+    ShapeSlots,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -71,15 +74,7 @@ impl Operator for SoftmaxOutput {
         NAME
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        crate::op::infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         check_count(NAME, inputs.len(), 2)?;
         same_shape(NAME, &mut inputs[..1], outputs)?;
         let Some(d) = inputs[0].clone() else {
@@ -104,6 +99,8 @@ impl Operator for SoftmaxOutput {
         }
         Ok(())
     }
+
+    infer_from_partial!(shape);
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
         check_float(NAME, "data", inputs[0])?;

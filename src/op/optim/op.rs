@@ -3,9 +3,10 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::op::infer::infer_from_partial;
 use crate::op::optim::spec::{Hyper, Kind};
-use crate::op::{assign_shape, infer, Operator};
-use crate::shape::{fmt_shape, Shape};
+use crate::op::{assign_shape, infer, Operator, ShapeSlots, TypeSlots};
+use crate::shape::fmt_shape;
 
 /// One fused optimizer update with its hyperparameters.
 pub struct UpdateOp {
@@ -22,16 +23,8 @@ impl Operator for UpdateOp {
         self.kind.spec().name
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        infer::shapes_from_partial(self, inputs)
-    }
-
     /// Every input and the output share the weight's shape.
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         let spec = self.kind.spec();
         if inputs.len() != spec.inputs.len() {
             return Err(Error::Value(format!(
@@ -68,26 +61,14 @@ impl Operator for UpdateOp {
         assign_shape(spec.name, "output 0", &mut outputs[0], &known)
     }
 
-    fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {
-        infer::types_from_partial(self, inputs)
-    }
+    infer_from_partial!(shape);
 
     /// The weight's type is a float type, shared by the gradient, the states and the
     /// output; mixed-precision copies are float32.
-    fn infer_type_partial(
-        &self,
-        inputs: &mut [Option<DType>],
-        outputs: &mut [Option<DType>],
-    ) -> Result<()> {
+    fn infer_type_partial(&self, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
         let spec = self.kind.spec();
         let mp = spec.mp_from.unwrap_or(spec.inputs.len()).min(inputs.len());
-        let Some(w) = inputs[..mp]
-            .iter()
-            .chain(outputs.iter())
-            .flatten()
-            .next()
-            .copied()
-        else {
+        let Some(w) = infer::first_known(&inputs[..mp], outputs) else {
             for slot in inputs.iter_mut().skip(mp) {
                 slot.get_or_insert(DType::F32);
             }
@@ -122,6 +103,8 @@ impl Operator for UpdateOp {
             }
         }
     }
+
+    infer_from_partial!(type);
 
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]

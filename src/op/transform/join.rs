@@ -3,9 +3,11 @@
 
 use crate::error::{Error, Result};
 use crate::op::grad::join::ConcatBackward;
+use crate::op::infer::infer_from_partial;
 use crate::op::transform::{axis_in, def};
 use crate::op::{
-    assign_shape, infer, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
+    assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
+    ShapeSlots,
 };
 use crate::shape::{fmt_shape, Shape};
 use std::sync::Arc;
@@ -47,17 +49,11 @@ impl Operator for Concat {
         "Concat"
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         concat_partial(self.dim, self.num_args, inputs, &mut outputs[0])
     }
+
+    infer_from_partial!(shape);
 
     fn gradient(&self) -> Grad {
         let Some(n) = self.num_args else {
@@ -88,7 +84,7 @@ fn same_but(a: &[usize], b: &[usize], axis: usize) -> bool {
 pub(crate) fn concat_partial(
     dim: i64,
     num_args: Option<usize>,
-    inputs: &mut [Option<Shape>],
+    inputs: &mut ShapeSlots,
     output: &mut Option<Shape>,
 ) -> Result<()> {
     let op = "Concat";
@@ -176,15 +172,7 @@ impl Operator for Stack {
         "stack"
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        infer::shapes_from_partial(self, inputs)
-    }
-
-    fn infer_shape_partial(
-        &self,
-        inputs: &mut [Option<Shape>],
-        outputs: &mut [Option<Shape>],
-    ) -> Result<()> {
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         check_count("stack", inputs.len(), self.num_args)?;
         let Some(first) = inputs.iter().flatten().next().cloned() else {
             return Ok(());
@@ -207,6 +195,8 @@ impl Operator for Stack {
         out.insert(axis, inputs.len());
         assign_shape("stack", "output 0", &mut outputs[0], &out)
     }
+
+    infer_from_partial!(shape);
 
     fn gradient(&self) -> Grad {
         let Some(n) = self.num_args else {
