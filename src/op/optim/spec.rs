@@ -27,6 +27,7 @@ pub enum Kind {
 }
 
 /// The static description of one update operator.
+#[derive(Clone, Copy)]
 pub struct Spec {
     /// The registered name.
     pub name: &'static str,
@@ -44,6 +45,113 @@ pub struct Spec {
     /// One-line description.
     pub doc: &'static str,
 }
+
+impl Spec {
+    /// An update operator over `inputs` (weight, gradient, then the optimizer states it
+    /// updates in place) with float32 arguments.
+    const fn new(
+        name: &'static str,
+        inputs: &'static [&'static str],
+        params: &'static [Param],
+    ) -> Spec {
+        const INDICES: &[usize] = &[0, 1, 2, 3, 4, 5, 6, 7];
+        Spec {
+            name,
+            inputs,
+            params,
+            aux: INDICES.split_at(inputs.len()).0.split_at(2).1,
+            mp_from: None,
+            f32_params: true,
+            doc: "",
+        }
+    }
+
+    const fn doc(self, doc: &'static str) -> Spec {
+        Spec { doc, ..self }
+    }
+
+    /// The multi-precision form: the states, float32 master weight included, are float32.
+    const fn mixed_precision(self) -> Spec {
+        Spec {
+            mp_from: Some(2),
+            ..self
+        }
+    }
+
+    /// Arguments read as doubles, as the Python-side optimizers hold them.
+    const fn double_params(self) -> Spec {
+        Spec {
+            f32_params: false,
+            ..self
+        }
+    }
+}
+
+/// The update operators, in the order of `Kind`.
+static SPECS: [Spec; Kind::ALL.len()] = [
+    Spec::new("sgd_update", &["weight", "grad"], SGD)
+        .doc("Update function for Stochastic Gradient Descent (SGD) optimizer."),
+    Spec::new("sgd_mom_update", &["weight", "grad", "mom"], SGD_MOM)
+        .doc("Momentum update function for Stochastic Gradient Descent (SGD) optimizer."),
+    Spec::new("mp_sgd_update", &["weight", "grad", "weight32"], SGD)
+        .mixed_precision()
+        .doc("Updater function for multi-precision sgd optimizer."),
+    Spec::new(
+        "mp_sgd_mom_update",
+        &["weight", "grad", "mom", "weight32"],
+        SGD_MOM,
+    )
+    .mixed_precision()
+    .doc("Updater function for multi-precision sgd optimizer with momentum."),
+    Spec::new("nag_mom_update", &["weight", "grad", "mom"], NAG)
+        .doc("Update function for Nesterov Accelerated Gradient (NAG) optimizer."),
+    Spec::new(
+        "mp_nag_mom_update",
+        &["weight", "grad", "mom", "weight32"],
+        NAG,
+    )
+    .mixed_precision()
+    .doc("Update function for multi-precision Nesterov Accelerated Gradient (NAG) optimizer."),
+    Spec::new("adam_update", &["weight", "grad", "mean", "var"], ADAM)
+        .doc("Update function for Adam optimizer."),
+    Spec::new("rmsprop_update", &["weight", "grad", "n"], RMSPROP)
+        .doc("Update function for RMSProp optimizer (Tieleman & Hinton)."),
+    Spec::new(
+        "rmspropalex_update",
+        &["weight", "grad", "n", "g", "delta"],
+        RMSPROP_ALEX,
+    )
+    .doc("Update function for RMSPropAlex optimizer (Graves)."),
+    Spec::new("ftrl_update", &["weight", "grad", "z", "n"], FTRL)
+        .doc("Update function for Ftrl optimizer."),
+    Spec::new("signsgd_update", &["weight", "grad"], PLAIN)
+        .doc("Update function for SignSGD optimizer."),
+    Spec::new("signum_update", &["weight", "grad", "mom"], SIGNUM)
+        .doc("SIGN momentUM (Signum) optimizer."),
+    Spec::new(
+        "_rsmx_adagrad_update",
+        &["weight", "grad", "history"],
+        ADAGRAD,
+    )
+    .double_params()
+    .doc("Dense AdaGrad update, as MXNet's AdaGrad.update computes it."),
+    Spec::new(
+        "_rsmx_adadelta_update",
+        &["weight", "grad", "acc_g", "acc_delta"],
+        ADADELTA,
+    )
+    .double_params()
+    .doc("Dense AdaDelta update, as MXNet's AdaDelta.update computes it."),
+    Spec::new("_rsmx_agg_sgd_update", &["weight", "grad"], PLAIN)
+        .doc("SGD without momentum as MXNet's aggregated multi_sgd_update computes it."),
+    Spec::new(
+        "_rsmx_agg_mp_sgd_update",
+        &["weight", "grad", "weight32"],
+        PLAIN,
+    )
+    .mixed_precision()
+    .doc("Multi-precision SGD as MXNet's aggregated multi_mp_sgd_update computes it."),
+];
 
 const LR: Param = Param::required("lr", "float", "Learning rate");
 const WD: Param = Param::new(
@@ -287,152 +395,7 @@ impl Kind {
 
     /// The kind's description.
     pub fn spec(self) -> &'static Spec {
-        match self {
-            Kind::Sgd => &Spec {
-                name: "sgd_update",
-                inputs: &["weight", "grad"],
-                params: SGD,
-                aux: &[],
-                mp_from: None,
-                f32_params: true,
-                doc: "Update function for Stochastic Gradient Descent (SGD) optimizer.",
-            },
-            Kind::SgdMom => &Spec {
-                name: "sgd_mom_update",
-                inputs: &["weight", "grad", "mom"],
-                params: SGD_MOM,
-                aux: &[2],
-                mp_from: None,
-                f32_params: true,
-                doc: "Momentum update function for Stochastic Gradient Descent (SGD) optimizer.",
-            },
-            Kind::MpSgd => &Spec {
-                name: "mp_sgd_update",
-                inputs: &["weight", "grad", "weight32"],
-                params: SGD,
-                aux: &[2],
-                mp_from: Some(2),
-                f32_params: true,
-                doc: "Updater function for multi-precision sgd optimizer.",
-            },
-            Kind::MpSgdMom => &Spec {
-                name: "mp_sgd_mom_update",
-                inputs: &["weight", "grad", "mom", "weight32"],
-                params: SGD_MOM,
-                aux: &[2, 3],
-                mp_from: Some(2),
-                f32_params: true,
-                doc: "Updater function for multi-precision sgd optimizer with momentum.",
-            },
-            Kind::NagMom => &Spec {
-                name: "nag_mom_update",
-                inputs: &["weight", "grad", "mom"],
-                params: NAG,
-                aux: &[2],
-                mp_from: None,
-                f32_params: true,
-                doc: "Update function for Nesterov Accelerated Gradient (NAG) optimizer.",
-            },
-            Kind::MpNagMom => &Spec {
-                name: "mp_nag_mom_update",
-                inputs: &["weight", "grad", "mom", "weight32"],
-                params: NAG,
-                aux: &[2, 3],
-                mp_from: Some(2),
-                f32_params: true,
-                doc: "Update function for multi-precision Nesterov Accelerated Gradient (NAG) optimizer.",
-            },
-            Kind::Adam => &Spec {
-                name: "adam_update",
-                inputs: &["weight", "grad", "mean", "var"],
-                params: ADAM,
-                aux: &[2, 3],
-                mp_from: None,
-                f32_params: true,
-                doc: "Update function for Adam optimizer.",
-            },
-            Kind::RmsProp => &Spec {
-                name: "rmsprop_update",
-                inputs: &["weight", "grad", "n"],
-                params: RMSPROP,
-                aux: &[2],
-                mp_from: None,
-                f32_params: true,
-                doc: "Update function for RMSProp optimizer (Tieleman & Hinton).",
-            },
-            Kind::RmsPropAlex => &Spec {
-                name: "rmspropalex_update",
-                inputs: &["weight", "grad", "n", "g", "delta"],
-                params: RMSPROP_ALEX,
-                aux: &[2, 3, 4],
-                mp_from: None,
-                f32_params: true,
-                doc: "Update function for RMSPropAlex optimizer (Graves).",
-            },
-            Kind::Ftrl => &Spec {
-                name: "ftrl_update",
-                inputs: &["weight", "grad", "z", "n"],
-                params: FTRL,
-                aux: &[2, 3],
-                mp_from: None,
-                f32_params: true,
-                doc: "Update function for Ftrl optimizer.",
-            },
-            Kind::SignSgd => &Spec {
-                name: "signsgd_update",
-                inputs: &["weight", "grad"],
-                params: PLAIN,
-                aux: &[],
-                mp_from: None,
-                f32_params: true,
-                doc: "Update function for SignSGD optimizer.",
-            },
-            Kind::Signum => &Spec {
-                name: "signum_update",
-                inputs: &["weight", "grad", "mom"],
-                params: SIGNUM,
-                aux: &[2],
-                mp_from: None,
-                f32_params: true,
-                doc: "SIGN momentUM (Signum) optimizer.",
-            },
-            Kind::AdaGrad => &Spec {
-                name: "_rsmx_adagrad_update",
-                inputs: &["weight", "grad", "history"],
-                params: ADAGRAD,
-                aux: &[2],
-                mp_from: None,
-                f32_params: false,
-                doc: "Dense AdaGrad update, as MXNet's AdaGrad.update computes it.",
-            },
-            Kind::AdaDelta => &Spec {
-                name: "_rsmx_adadelta_update",
-                inputs: &["weight", "grad", "acc_g", "acc_delta"],
-                params: ADADELTA,
-                aux: &[2, 3],
-                mp_from: None,
-                f32_params: false,
-                doc: "Dense AdaDelta update, as MXNet's AdaDelta.update computes it.",
-            },
-            Kind::AggSgd => &Spec {
-                name: "_rsmx_agg_sgd_update",
-                inputs: &["weight", "grad"],
-                params: PLAIN,
-                aux: &[],
-                mp_from: None,
-                f32_params: true,
-                doc: "SGD without momentum as MXNet's aggregated multi_sgd_update computes it.",
-            },
-            Kind::AggMpSgd => &Spec {
-                name: "_rsmx_agg_mp_sgd_update",
-                inputs: &["weight", "grad", "weight32"],
-                params: PLAIN,
-                aux: &[2],
-                mp_from: Some(2),
-                f32_params: true,
-                doc: "Multi-precision SGD as MXNet's aggregated multi_mp_sgd_update computes it.",
-            },
-        }
+        &SPECS[self as usize]
     }
 
     /// The kind registered under `name`.
@@ -556,5 +519,24 @@ impl Hyper {
             .filter(|(k, _)| spec.params.iter().any(|d| d.name == **k))
             .map(|(k, v)| (k.to_string(), format!("{:?}", *v)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_finds_its_own_row() {
+        for (i, k) in Kind::ALL.into_iter().enumerate() {
+            assert_eq!(k as usize, i);
+            let s = k.spec();
+            assert_eq!(s.mp_from.is_some(), s.inputs.last() == Some(&"weight32"));
+        }
+        assert_eq!(Kind::Sgd.spec().name, "sgd_update");
+        assert_eq!(Kind::MpNagMom.spec().name, "mp_nag_mom_update");
+        assert_eq!(Kind::AdaGrad.spec().name, "_rsmx_adagrad_update");
+        assert_eq!(Kind::AggMpSgd.spec().name, "_rsmx_agg_mp_sgd_update");
+        assert_eq!(Kind::RmsPropAlex.spec().aux, &[2, 3, 4]);
     }
 }
