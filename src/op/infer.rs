@@ -27,6 +27,40 @@ macro_rules! infer_from_partial {
 }
 pub(crate) use infer_from_partial;
 
+/// Writes the inference of an element-wise operator inside its `impl Operator`: its
+/// inputs (a number, or `self.field`) and its output share one shape and one dtype.
+macro_rules! elementwise_inference {
+    ($n:literal) => {
+        $crate::op::infer::elementwise_inference!(@count |_: &Self| $n);
+    };
+    (self.$field:ident) => {
+        $crate::op::infer::elementwise_inference!(@count |op: &Self| op.$field);
+    };
+    (@count $count:expr) => {
+        fn infer_shape_partial(
+            &self,
+            inputs: &mut $crate::op::ShapeSlots,
+            outputs: &mut $crate::op::ShapeSlots,
+        ) -> $crate::error::Result<()> {
+            $crate::op::infer::check_count(self.name(), inputs.len(), ($count)(self))?;
+            $crate::op::infer::same_shape(self.name(), inputs, outputs)
+        }
+
+        $crate::op::infer::infer_from_partial!(shape);
+
+        fn infer_type_partial(
+            &self,
+            inputs: &mut $crate::op::TypeSlots,
+            outputs: &mut $crate::op::TypeSlots,
+        ) -> $crate::error::Result<()> {
+            $crate::op::infer::same_type(self.name(), inputs, outputs)
+        }
+
+        $crate::op::infer::infer_from_partial!(type);
+    };
+}
+pub(crate) use elementwise_inference;
+
 /// What inference fills in: a shape or a dtype.
 pub trait Inferred: Clone + PartialEq {
     /// The word for it in messages.
@@ -127,6 +161,18 @@ pub fn check_count(op: &str, got: usize, want: usize) -> Result<()> {
 pub fn shape_of_input(op: &str, inputs: &[Shape], want: usize, like: usize) -> Result<Vec<Shape>> {
     check_count(op, inputs.len(), want)?;
     Ok(vec![inputs[like].clone()])
+}
+
+/// The shape inference of a creation operator: the shape `given` by its attributes (no
+/// inputs), or with `None` the shape of its one input (the `*_like` forms).
+pub fn given_or_like(op: &str, given: Option<&Shape>, inputs: &[Shape]) -> Result<Vec<Shape>> {
+    match given {
+        Some(s) => {
+            check_count(op, inputs.len(), 0)?;
+            Ok(vec![s.clone()])
+        }
+        None => shape_of_input(op, inputs, 1, 0),
+    }
 }
 
 /// Gives every unknown slot among `inputs` and `outputs` the shape of the first known one

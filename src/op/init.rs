@@ -3,9 +3,9 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::op::infer::shape_of_input;
+use crate::op::infer::given_or_like;
 use crate::op::params::{ALL_TYPES, ALL_TYPES_WITH_BOOL};
-use crate::op::{check_inputs, Attrs, Grad, OpDef, OpRef, Operator, Param, Params, Registry};
+use crate::op::{Attrs, Grad, OpDef, OpRef, Operator, Param, Params, Registry};
 use crate::shape::Shape;
 use std::sync::Arc;
 
@@ -41,13 +41,7 @@ impl Operator for Init {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        match &self.shape {
-            Some((s, _)) => {
-                check_inputs(self.name, inputs, 0)?;
-                Ok(vec![s.clone()])
-            }
-            None => shape_of_input(self.name, inputs, 1, 0),
-        }
+        given_or_like(self.name, self.shape.as_ref().map(|(s, _)| s), inputs)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {

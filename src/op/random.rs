@@ -4,7 +4,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::op::infer::shape_of_input;
+use crate::op::infer::{given_or_like, shape_of_input};
 use crate::op::{
     check_inputs, same_dtype, Attrs, Grad, OpDef, OpRef, Operator, Param, Params, Registry,
     ResourceRequest,
@@ -46,13 +46,7 @@ impl Operator for Random {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
-        match &self.out {
-            Some((s, _)) => {
-                check_inputs(self.name, inputs, 0)?;
-                Ok(vec![s.clone()])
-            }
-            None => shape_of_input(self.name, inputs, 1, 0),
-        }
+        given_or_like(self.name, self.out.as_ref().map(|(s, _)| s), inputs)
     }
 
     fn infer_type(&self, inputs: &[DType]) -> Result<Vec<DType>> {

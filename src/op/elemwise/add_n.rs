@@ -2,12 +2,8 @@
 //! same-shape arrays, and its backward, which hands the output gradient to every input.
 
 use crate::error::{Error, Result};
-use crate::op::infer;
-use crate::op::infer::infer_from_partial;
-use crate::op::{
-    check_inputs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry, ShapeSlots,
-    TypeSlots,
-};
+use crate::op::infer::elementwise_inference;
+use crate::op::{check_inputs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry};
 use crate::shape::Shape;
 use std::sync::Arc;
 
@@ -25,18 +21,7 @@ impl Operator for AddN {
         "add_n"
     }
 
-    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
-        infer::check_count("add_n", inputs.len(), self.num_args)?;
-        infer::same_shape("add_n", inputs, outputs)
-    }
-
-    infer_from_partial!(shape);
-
-    fn infer_type_partial(&self, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
-        infer::same_type("add_n", inputs, outputs)
-    }
-
-    infer_from_partial!(type);
+    elementwise_inference!(self.num_args);
 
     fn inplace(&self) -> &'static [(usize, usize)] {
         &[(0, 0)]

@@ -6,7 +6,7 @@ use crate::op::elemwise::unary::{unary_op, UnaryKind};
 use crate::op::grad::binary::BinaryBackward;
 use crate::op::grad::elemwise::ScalarBackward;
 use crate::op::infer;
-use crate::op::infer::infer_from_partial;
+use crate::op::infer::{elementwise_inference, infer_from_partial};
 use crate::op::{
     Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry, ShapeSlots, TypeSlots,
 };
@@ -125,18 +125,7 @@ impl Operator for Scalar {
         &[(0, 0)]
     }
 
-    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
-        infer::check_count(self.name, inputs.len(), 1)?;
-        infer::same_shape(self.name, inputs, outputs)
-    }
-
-    infer_from_partial!(shape);
-
-    fn infer_type_partial(&self, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
-        infer::same_type(self.name, inputs, outputs)
-    }
-
-    infer_from_partial!(type);
+    elementwise_inference!(1);
 
     fn gradient(&self) -> Grad {
         use BinaryKind as K;

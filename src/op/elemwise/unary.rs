@@ -2,11 +2,8 @@
 
 use crate::error::Result;
 use crate::op::grad::elemwise::{uses_output, UnaryBackward};
-use crate::op::infer;
-use crate::op::infer::infer_from_partial;
-use crate::op::{
-    Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry, ShapeSlots, TypeSlots,
-};
+use crate::op::infer::elementwise_inference;
+use crate::op::{Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry};
 use std::sync::Arc;
 
 /// The element-wise functions of one input.
@@ -73,18 +70,7 @@ impl Operator for Unary {
         &[(0, 0)]
     }
 
-    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
-        infer::check_count(self.name, inputs.len(), 1)?;
-        infer::same_shape(self.name, inputs, outputs)
-    }
-
-    infer_from_partial!(shape);
-
-    fn infer_type_partial(&self, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
-        infer::same_type(self.name, inputs, outputs)
-    }
-
-    infer_from_partial!(type);
+    elementwise_inference!(1);
 
     fn gradient(&self) -> Grad {
         unary_gradient(self.name, self.kind)
