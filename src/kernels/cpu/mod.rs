@@ -23,16 +23,19 @@ use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::{OpContext, OpReq, Operator};
 
+/// The arrays of one kernel call: what it reads, what it writes, and how each output is
+/// written (`req[i]` goes with `outputs[i]`).
+#[derive(Clone, Copy)]
+pub struct Blobs<'a> {
+    pub inputs: &'a [TBlob],
+    pub outputs: &'a [TBlob],
+    pub req: &'a [OpReq],
+}
+
 /// How an operator type computes on the host: the CPU kernel registered for it.
 pub trait CpuKernel: Operator + Sized {
-    /// Computes `outputs` from `inputs` as `req` says.
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()>;
+    /// Computes `io.outputs` from `io.inputs` as `io.req` says.
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()>;
 }
 
 fn run<K: CpuKernel>(
@@ -43,7 +46,14 @@ fn run<K: CpuKernel>(
     req: &[OpReq],
 ) -> Result<()> {
     match op.as_any().downcast_ref::<K>() {
-        Some(k) => k.forward(ctx, inputs, outputs, req),
+        Some(k) => k.forward(
+            ctx,
+            Blobs {
+                inputs,
+                outputs,
+                req,
+            },
+        ),
         None => Err(Error::Runtime(format!(
             "{}: the CPU kernel was registered for another operator type",
             op.name()

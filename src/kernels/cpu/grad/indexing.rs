@@ -10,7 +10,7 @@ use crate::kernels::cpu::indexing::{
     cast_blob, fix_index, nd_layout, nd_offsets, read_indices, truth,
 };
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::grad::indexing::{
@@ -46,18 +46,12 @@ fn scatter_rows(
 }
 
 impl CpuKernel for TakeBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (g, a) = (&inputs[0], &inputs[2]);
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (g, a) = (&io.inputs[0], &io.inputs[2]);
         let axis = norm_axis(self.axis, a.shape.len(), self.name())?;
         let n = a.shape[axis];
         let inner = size_of(&a.shape[axis + 1..]);
-        let idx: Vec<usize> = read_indices(&inputs[1])
+        let idx: Vec<usize> = read_indices(&io.inputs[1])
             .into_iter()
             .map(|i| fix_index(i, n, self.mode).unwrap_or(0))
             .collect();
@@ -65,23 +59,17 @@ impl CpuKernel for TakeBackward {
         let pos: Vec<usize> = (0..outer)
             .flat_map(|o| idx.iter().map(move |&j| o * n + j))
             .collect();
-        scatter_rows(self.name(), g, &pos, inner, &outputs[0], req[0])
+        scatter_rows(self.name(), g, &pos, inner, &io.outputs[0], io.req[0])
     }
 }
 
 impl CpuKernel for PickBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (g, data) = (&inputs[0], &inputs[1]);
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (g, data) = (&io.inputs[0], &io.inputs[1]);
         let axis = norm_axis(self.axis, data.shape.len(), self.name())?;
         let n = data.shape[axis];
         let inner = size_of(&data.shape[axis + 1..]);
-        let pos: Vec<usize> = read_indices(&inputs[2])
+        let pos: Vec<usize> = read_indices(&io.inputs[2])
             .into_iter()
             .enumerate()
             .map(|(r, i)| {
@@ -89,22 +77,16 @@ impl CpuKernel for PickBackward {
                 ((r / inner) * n + j) * inner + r % inner
             })
             .collect();
-        scatter_rows(self.name(), g, &pos, 1, &outputs[0], req[0])
+        scatter_rows(self.name(), g, &pos, 1, &io.outputs[0], io.req[0])
     }
 }
 
 impl CpuKernel for WhereBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (g, c) = (&inputs[0], truth(&inputs[1]));
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (g, c) = (&io.inputs[0], truth(&io.inputs[1]));
         // A 1-d condition selects whole rows.
         let row = if c.is_empty() { 1 } else { g.size() / c.len() }.max(1);
-        for (k, (out, &r)) in outputs.iter().zip(req).enumerate() {
+        for (k, (out, &r)) in io.outputs.iter().zip(io.req).enumerate() {
             if r == OpReq::Null {
                 continue;
             }
@@ -123,43 +105,25 @@ impl CpuKernel for WhereBackward {
 }
 
 impl CpuKernel for CastBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        cast_blob(&inputs[0], &outputs[0], req[0]);
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        cast_blob(&io.inputs[0], &io.outputs[0], io.req[0]);
         Ok(())
     }
 }
 
 impl CpuKernel for GatherNdBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (g, idx, data) = (&inputs[0], &inputs[1], &inputs[2]);
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (g, idx, data) = (&io.inputs[0], &io.inputs[1], &io.inputs[2]);
         let m = idx.shape[0];
         let (strides, inner) = nd_layout(&data.shape, m);
         let pos = nd_offsets(self.name(), idx, m, &data.shape, &strides)?;
-        scatter_rows(self.name(), g, &pos, inner, &outputs[0], req[0])
+        scatter_rows(self.name(), g, &pos, inner, &io.outputs[0], io.req[0])
     }
 }
 
 impl CpuKernel for TopkBackward {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (g, data) = (&inputs[0], &inputs[1]);
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        let (g, data) = (&io.inputs[0], &io.inputs[1]);
         let idx = Scratch::new(&g.shape, DType::I64);
         crate::kernels::run_kernel(
             self.order.as_ref(),
@@ -187,7 +151,7 @@ impl CpuKernel for TopkBackward {
                 (o * n + j as usize) * inner + rest
             })
             .collect();
-        scatter_rows(self.name(), g, &pos, 1, &outputs[0], req[0])
+        scatter_rows(self.name(), g, &pos, 1, &io.outputs[0], io.req[0])
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::copy::{concat_bytes, emit, gather, source};
 use crate::error::Result;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::transform::axis_in;
@@ -30,50 +30,40 @@ fn join(inputs: &[TBlob], lens: &[usize], out: &TBlob, req: OpReq) -> Result<()>
 }
 
 impl CpuKernel for Concat {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let axis = axis_in("Concat", self.dim, inputs[0].shape.len())?;
-        let lens: Vec<usize> = inputs.iter().map(|b| size_of(&b.shape[axis..])).collect();
-        join(inputs, &lens, &outputs[0], req[0])
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let axis = axis_in("Concat", self.dim, io.inputs[0].shape.len())?;
+        let lens: Vec<usize> = io
+            .inputs
+            .iter()
+            .map(|b| size_of(&b.shape[axis..]))
+            .collect();
+        join(io.inputs, &lens, &io.outputs[0], io.req[0])
     }
 }
 
 impl CpuKernel for Stack {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let axis = self.axis(inputs[0].shape.len())?;
-        let lens: Vec<usize> = inputs.iter().map(|b| size_of(&b.shape[axis..])).collect();
-        join(inputs, &lens, &outputs[0], req[0])
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let axis = self.axis(io.inputs[0].shape.len())?;
+        let lens: Vec<usize> = io
+            .inputs
+            .iter()
+            .map(|b| size_of(&b.shape[axis..]))
+            .collect();
+        join(io.inputs, &lens, &io.outputs[0], io.req[0])
     }
 }
 
 impl CpuKernel for SliceChannel {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let s = &inputs[0].shape;
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let s = &io.inputs[0].shape;
         let axis = self.check(s)?;
         let part = s[axis] / self.num_outputs;
         let base = View::of(s);
-        for (i, (out, &r)) in outputs.iter().zip(req).enumerate() {
+        for (i, (out, &r)) in io.outputs.iter().zip(io.req).enumerate() {
             let mut v = base.clone();
             v.shape[axis] = part;
             v.offset = (i * part) as isize * v.strides[axis];
-            gather(&inputs[0], &v, out, r)?;
+            gather(&io.inputs[0], &v, out, r)?;
         }
         Ok(())
     }

@@ -4,21 +4,14 @@
 
 use super::copy::copy_same;
 use crate::error::Result;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::transform::reshape::SameData;
-use crate::op::{OpContext, OpReq};
+use crate::op::OpContext;
 
 impl CpuKernel for SameData {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        copy_same(&inputs[0], &outputs[0], req[0])
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        copy_same(&io.inputs[0], &io.outputs[0], io.req[0])
     }
 }
 

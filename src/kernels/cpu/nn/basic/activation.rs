@@ -7,7 +7,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::cpu::fastmath::{tanh_f32, FastMath};
 use crate::kernels::cpu::map::map2_blobs;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::nn::activation::{Act, Activation, ActivationBackward, NAME};
@@ -82,38 +82,28 @@ fn backward_f32(act: Act, inputs: &[TBlob], out: &TBlob, req: OpReq) -> bool {
 }
 
 impl CpuKernel for Activation {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let act = self.0;
-        if inputs[0].dtype == DType::F32 && forward_f32(act, &inputs[0], &outputs[0], req[0]) {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (act, x, out, r) = (self.0, &io.inputs[0], &io.outputs[0], io.req[0]);
+        if x.dtype == DType::F32 && forward_f32(act, x, out, r) {
             return Ok(());
         }
-        dispatch_float!(NAME, inputs[0].dtype, T, F => {
-            unary::<T>(&inputs[0], &outputs[0], req[0], |v| st::<F, T>(act.apply(ld::<T, F>(v))))
+        dispatch_float!(NAME, x.dtype, T, F => {
+            unary::<T>(x, out, r, |v| st::<F, T>(act.apply(ld::<T, F>(v))))
         });
         Ok(())
     }
 }
 
 impl CpuKernel for ActivationBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
         let act = self.0;
-        if inputs[0].dtype == DType::F32 && backward_f32(act, inputs, &outputs[0], req[0]) {
+        if io.inputs[0].dtype == DType::F32
+            && backward_f32(act, io.inputs, &io.outputs[0], io.req[0])
+        {
             return Ok(());
         }
-        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
-            map2_blobs(&inputs[0], &inputs[1], &outputs[0], req[0], |g: T, v: T| {
+        dispatch_float!(self.name(), io.inputs[0].dtype, T, F => {
+            map2_blobs(&io.inputs[0], &io.inputs[1], &io.outputs[0], io.req[0], |g: T, v: T| {
                 st::<F, T>(ld::<T, F>(g) * act.derivative(ld::<T, F>(v)))
             });
         });

@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::nn::batch_norm::{BatchNorm, BatchNormBackward, Layout};
@@ -156,25 +156,19 @@ fn forward_kernel<T: Num + Float>(
 }
 
 impl CpuKernel for BatchNorm {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
         // The kernel reads the data while it writes the output.
-        if crate::kernels::cpu::nn::basic::common::overlaps(&inputs[0], &outputs[0]) {
+        if crate::kernels::cpu::nn::basic::common::overlaps(&io.inputs[0], &io.outputs[0]) {
             return Err(Error::Runtime(
                 "BatchNorm: the output must not share memory with the data".into(),
             ));
         }
-        match inputs[0].dtype {
+        match io.inputs[0].dtype {
             crate::dtype::DType::F32 => {
-                forward_kernel::<f32>(self, ctx.is_train, inputs, outputs, req)
+                forward_kernel::<f32>(self, ctx.is_train, io.inputs, io.outputs, io.req)
             }
             crate::dtype::DType::F64 => {
-                forward_kernel::<f64>(self, ctx.is_train, inputs, outputs, req)
+                forward_kernel::<f64>(self, ctx.is_train, io.inputs, io.outputs, io.req)
             }
             other => Err(Error::Type(format!(
                 "BatchNorm: dtype {other} is not supported"
@@ -255,19 +249,13 @@ fn backward_kernel<T: Num + Float>(
 }
 
 impl CpuKernel for BatchNormBackward {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        match inputs[1].dtype {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        match io.inputs[1].dtype {
             crate::dtype::DType::F32 => {
-                backward_kernel::<f32>(&self.fwd, ctx.is_train, inputs, outputs, req)
+                backward_kernel::<f32>(&self.fwd, ctx.is_train, io.inputs, io.outputs, io.req)
             }
             crate::dtype::DType::F64 => {
-                backward_kernel::<f64>(&self.fwd, ctx.is_train, inputs, outputs, req)
+                backward_kernel::<f64>(&self.fwd, ctx.is_train, io.inputs, io.outputs, io.req)
             }
             other => Err(Error::Type(format!(
                 "_backward_BatchNorm: dtype {other} is not supported"

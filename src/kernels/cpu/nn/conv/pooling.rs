@@ -4,9 +4,8 @@
 use crate::dispatch_float;
 use crate::error::Result;
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::nn::geometry::{volume, Dims3};
 use crate::op::nn::pooling::{Plan, PoolType, Pooling, PoolingBackward};
 use crate::op::{OpContext, OpReq};
@@ -365,73 +364,61 @@ fn backward_kernel<T: Num + Float>(
 }
 
 impl CpuKernel for Pooling {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let p = self.plan(&inputs[0].shape)?;
-        let with_index = outputs.len() > 1 && req.get(1).is_some_and(|r| *r != OpReq::Null);
+        let p = self.plan(&io.inputs[0].shape)?;
+        let with_index = io.outputs.len() > 1 && io.req.get(1).is_some_and(|r| *r != OpReq::Null);
         if with_index {
-            dispatch_float!("Pooling", inputs[0].dtype, T => argmax_kernel::<T>(
+            dispatch_float!("Pooling", io.inputs[0].dtype, T => argmax_kernel::<T>(
                 &p,
                 self.full,
-                inputs[0].slice(),
-                outputs[0].slice_mut(),
-                outputs[1].slice_mut(),
-                req[0] == OpReq::Add,
+                io.inputs[0].slice(),
+                io.outputs[0].slice_mut(),
+                io.outputs[1].slice_mut(),
+                io.req[0] == OpReq::Add,
             ));
             return Ok(());
         }
-        dispatch_float!("Pooling", inputs[0].dtype, T => forward_kernel::<T>(
+        dispatch_float!("Pooling", io.inputs[0].dtype, T => forward_kernel::<T>(
             &p,
             self,
-            inputs[0].slice(),
-            outputs[0].slice_mut(),
-            req[0] == OpReq::Add,
+            io.inputs[0].slice(),
+            io.outputs[0].slice_mut(),
+            io.req[0] == OpReq::Add,
         ));
         Ok(())
     }
 }
 impl CpuKernel for PoolingBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let p = self.fwd.plan(&inputs[1].shape)?;
-        if inputs.len() == 4 {
-            let exact = dispatch_float!("_backward_Pooling", inputs[1].dtype, T =>
+        let p = self.fwd.plan(&io.inputs[1].shape)?;
+        if io.inputs.len() == 4 {
+            let exact = dispatch_float!("_backward_Pooling", io.inputs[1].dtype, T =>
                 offsets_exact::<T>(p.in_len()));
             if exact {
-                dispatch_float!("_backward_Pooling", inputs[1].dtype, T => unpool_by_index::<T>(
+                dispatch_float!("_backward_Pooling", io.inputs[1].dtype, T => unpool_by_index::<T>(
                     &p,
-                    inputs[0].slice(),
-                    inputs[3].slice(),
-                    outputs[0].slice_mut(),
-                    req[0] == OpReq::Add,
+                    io.inputs[0].slice(),
+                    io.inputs[3].slice(),
+                    io.outputs[0].slice_mut(),
+                    io.req[0] == OpReq::Add,
                 ));
                 return Ok(());
             }
         }
-        dispatch_float!("_backward_Pooling", inputs[1].dtype, T => backward_kernel::<T>(
+        dispatch_float!("_backward_Pooling", io.inputs[1].dtype, T => backward_kernel::<T>(
             &p,
             &self.fwd,
-            inputs[0].slice(),
-            inputs[1].slice(),
-            inputs[2].slice(),
-            outputs[0].slice_mut(),
-            req[0] == OpReq::Add,
+            io.inputs[0].slice(),
+            io.inputs[1].slice(),
+            io.inputs[2].slice(),
+            io.outputs[0].slice_mut(),
+            io.req[0] == OpReq::Add,
         ));
         Ok(())
     }
