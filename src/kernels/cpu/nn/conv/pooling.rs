@@ -299,13 +299,25 @@ fn argmax_kernel<T: Num + Float>(
     }
 }
 
+/// Runs `one(n, plane)` on each sample-channel plane `n` of `out` (`len` elements a
+/// plane), in parallel when the plan has enough work.
+fn for_planes<T: Send>(p: &Plan, out: &mut [T], len: usize, one: impl Fn(usize, &mut [T]) + Sync) {
+    if len == 0 {
+        return;
+    }
+    if p.work() > PAR_WORK && p.planes > 1 {
+        out.par_chunks_mut(len)
+            .enumerate()
+            .for_each(|(n, o)| one(n, o));
+    } else {
+        out.chunks_mut(len).enumerate().for_each(|(n, o)| one(n, o));
+    }
+}
+
 /// Routes each output gradient to the input element its index output names.
 fn unpool_by_index<T: Num + Float>(p: &Plan, dy: &[T], at: &[T], dx: &mut [T], add: bool) {
     let (il, ol) = (p.in_len(), p.out_len());
-    if il == 0 {
-        return;
-    }
-    let one = |(n, dx): (usize, &mut [T])| {
+    for_planes(p, dx, il, |n, dx| {
         if !add {
             dx.fill(T::zero());
         }
@@ -315,25 +327,14 @@ fn unpool_by_index<T: Num + Float>(p: &Plan, dy: &[T], at: &[T], dx: &mut [T], a
                 dx[i] = dx[i] + *g;
             }
         }
-    };
-    if p.work() > PAR_WORK && p.planes > 1 {
-        dx.par_chunks_mut(il).enumerate().for_each(one);
-    } else {
-        dx.chunks_mut(il).enumerate().for_each(one);
-    }
+    });
 }
 
 fn forward_kernel<T: Num + Float>(p: &Plan, op: &Pooling, x: &[T], y: &mut [T], add: bool) {
-    let (il, ol) = (p.in_len(), p.out_len());
-    if ol == 0 {
-        return;
-    }
-    let one = |(n, y): (usize, &mut [T])| pool_plane(p, op, &x[n * il..(n + 1) * il], y, add);
-    if p.work() > PAR_WORK && p.planes > 1 {
-        y.par_chunks_mut(ol).enumerate().for_each(one);
-    } else {
-        y.chunks_mut(ol).enumerate().for_each(one);
-    }
+    let il = p.in_len();
+    for_planes(p, y, p.out_len(), |n, y| {
+        pool_plane(p, op, &x[n * il..(n + 1) * il], y, add)
+    });
 }
 
 fn backward_kernel<T: Num + Float>(
@@ -346,21 +347,13 @@ fn backward_kernel<T: Num + Float>(
     add: bool,
 ) {
     let (il, ol) = (p.in_len(), p.out_len());
-    if il == 0 {
-        return;
-    }
-    let one = |(n, dx): (usize, &mut [T])| {
+    for_planes(p, dx, il, |n, dx| {
         if !add {
             dx.fill(T::zero());
         }
         let r = n * ol..(n + 1) * ol;
         unpool_plane(p, op, &dy[r.clone()], &x[n * il..(n + 1) * il], &y[r], dx);
-    };
-    if p.work() > PAR_WORK && p.planes > 1 {
-        dx.par_chunks_mut(il).enumerate().for_each(one);
-    } else {
-        dx.chunks_mut(il).enumerate().for_each(one);
-    }
+    });
 }
 
 impl CpuKernel for Pooling {
