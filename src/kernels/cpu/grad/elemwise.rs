@@ -102,16 +102,22 @@ impl FloatKernel for UnaryGrad {
     }
 }
 
+/// Runs `k` on the output gradient and the forward input, the two inputs of an
+/// element-wise backward op, into the one input gradient.
+fn one_input_grad(op: &str, k: &impl FloatKernel, io: Blobs) -> Result<()> {
+    with_float(
+        op,
+        k,
+        &[&io.inputs[0], &io.inputs[1]],
+        &io.outputs[0],
+        io.req[0],
+    )
+}
+
 impl CpuKernel for UnaryBackward {
     fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
         let k = UnaryGrad(self.kind);
-        with_float(
-            self.name,
-            &k,
-            &[&io.inputs[0], &io.inputs[1]],
-            &io.outputs[0],
-            io.req[0],
-        )
+        one_input_grad(self.name, &k, io)
     }
 }
 
@@ -170,13 +176,7 @@ impl CpuKernel for ScalarBackward {
             reverse: self.reverse,
             scalar: self.scalar,
         };
-        with_float(
-            self.name,
-            &k,
-            &[&io.inputs[0], &io.inputs[1]],
-            &io.outputs[0],
-            io.req[0],
-        )
+        one_input_grad(self.name, &k, io)
     }
 }
 
