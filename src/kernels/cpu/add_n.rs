@@ -94,7 +94,8 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 #[allow(clippy::cloned_ref_to_slice_refs)]
 mod tests {
     use crate::imperative::invoke;
-    use crate::kernels::cpu::grad::testing::{backward_of, run_req};
+    use crate::kernels::cpu::grad::testing::backward_of;
+    use crate::kernels::cpu::testing::run_req;
     use crate::op::elemwise::add_n::add_n_op;
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run, values};
     use crate::op::OpReq;

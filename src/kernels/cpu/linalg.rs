@@ -234,12 +234,8 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::cpu::testing::iota;
     use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
-
-    fn iota(shape: &[usize]) -> crate::ndarray::NDArray {
-        let n: usize = shape.iter().product();
-        f32a(shape, &(0..n).map(|v| v as f32).collect::<Vec<_>>())
-    }
 
     /// Reference product of row-major matrices with explicit transposes, in f64.
     #[allow(clippy::too_many_arguments)]

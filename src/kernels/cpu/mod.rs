@@ -14,23 +14,16 @@ pub mod optim;
 pub mod random;
 pub mod reduce;
 pub mod sorting;
+#[cfg(test)]
+pub mod testing;
 pub mod transform;
 pub mod unary;
 
 use crate::context::DeviceType;
 use crate::error::{Error, Result};
+pub use crate::kernels::Blobs;
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
-use crate::op::{OpContext, OpReq, Operator};
-
-/// The arrays of one kernel call: what it reads, what it writes, and how each output is
-/// written (`req[i]` goes with `outputs[i]`).
-#[derive(Clone, Copy)]
-pub struct Blobs<'a> {
-    pub inputs: &'a [TBlob],
-    pub outputs: &'a [TBlob],
-    pub req: &'a [OpReq],
-}
+use crate::op::{OpContext, Operator};
 
 /// How an operator type computes on the host: the CPU kernel registered for it.
 pub trait CpuKernel: Operator + Sized {
@@ -38,32 +31,17 @@ pub trait CpuKernel: Operator + Sized {
     fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()>;
 }
 
-fn run<K: CpuKernel>(
-    op: &dyn Operator,
-    ctx: &mut OpContext,
-    inputs: &[TBlob],
-    outputs: &[TBlob],
-    req: &[OpReq],
-) -> Result<()> {
-    match op.as_any().downcast_ref::<K>() {
-        Some(k) => k.forward(
-            ctx,
-            Blobs {
-                inputs,
-                outputs,
-                req,
-            },
-        ),
-        None => Err(Error::Runtime(format!(
-            "{}: the CPU kernel was registered for another operator type",
-            op.name()
-        ))),
-    }
-}
-
 /// Registers `K`'s CPU kernel.
 pub fn add<K: CpuKernel>(k: &mut Kernels) {
-    k.add::<K>(DeviceType::Cpu, run::<K>);
+    k.add::<K>(DeviceType::Cpu, |op, ctx, inputs, outputs, req| {
+        let Some(kernel) = op.as_any().downcast_ref::<K>() else {
+            return Err(Error::Runtime(format!(
+                "{}: the CPU kernel was registered for another operator type",
+                op.name()
+            )));
+        };
+        kernel.forward(ctx, Blobs::new(inputs, outputs, req))
+    });
 }
 
 /// Registers the CPU kernel of every operator.

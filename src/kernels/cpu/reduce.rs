@@ -937,12 +937,8 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::cpu::testing::iota;
     use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
-
-    fn iota(shape: &[usize]) -> crate::ndarray::NDArray {
-        let n: usize = shape.iter().product();
-        f32a(shape, &(0..n).map(|v| v as f32).collect::<Vec<_>>())
-    }
 
     /// Reference: sum over `mask` of a float array by plain index arithmetic.
     fn naive_sum(x: &[f64], shape: &[usize], mask: &[bool]) -> Vec<f64> {

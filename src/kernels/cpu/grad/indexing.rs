@@ -125,13 +125,10 @@ impl CpuKernel for TopkBackward {
     fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
         let (g, data) = (&io.inputs[0], &io.inputs[1]);
         let idx = Scratch::new(&g.shape, DType::I64);
-        crate::kernels::run_kernel(
-            self.order.as_ref(),
-            ctx,
-            std::slice::from_ref(data),
-            std::slice::from_ref(&idx.blob),
-            &[OpReq::Write],
-        )?;
+        // Where each kept value came from, as the index-returning forward op says.
+        let (ins, outs) = (std::slice::from_ref(data), std::slice::from_ref(&idx.blob));
+        let order = Blobs::new(ins, outs, &[OpReq::Write]);
+        crate::kernels::run_kernel(self.order.as_ref(), ctx, order)?;
         let (n, inner) = match self.axis {
             None => (data.size(), 1),
             Some(a) => {

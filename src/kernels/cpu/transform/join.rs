@@ -5,25 +5,25 @@ use super::copy::{concat_bytes, emit, gather, source};
 use crate::error::Result;
 use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::transform::axis_in;
 use crate::op::transform::join::{Concat, SliceChannel, Stack};
 use crate::op::transform::view::View;
-use crate::op::{OpContext, OpReq};
+use crate::op::OpContext;
 use crate::shape::size_of;
 use std::borrow::Cow;
 
-/// Copies `inputs` as consecutive blocks of every output row: row `r` of the output is
-/// block `r` of each input in turn, input `i` giving `len[i]` elements per row.
-fn join(inputs: &[TBlob], lens: &[usize], out: &TBlob, req: OpReq) -> Result<()> {
+/// Joins `io.inputs` along `axis` into the output: row `r` of the output (the index over
+/// the axes before `axis`) is block `r` of each input in turn.
+fn join(axis: usize, io: Blobs) -> Result<()> {
+    let out = &io.outputs[0];
     let esize = out.dtype.size();
-    let srcs: Vec<Cow<[u8]>> = inputs.iter().map(|b| source(b, out)).collect();
+    let srcs: Vec<Cow<[u8]>> = io.inputs.iter().map(|b| source(b, out)).collect();
     let parts: Vec<(&[u8], usize)> = srcs
         .iter()
-        .zip(lens)
-        .map(|(s, &l)| (&s[..], l * esize))
+        .zip(io.inputs)
+        .map(|(s, b)| (&s[..], size_of(&b.shape[axis..]) * esize))
         .collect();
-    emit(out, req, |dst| {
+    emit(out, io.req[0], |dst| {
         concat_bytes(&parts, dst);
         Ok(())
     })
@@ -31,25 +31,13 @@ fn join(inputs: &[TBlob], lens: &[usize], out: &TBlob, req: OpReq) -> Result<()>
 
 impl CpuKernel for Concat {
     fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
-        let axis = axis_in("Concat", self.dim, io.inputs[0].shape.len())?;
-        let lens: Vec<usize> = io
-            .inputs
-            .iter()
-            .map(|b| size_of(&b.shape[axis..]))
-            .collect();
-        join(io.inputs, &lens, &io.outputs[0], io.req[0])
+        join(axis_in("Concat", self.dim, io.inputs[0].shape.len())?, io)
     }
 }
 
 impl CpuKernel for Stack {
     fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
-        let axis = self.axis(io.inputs[0].shape.len())?;
-        let lens: Vec<usize> = io
-            .inputs
-            .iter()
-            .map(|b| size_of(&b.shape[axis..]))
-            .collect();
-        join(io.inputs, &lens, &io.outputs[0], io.req[0])
+        join(self.axis(io.inputs[0].shape.len())?, io)
     }
 }
 
@@ -79,12 +67,8 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 #[cfg(test)]
 #[allow(clippy::cloned_ref_to_slice_refs)]
 mod tests {
+    use crate::kernels::cpu::testing::iota;
     use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
-
-    fn iota(shape: &[usize]) -> crate::ndarray::NDArray {
-        let n: usize = shape.iter().product();
-        f32a(shape, &(0..n).map(|v| v as f32).collect::<Vec<_>>())
-    }
 
     #[test]
     fn concat() {

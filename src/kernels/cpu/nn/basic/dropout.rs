@@ -132,8 +132,8 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{build, run_req};
     use super::*;
+    use crate::kernels::cpu::testing::{build, run_req};
 
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
     use crate::op::{Grad, OpRef};

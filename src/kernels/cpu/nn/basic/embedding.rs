@@ -122,9 +122,9 @@ fn scatter_add<T: Num>(g: &[T], rows: &[usize], od: usize, dw: &mut [T]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
     use crate::dtype::DType;
+    use crate::kernels::cpu::testing::{build, close, f64s, run_req};
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
     use crate::op::{Grad, OpRef};
     use crate::shape::Shape;

@@ -220,8 +220,8 @@ fn prelu_backward<T: Num, F: Float + 'static + Send + Sync>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
+    use crate::kernels::cpu::testing::{build, close, f64s, run_req};
 
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
     use crate::op::{Grad, OpRef};

@@ -109,7 +109,7 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{build, close, f64s, run_req};
+    use crate::kernels::cpu::testing::{build, close, f64s, run_req};
 
     use crate::ndarray::NDArray;
     use crate::op::testutil::{f32a, f32s, run, try_run};

@@ -1,7 +1,7 @@
 //! CPU kernels of `softmax`, `log_softmax` (with `axis`, `temperature`, `dtype` and, for
 //! `softmax`, a valid `length` input) and `SoftmaxActivation`, with their backward.
 
-use super::softmax_kernel::{self as kernel, Spec};
+use super::softmax_kernel::{self as kernel, Layout, Spec};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::{self, Blobs, CpuKernel};
@@ -99,37 +99,36 @@ impl CpuKernel for SoftmaxBackward {
     }
 }
 
-impl SoftmaxActivation {
-    fn spec(&self, d: &[usize]) -> Result<Spec<'static>> {
-        Ok(Spec {
-            layout: self.layout(d)?,
-            temperature: 1.0,
-            log: false,
-            lengths: None,
-        })
+/// A plain softmax of `io.inputs[0]` over the layout `layout` gives, written as
+/// `io.req[0]` says, for the ops whose output must not share memory with the data.
+pub(super) fn plain_forward(
+    op: &str,
+    io: Blobs,
+    layout: impl FnOnce() -> Result<Layout>,
+) -> Result<()> {
+    if io.req[0] == OpReq::Null {
+        return Ok(());
     }
+    let spec = Spec::plain(layout()?);
+    if super::common::overlaps(&io.inputs[0], &io.outputs[0]) {
+        return Err(Error::Runtime(format!(
+            "{op}: the output must not share memory with the data"
+        )));
+    }
+    dispatch_float!(op, io.inputs[0].dtype, T, F => {
+        kernel::forward::<T, T, F>(
+            io.inputs[0].slice::<T>(),
+            io.outputs[0].slice_mut::<T>(),
+            &spec,
+            io.req[0] == OpReq::Add,
+        )
+    });
+    Ok(())
 }
 
 impl CpuKernel for SoftmaxActivation {
     fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
-        if io.req[0] == OpReq::Null {
-            return Ok(());
-        }
-        let spec = self.spec(&io.inputs[0].shape)?;
-        if super::common::overlaps(&io.inputs[0], &io.outputs[0]) {
-            return Err(Error::Runtime(
-                "SoftmaxActivation: the output must not share memory with the data".into(),
-            ));
-        }
-        dispatch_float!(self.name(), io.inputs[0].dtype, T, F => {
-            kernel::forward::<T, T, F>(
-                io.inputs[0].slice::<T>(),
-                io.outputs[0].slice_mut::<T>(),
-                &spec,
-                io.req[0] == OpReq::Add,
-            )
-        });
-        Ok(())
+        plain_forward(self.name(), io, || self.layout(&io.inputs[0].shape))
     }
 }
 
@@ -141,7 +140,7 @@ impl CpuKernel for SoftmaxActivationBackward {
         let fwd = SoftmaxActivation {
             channel: self.channel,
         };
-        let spec = fwd.spec(&io.inputs[1].shape)?;
+        let spec = Spec::plain(fwd.layout(&io.inputs[1].shape)?);
         dispatch_float!(self.name(), io.inputs[0].dtype, T, F => {
             kernel::backward::<T, T, F>(
                 io.inputs[0].slice::<T>(),
@@ -165,9 +164,9 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
     use crate::dtype::DType;
+    use crate::kernels::cpu::testing::{build, close, f64s, run_req};
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
     use crate::op::{Grad, OpRef};
     use crate::shape::Shape;

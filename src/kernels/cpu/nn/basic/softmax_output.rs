@@ -3,7 +3,7 @@
 //! is set.
 
 use super::common::{ld, put, st};
-use super::softmax_kernel::{self as kernel, Layout, Spec};
+use super::softmax_kernel::Layout;
 use crate::dispatch_float;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -18,29 +18,7 @@ use num_traits::Float;
 
 impl CpuKernel for SoftmaxOutput {
     fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
-        if io.req[0] == OpReq::Null {
-            return Ok(());
-        }
-        let spec = Spec {
-            layout: self.layout(&io.inputs[0].shape)?,
-            temperature: 1.0,
-            log: false,
-            lengths: None,
-        };
-        if super::common::overlaps(&io.inputs[0], &io.outputs[0]) {
-            return Err(Error::Runtime(format!(
-                "{NAME}: the output must not share memory with the data"
-            )));
-        }
-        dispatch_float!(NAME, io.inputs[0].dtype, T, F => {
-            kernel::forward::<T, T, F>(
-                io.inputs[0].slice::<T>(),
-                io.outputs[0].slice_mut::<T>(),
-                &spec,
-                io.req[0] == OpReq::Add,
-            )
-        });
-        Ok(())
+        super::softmax::plain_forward(NAME, io, || self.layout(&io.inputs[0].shape))
     }
 }
 
@@ -187,8 +165,8 @@ impl Plan<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
+    use crate::kernels::cpu::testing::{build, close, f64s, run_req};
 
     use crate::op::testutil::{array, f32a, f32s, run, try_run};
     use crate::op::{Grad, OpRef};
