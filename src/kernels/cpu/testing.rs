@@ -68,3 +68,16 @@ pub fn iota(shape: &[usize]) -> NDArray {
     let n: usize = shape.iter().product();
     f32a(shape, &(0..n).map(|v| v as f32).collect::<Vec<_>>())
 }
+
+/// The message of `r`'s error; panics if `r` succeeded.
+pub fn error_text<T>(r: crate::error::Result<T>) -> String {
+    match r {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The message of the error that running operator `name` with `attrs` on `inputs` gives.
+pub fn run_error(name: &str, attrs: &[(&str, &str)], inputs: &[NDArray]) -> String {
+    error_text(crate::op::testutil::try_run(name, attrs, inputs))
+}

@@ -23,6 +23,7 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 #[cfg(test)]
 #[allow(clippy::cloned_ref_to_slice_refs)]
 mod tests {
+    use crate::kernels::cpu::testing::run_error;
     use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
     use crate::op::transform::reshape::infer_codes;
 
@@ -74,11 +75,9 @@ mod tests {
         let y = &run("reshape", &[("shape", "(3, -1)")], &[x.clone()])[0];
         assert_eq!(y.shape(), &[3, 2]);
         assert_eq!(f32s(y), vec![1., 2., 3., 4., 5., 6.]);
-        let e = try_run("Reshape", &[("shape", "(4, 2)")], &[x.clone()])
-            .err()
-            .unwrap();
+        let e = run_error("Reshape", &[("shape", "(4, 2)")], &[x.clone()]);
         assert_eq!(
-            e.to_string(),
+            e,
             "Reshape: cannot reshape array of shape (2, 3) into shape (4, 2)"
         );
         assert!(try_run(

@@ -120,7 +120,7 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::cpu::testing::{close, f64s, run_req};
+    use crate::kernels::cpu::testing::{close, f64s, run_error, run_req};
 
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
     use crate::op::{Attrs, Grad, OpRef};
@@ -254,13 +254,9 @@ mod tests {
         a.infer_shape_partial(&mut ins, &mut outs).unwrap();
         assert_eq!(ins[0].as_deref(), Some(&[3usize, 2][..]));
         assert!(try_run(NAME, &[], &[f32a(&[1], &[1.0])]).is_err());
-        let e = try_run(NAME, &[("act_type", "swish")], &[f32a(&[1], &[1.0])])
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("act_type"), "{e}");
-        let e = try_run(NAME, &[("act_type", "relu")], &[array::<i32>(&[1], &[1])])
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("Activation"), "{e}");
+        let e = run_error(NAME, &[("act_type", "swish")], &[f32a(&[1], &[1.0])]);
+        assert!(e.contains("act_type"), "{e}");
+        let e = run_error(NAME, &[("act_type", "relu")], &[array::<i32>(&[1], &[1])]);
+        assert!(e.contains("Activation"), "{e}");
     }
 }

@@ -1,4 +1,4 @@
-use super::{build, close, f64s, seq64};
+use super::{build, close, error_text, f64s, seq64};
 use crate::ndarray::NDArray;
 use crate::op::testutil::{array, gradcheck};
 use crate::op::{OpRef, OpReq};
@@ -188,13 +188,9 @@ fn interface_and_shapes() {
     let last = build("BatchNorm", &[("axis", "-1")]);
     let shapes = [[2, 5, 3].as_slice(), &[3], &[3], &[3], &[3]].map(Shape::from_slice);
     assert_eq!(last.infer_shape(&shapes).unwrap()[1].as_slice(), &[3]);
-    let e = op.infer_shape(&shapes).err().unwrap().to_string();
+    let e = error_text(op.infer_shape(&shapes));
     assert!(e.starts_with("BatchNorm:") && e.contains("gamma"), "{e}");
-    let e = build("BatchNorm", &[("axis", "3")])
-        .infer_shape(&shapes)
-        .err()
-        .unwrap()
-        .to_string();
+    let e = error_text(build("BatchNorm", &[("axis", "3")]).infer_shape(&shapes));
     assert!(e.contains("BatchNorm"), "{e}");
     let attrs: crate::op::Attrs = [("momentum".to_string(), "x".to_string())].into();
     assert!(crate::op::find("BatchNorm").unwrap().build(&attrs).is_err());

@@ -7,7 +7,7 @@ mod deconvolution;
 mod pooling;
 mod timing;
 
-pub use crate::kernels::cpu::testing::{build, close, f64s};
+pub use crate::kernels::cpu::testing::{build, close, error_text, f64s, run_error};
 use crate::ndarray::NDArray;
 use crate::op::testutil::{array, f32a};
 use crate::op::OpRef;
