@@ -16,6 +16,7 @@ use crate::ndarray::TBlob;
 use crate::op::grad::indexing::{
     CastBackward, GatherNdBackward, PickBackward, TakeBackward, TopkBackward, WhereBackward,
 };
+use crate::op::indexing::IndexMode;
 use crate::op::{OpContext, OpReq, Operator};
 use crate::shape::{norm_axis, size_of};
 
@@ -45,17 +46,25 @@ fn scatter_rows(
     Ok(())
 }
 
+/// `shape` seen as (outer, n, inner) around `axis` (negative counts from the end).
+fn around_axis(op: &str, shape: &[usize], axis: i64) -> Result<(usize, usize, usize)> {
+    let ax = norm_axis(axis, shape.len(), op)?;
+    Ok((size_of(&shape[..ax]), shape[ax], size_of(&shape[ax + 1..])))
+}
+
+/// The indices in `b` fixed for an axis of length `n` as `mode` says; an index the mode
+/// rejects counts as 0.
+fn fixed_indices(b: &TBlob, n: usize, mode: IndexMode) -> impl Iterator<Item = usize> {
+    read_indices(b)
+        .into_iter()
+        .map(move |i| fix_index(i, n, mode).unwrap_or(0))
+}
+
 impl CpuKernel for TakeBackward {
     fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
         let (g, a) = (&io.inputs[0], &io.inputs[2]);
-        let axis = norm_axis(self.axis, a.shape.len(), self.name())?;
-        let n = a.shape[axis];
-        let inner = size_of(&a.shape[axis + 1..]);
-        let idx: Vec<usize> = read_indices(&io.inputs[1])
-            .into_iter()
-            .map(|i| fix_index(i, n, self.mode).unwrap_or(0))
-            .collect();
-        let outer = size_of(&a.shape[..axis]);
+        let (outer, n, inner) = around_axis(self.name(), &a.shape, self.axis)?;
+        let idx: Vec<usize> = fixed_indices(&io.inputs[1], n, self.mode).collect();
         let pos: Vec<usize> = (0..outer)
             .flat_map(|o| idx.iter().map(move |&j| o * n + j))
             .collect();
@@ -66,16 +75,10 @@ impl CpuKernel for TakeBackward {
 impl CpuKernel for PickBackward {
     fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
         let (g, data) = (&io.inputs[0], &io.inputs[1]);
-        let axis = norm_axis(self.axis, data.shape.len(), self.name())?;
-        let n = data.shape[axis];
-        let inner = size_of(&data.shape[axis + 1..]);
-        let pos: Vec<usize> = read_indices(&io.inputs[2])
-            .into_iter()
+        let (_, n, inner) = around_axis(self.name(), &data.shape, self.axis)?;
+        let pos: Vec<usize> = fixed_indices(&io.inputs[2], n, self.mode)
             .enumerate()
-            .map(|(r, i)| {
-                let j = fix_index(i, n, self.mode).unwrap_or(0);
-                ((r / inner) * n + j) * inner + r % inner
-            })
+            .map(|(r, j)| ((r / inner) * n + j) * inner + r % inner)
             .collect();
         scatter_rows(self.name(), g, &pos, 1, &io.outputs[0], io.req[0])
     }
@@ -132,8 +135,8 @@ impl CpuKernel for TopkBackward {
         let (n, inner) = match self.axis {
             None => (data.size(), 1),
             Some(a) => {
-                let ax = norm_axis(a, data.shape.len(), self.name())?;
-                (data.shape[ax], size_of(&data.shape[ax + 1..]))
+                let (_, n, inner) = around_axis(self.name(), &data.shape, a)?;
+                (n, inner)
             }
         };
         // Values kept per lane.
