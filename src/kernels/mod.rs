@@ -23,6 +23,25 @@ pub type KernelFn = fn(
     req: &[OpReq],
 ) -> Result<()>;
 
+/// The arrays of one kernel call: what it reads, what it writes, and how each output is
+/// written (`req[i]` goes with `outputs[i]`).
+#[derive(Clone, Copy)]
+pub struct Blobs<'a> {
+    pub inputs: &'a [TBlob],
+    pub outputs: &'a [TBlob],
+    pub req: &'a [OpReq],
+}
+
+impl<'a> Blobs<'a> {
+    pub fn new(inputs: &'a [TBlob], outputs: &'a [TBlob], req: &'a [OpReq]) -> Self {
+        Blobs {
+            inputs,
+            outputs,
+            req,
+        }
+    }
+}
+
 /// Which kernel table a device uses: every host-memory device type shares the CPU one.
 fn device_class(dev: DeviceType) -> DeviceType {
     match dev {
@@ -134,15 +153,9 @@ pub fn call_kernel(
 
 /// Runs `op`'s kernel for `ctx.device` now, on the calling thread, prefixing errors with
 /// the op's name.
-pub fn run_kernel(
-    op: &dyn Operator,
-    ctx: &mut OpContext,
-    inputs: &[TBlob],
-    outputs: &[TBlob],
-    req: &[OpReq],
-) -> Result<()> {
+pub fn run_kernel(op: &dyn Operator, ctx: &mut OpContext, io: Blobs) -> Result<()> {
     let f = kernel_for(op, ctx.device)?;
-    call_kernel(f, op, ctx, inputs, outputs, req)
+    call_kernel(f, op, ctx, io.inputs, io.outputs, io.req)
 }
 
 #[cfg(test)]

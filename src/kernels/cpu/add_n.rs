@@ -5,7 +5,7 @@ use super::map::{map1, PAR_MIN};
 use super::num::Num;
 use crate::dispatch_num;
 use crate::error::Result;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::elemwise::add_n::{AddN, AddNBackward};
@@ -66,27 +66,15 @@ fn sum_into(op: &str, inputs: &[TBlob], out: &TBlob, req: OpReq) -> Result<()> {
 }
 
 impl CpuKernel for AddN {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        sum_into("add_n", inputs, &outputs[0], req[0])
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        sum_into("add_n", io.inputs, &io.outputs[0], io.req[0])
     }
 }
 
 impl CpuKernel for AddNBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let g = &inputs[0];
-        for (o, &r) in outputs.iter().zip(req) {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let g = &io.inputs[0];
+        for (o, &r) in io.outputs.iter().zip(io.req) {
             if r == OpReq::Null || (r != OpReq::Add && o.ptr() == g.ptr()) {
                 continue;
             }
@@ -106,7 +94,8 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 #[allow(clippy::cloned_ref_to_slice_refs)]
 mod tests {
     use crate::imperative::invoke;
-    use crate::kernels::cpu::grad::testing::{backward_of, run_req};
+    use crate::kernels::cpu::grad::testing::backward_of;
+    use crate::kernels::cpu::testing::run_req;
     use crate::op::elemwise::add_n::add_n_op;
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run, values};
     use crate::op::OpReq;

@@ -6,7 +6,7 @@ use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::Element;
 use crate::error::Result;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::{InOut, TBlob};
 use crate::op::elemwise::binary::{Binary, BinaryKind, Scalar};
@@ -152,14 +152,14 @@ pub fn apply(kind: BinaryKind, a: &TBlob, b: &TBlob, out: &TBlob, req: OpReq) ->
 }
 
 impl CpuKernel for Binary {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        apply(self.kind, &inputs[0], &inputs[1], &outputs[0], req[0])
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        apply(
+            self.kind,
+            &io.inputs[0],
+            &io.inputs[1],
+            &io.outputs[0],
+            io.req[0],
+        )
     }
 }
 
@@ -192,15 +192,9 @@ fn scalar_kernel<T: Num>(op: &Scalar, io: InOut<'_, T>, req: OpReq) {
 }
 
 impl CpuKernel for Scalar {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        dispatch_num!(self.name, inputs[0].dtype, T => scalar_kernel::<T>(
-            self, inputs[0].in_out(&outputs[0]), req[0]
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        dispatch_num!(self.name, io.inputs[0].dtype, T => scalar_kernel::<T>(
+            self, io.inputs[0].in_out(&io.outputs[0]), io.req[0]
         ));
         Ok(())
     }

@@ -6,7 +6,7 @@ use super::num::Num;
 use crate::dispatch_dtype;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::indexing::{Cast, GatherNd, IndexMode, OneHot, Pick, ScatterNd, Take, Where};
@@ -240,21 +240,15 @@ pub(crate) fn fix_index(i: i64, n: usize, mode: IndexMode) -> Option<usize> {
 }
 
 impl CpuKernel for Take {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let (a, out) = (&inputs[0], &outputs[0]);
+        let (a, out) = (&io.inputs[0], &io.outputs[0]);
         let axis = norm_axis(self.axis, a.shape.len(), "take")?;
         let n = a.shape[axis];
         let inner = size_of(&a.shape[axis + 1..]);
-        let raw = read_indices(&inputs[1]);
+        let raw = read_indices(&io.inputs[1]);
         if !raw.is_empty() && n == 0 {
             return Err(Error::Index(format!(
                 "take: cannot take from axis {axis} of size 0 (data shape {})",
@@ -271,7 +265,7 @@ impl CpuKernel for Take {
                 ))
             })?;
         let m = idx.len();
-        let add = req[0] == OpReq::Add;
+        let add = io.req[0] == OpReq::Add;
         dispatch_dtype!(a.dtype, T => {
             let src = a.slice::<T>();
             for_rows(out.slice_mut::<T>(), inner, |r, o| {
@@ -285,27 +279,21 @@ impl CpuKernel for Take {
 }
 
 impl CpuKernel for Pick {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let (data, out) = (&inputs[0], &outputs[0]);
+        let (data, out) = (&io.inputs[0], &io.outputs[0]);
         let axis = norm_axis(self.axis, data.shape.len(), "pick")?;
         let n = data.shape[axis];
         let inner = size_of(&data.shape[axis + 1..]);
-        let idx = read_indices(&inputs[1]);
+        let idx = read_indices(&io.inputs[1]);
         if n == 0 && !idx.is_empty() {
             return Err(Error::Index(
                 "pick: cannot pick along an axis of size 0".into(),
             ));
         }
-        let add = req[0] == OpReq::Add;
+        let add = io.req[0] == OpReq::Add;
         let mode = self.mode;
         dispatch_dtype!(data.dtype, T => {
             let src = data.slice::<T>();
@@ -347,19 +335,13 @@ fn one_hot_kernel<T: CastElem>(
 }
 
 impl CpuKernel for OneHot {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let idx = read_indices(&inputs[0]);
-        let add = req[0] == OpReq::Add;
-        let out = &outputs[0];
+        let idx = read_indices(&io.inputs[0]);
+        let add = io.req[0] == OpReq::Add;
+        let out = &io.outputs[0];
         dispatch_dtype!(out.dtype, T => one_hot_kernel::<T>(&idx, self.depth, self.on, self.off, out.slice_mut(), add));
         Ok(())
     }
@@ -370,18 +352,12 @@ pub(crate) fn truth(blob: &TBlob) -> Vec<bool> {
 }
 
 impl CpuKernel for Where {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let cond = truth(&inputs[0]);
-        let (x, y, out) = (&inputs[1], &inputs[2], &outputs[0]);
+        let cond = truth(&io.inputs[0]);
+        let (x, y, out) = (&io.inputs[1], &io.inputs[2], &io.outputs[0]);
         let n = out.size();
         // Each condition element covers a row of x when the condition is 1-d per row.
         let row = if cond.len() == n {
@@ -389,7 +365,7 @@ impl CpuKernel for Where {
         } else {
             n / cond.len().max(1)
         };
-        let add = req[0] == OpReq::Add;
+        let add = io.req[0] == OpReq::Add;
         dispatch_dtype!(x.dtype, T => {
             let (xs, ys) = (x.slice::<T>(), y.slice::<T>());
             for_rows(out.slice_mut::<T>(), row, |r, o| {
@@ -423,14 +399,8 @@ pub(crate) fn cast_blob(src: &TBlob, out: &TBlob, req: OpReq) {
 }
 
 impl CpuKernel for Cast {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        cast_blob(&inputs[0], &outputs[0], req[0]);
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        cast_blob(&io.inputs[0], &io.outputs[0], io.req[0]);
         Ok(())
     }
 }
@@ -484,21 +454,15 @@ pub(crate) fn nd_offsets(
 }
 
 impl CpuKernel for GatherNd {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let (data, out) = (&inputs[0], &outputs[0]);
-        let m = inputs[1].shape[0];
+        let (data, out) = (&io.inputs[0], &io.outputs[0]);
+        let m = io.inputs[1].shape[0];
         let (strides, inner) = nd_layout(&data.shape, m);
-        let offs = nd_offsets("gather_nd", &inputs[1], m, &data.shape, &strides)?;
-        let add = req[0] == OpReq::Add;
+        let offs = nd_offsets("gather_nd", &io.inputs[1], m, &data.shape, &strides)?;
+        let add = io.req[0] == OpReq::Add;
         dispatch_dtype!(data.dtype, T => {
             let src = data.slice::<T>();
             for_rows(out.slice_mut::<T>(), inner, |r, o| {
@@ -511,21 +475,15 @@ impl CpuKernel for GatherNd {
 }
 
 impl CpuKernel for ScatterNd {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let (data, out) = (&inputs[0], &outputs[0]);
-        let m = inputs[1].shape[0];
+        let (data, out) = (&io.inputs[0], &io.outputs[0]);
+        let m = io.inputs[1].shape[0];
         let (strides, inner) = nd_layout(&out.shape, m);
-        let offs = nd_offsets("scatter_nd", &inputs[1], m, &out.shape, &strides)?;
-        let add = req[0] == OpReq::Add;
+        let offs = nd_offsets("scatter_nd", &io.inputs[1], m, &out.shape, &strides)?;
+        let add = io.req[0] == OpReq::Add;
         dispatch_dtype!(data.dtype, T => {
             let (src, dst) = (data.slice::<T>(), out.slice_mut::<T>());
             if !add {

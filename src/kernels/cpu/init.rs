@@ -6,9 +6,8 @@ use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::init::{Fill, Init};
 use crate::op::{OpContext, OpReq};
 
@@ -43,23 +42,17 @@ fn fill<T: Num>(f: Fill, out: &mut [T], req: OpReq) {
 }
 
 impl CpuKernel for Init {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        _inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let out = &outputs[0];
+        let out = &io.outputs[0];
         if out.dtype == DType::Bool {
             let v = matches!(self.fill, Fill::Value(v) if v != 0.0);
             out.slice_mut::<bool>().fill(v);
             return Ok(());
         }
-        dispatch_num!(self.name, out.dtype, T => fill::<T>(self.fill, out.slice_mut(), req[0]));
+        dispatch_num!(self.name, out.dtype, T => fill::<T>(self.fill, out.slice_mut(), io.req[0]));
         Ok(())
     }
 }

@@ -8,7 +8,7 @@
 use super::num::Num;
 use crate::dispatch_num;
 use crate::error::Result;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 pub use crate::op::linalg::MatMul;
@@ -198,28 +198,30 @@ fn overlaps(x: &TBlob, y: &TBlob) -> bool {
 }
 
 impl CpuKernel for Dot {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (d, _) = self.plan(&inputs[0].shape, &inputs[1].shape)?;
-        run_products(&d, 1, &inputs[0], &inputs[1], &outputs[0], req[0])
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (d, _) = self.plan(&io.inputs[0].shape, &io.inputs[1].shape)?;
+        run_products(
+            &d,
+            1,
+            &io.inputs[0],
+            &io.inputs[1],
+            &io.outputs[0],
+            io.req[0],
+        )
     }
 }
 
 impl CpuKernel for BatchDot {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (d, batch, _) = self.plan(&inputs[0].shape, &inputs[1].shape)?;
-        run_products(&d, batch, &inputs[0], &inputs[1], &outputs[0], req[0])
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (d, batch, _) = self.plan(&io.inputs[0].shape, &io.inputs[1].shape)?;
+        run_products(
+            &d,
+            batch,
+            &io.inputs[0],
+            &io.inputs[1],
+            &io.outputs[0],
+            io.req[0],
+        )
     }
 }
 
@@ -232,12 +234,8 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::cpu::testing::iota;
     use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
-
-    fn iota(shape: &[usize]) -> crate::ndarray::NDArray {
-        let n: usize = shape.iter().product();
-        f32a(shape, &(0..n).map(|v| v as f32).collect::<Vec<_>>())
-    }
 
     /// Reference product of row-major matrices with explicit transposes, in f64.
     #[allow(clippy::too_many_arguments)]

@@ -14,46 +14,34 @@ pub mod optim;
 pub mod random;
 pub mod reduce;
 pub mod sorting;
+#[cfg(test)]
+pub mod testing;
 pub mod transform;
 pub mod unary;
 
 use crate::context::DeviceType;
 use crate::error::{Error, Result};
+pub use crate::kernels::Blobs;
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
-use crate::op::{OpContext, OpReq, Operator};
+use crate::op::{OpContext, Operator};
 
 /// How an operator type computes on the host: the CPU kernel registered for it.
 pub trait CpuKernel: Operator + Sized {
-    /// Computes `outputs` from `inputs` as `req` says.
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()>;
-}
-
-fn run<K: CpuKernel>(
-    op: &dyn Operator,
-    ctx: &mut OpContext,
-    inputs: &[TBlob],
-    outputs: &[TBlob],
-    req: &[OpReq],
-) -> Result<()> {
-    match op.as_any().downcast_ref::<K>() {
-        Some(k) => k.forward(ctx, inputs, outputs, req),
-        None => Err(Error::Runtime(format!(
-            "{}: the CPU kernel was registered for another operator type",
-            op.name()
-        ))),
-    }
+    /// Computes `io.outputs` from `io.inputs` as `io.req` says.
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()>;
 }
 
 /// Registers `K`'s CPU kernel.
 pub fn add<K: CpuKernel>(k: &mut Kernels) {
-    k.add::<K>(DeviceType::Cpu, run::<K>);
+    k.add::<K>(DeviceType::Cpu, |op, ctx, inputs, outputs, req| {
+        let Some(kernel) = op.as_any().downcast_ref::<K>() else {
+            return Err(Error::Runtime(format!(
+                "{}: the CPU kernel was registered for another operator type",
+                op.name()
+            )));
+        };
+        kernel.forward(ctx, Blobs::new(inputs, outputs, req))
+    });
 }
 
 /// Registers the CPU kernel of every operator.

@@ -6,7 +6,7 @@ use super::indexing::{store, CastElem, Elem, Scalar};
 use crate::dispatch_dtype;
 use crate::dtype::Element;
 use crate::error::Result;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::{InOut, TBlob};
 use crate::op::random::{Dist, Multinomial, Random, Sample, Shuffle};
@@ -145,18 +145,12 @@ fn fill_dist(dist: Dist, out: &TBlob, rng: &mut Pcg64Mcg, add: bool) {
 }
 
 impl CpuKernel for Random {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        _: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
         let rng = ctx.rng(self.name)?;
-        fill_dist(self.dist, &outputs[0], rng, req[0] == OpReq::Add);
+        fill_dist(self.dist, &io.outputs[0], rng, io.req[0] == OpReq::Add);
         Ok(())
     }
 }
@@ -166,26 +160,20 @@ fn f64s(blob: &TBlob) -> Vec<f64> {
 }
 
 impl CpuKernel for Sample {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let a = f64s(&inputs[0]);
+        let a = f64s(&io.inputs[0]);
         let b = if self.nparams > 1 {
-            f64s(&inputs[1])
+            f64s(&io.inputs[1])
         } else {
             vec![0.0; a.len()]
         };
         let m = size_of(&self.shape);
         let rng = ctx.rng(self.name)?;
-        let add = req[0] == OpReq::Add;
-        let out = &outputs[0];
+        let add = io.req[0] == OpReq::Add;
+        let out = &io.outputs[0];
         let uniform = self.kind == "uniform";
         dispatch_dtype!(out.dtype, T => fill(out.slice_mut::<T>(), rng, add, |r, e| {
             let i = e / m.max(1);
@@ -200,20 +188,14 @@ impl CpuKernel for Sample {
 }
 
 impl CpuKernel for Multinomial {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let data = &inputs[0];
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        let data = &io.inputs[0];
         let k = data.shape[data.shape.len() - 1];
         let probs = f64s(data);
         let m = size_of(&self.shape).max(1);
         let rng = ctx.rng("_sample_multinomial")?;
         // Categories first, so that the log-probabilities can be read from them.
-        let mut cats = vec![0i64; outputs[0].size()];
+        let mut cats = vec![0i64; io.outputs[0].size()];
         for (e, c) in cats.iter_mut().enumerate() {
             let row = &probs[(e / m) * k..(e / m + 1) * k];
             let u: f64 = rng.gen();
@@ -228,18 +210,19 @@ impl CpuKernel for Multinomial {
             }
             *c = pick as i64;
         }
-        if req[0] != OpReq::Null {
-            let add = req[0] == OpReq::Add;
-            dispatch_dtype!(outputs[0].dtype, T => {
-                for (o, &c) in outputs[0].slice_mut::<T>().iter_mut().zip(&cats) {
+        if io.req[0] != OpReq::Null {
+            let add = io.req[0] == OpReq::Add;
+            dispatch_dtype!(io.outputs[0].dtype, T => {
+                for (o, &c) in io.outputs[0].slice_mut::<T>().iter_mut().zip(&cats) {
                     store(o, T::from_scalar(Scalar::Int(c)), add);
                 }
             });
         }
-        if self.get_prob && req[1] != OpReq::Null {
-            let add = req[1] == OpReq::Add;
-            dispatch_dtype!(outputs[1].dtype, T => {
-                for (e, (o, &c)) in outputs[1].slice_mut::<T>().iter_mut().zip(&cats).enumerate() {
+        if self.get_prob && io.req[1] != OpReq::Null {
+            let add = io.req[1] == OpReq::Add;
+            dispatch_dtype!(io.outputs[1].dtype, T => {
+                let out = io.outputs[1].slice_mut::<T>();
+                for (e, (o, &c)) in out.iter_mut().zip(&cats).enumerate() {
                     let lp = probs[(e / m) * k + c as usize].ln();
                     store(o, T::from_scalar(Scalar::Float(lp)), add);
                 }
@@ -265,17 +248,11 @@ fn shuffle_rows<T: Elem>(data: &TBlob, out: &TBlob, row: usize, order: &[usize],
 }
 
 impl CpuKernel for Shuffle {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let data = &inputs[0];
+        let data = &io.inputs[0];
         let rows = data.shape.first().copied().unwrap_or(1);
         let row = data.size().checked_div(rows).unwrap_or(0);
         let mut order: Vec<usize> = (0..rows).collect();
@@ -283,8 +260,8 @@ impl CpuKernel for Shuffle {
         if row == 0 {
             return Ok(());
         }
-        let add = req[0] == OpReq::Add;
-        dispatch_dtype!(data.dtype, T => shuffle_rows::<T>(data, &outputs[0], row, &order, add));
+        let add = io.req[0] == OpReq::Add;
+        dispatch_dtype!(data.dtype, T => shuffle_rows::<T>(data, &io.outputs[0], row, &order, add));
         Ok(())
     }
 }

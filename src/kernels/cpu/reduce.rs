@@ -14,7 +14,7 @@ use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::reduce::{reduce_axes, ArgReduce, Reduce, ReduceKind};
@@ -658,14 +658,8 @@ pub fn reduce(
 }
 
 impl CpuKernel for Reduce {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let x = &inputs[0];
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let x = &io.inputs[0];
         let (mask, _) = reduce_axes(
             self.name,
             &x.shape,
@@ -673,7 +667,7 @@ impl CpuKernel for Reduce {
             self.keepdims,
             self.exclude,
         )?;
-        reduce(self.name, self.kind, x, &mask, &outputs[0], req[0])
+        reduce(self.name, self.kind, x, &mask, &io.outputs[0], io.req[0])
     }
 }
 
@@ -899,15 +893,9 @@ fn arg_kernel<T: Num, const MAX: bool>(
 }
 
 impl CpuKernel for ArgReduce {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (x, out) = (&inputs[0], &outputs[0]);
-        if req[0] == OpReq::Null || out.size() == 0 {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (x, out) = (&io.inputs[0], &io.outputs[0]);
+        if io.req[0] == OpReq::Null || out.size() == 0 {
             return Ok(());
         }
         let shape = &x.shape;
@@ -933,7 +921,8 @@ impl CpuKernel for ArgReduce {
             } else {
                 arg_kernel::<T, false>(xs, outer, r, inner)
             };
-            map1(&idx, out.slice_mut::<T>(), req[0], |i| <T as crate::dtype::Element>::from_f64(i as f64));
+            let to_t = |i: usize| <T as crate::dtype::Element>::from_f64(i as f64);
+            map1(&idx, out.slice_mut::<T>(), io.req[0], to_t);
         });
         Ok(())
     }
@@ -948,12 +937,8 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::cpu::testing::iota;
     use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
-
-    fn iota(shape: &[usize]) -> crate::ndarray::NDArray {
-        let n: usize = shape.iter().product();
-        f32a(shape, &(0..n).map(|v| v as f32).collect::<Vec<_>>())
-    }
 
     /// Reference: sum over `mask` of a float array by plain index arithmetic.
     fn naive_sum(x: &[f64], shape: &[usize], mask: &[bool]) -> Vec<f64> {

@@ -7,7 +7,7 @@ use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::Element;
 use crate::error::Result;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::sorting::{Lanes, Ret, SortOp};
@@ -170,45 +170,39 @@ fn write_index_blob(l: Lanes, k: usize, perm: &[usize], out: &TBlob, add: bool) 
 }
 
 impl CpuKernel for SortOp {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req.iter().all(|r| *r == OpReq::Null) {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req.iter().all(|r| *r == OpReq::Null) {
             return Ok(());
         }
-        let data = &inputs[0];
+        let data = &io.inputs[0];
         let (l, _) = self.lanes(&data.shape)?;
         let k = self.k_of(l.n)?;
         dispatch_num!(self.name, data.dtype, T => {
             let src = data.slice::<T>();
             let perm = lane_order(src, l, k, self.ascend);
-            let add = |i: usize| req[i] == OpReq::Add;
+            let add = |i: usize| io.req[i] == OpReq::Add;
             match self.ret {
                 Ret::Value => {
-                    if req[0] != OpReq::Null {
-                        write_values(src, l, k, &perm, outputs[0].slice_mut::<T>(), add(0));
+                    if io.req[0] != OpReq::Null {
+                        write_values(src, l, k, &perm, io.outputs[0].slice_mut::<T>(), add(0));
                     }
                 }
                 Ret::Indices => {
-                    if req[0] != OpReq::Null {
-                        write_index_blob(l, k, &perm, &outputs[0], add(0));
+                    if io.req[0] != OpReq::Null {
+                        write_index_blob(l, k, &perm, &io.outputs[0], add(0));
                     }
                 }
                 Ret::Mask => {
-                    if req[0] != OpReq::Null {
-                        write_mask(l, k, &perm, outputs[0].slice_mut::<T>(), add(0));
+                    if io.req[0] != OpReq::Null {
+                        write_mask(l, k, &perm, io.outputs[0].slice_mut::<T>(), add(0));
                     }
                 }
                 Ret::Both => {
-                    if req[0] != OpReq::Null {
-                        write_values(src, l, k, &perm, outputs[0].slice_mut::<T>(), add(0));
+                    if io.req[0] != OpReq::Null {
+                        write_values(src, l, k, &perm, io.outputs[0].slice_mut::<T>(), add(0));
                     }
-                    if req[1] != OpReq::Null {
-                        write_index_blob(l, k, &perm, &outputs[1], add(1));
+                    if io.req[1] != OpReq::Null {
+                        write_index_blob(l, k, &perm, &io.outputs[1], add(1));
                     }
                 }
             }

@@ -5,7 +5,7 @@ use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::{InOut, TBlob};
 use crate::op::elemwise::unary::{Unary, UnaryKind, UNARY_OPS};
@@ -167,14 +167,8 @@ fn kind_name(kind: UnaryKind) -> &'static str {
 }
 
 impl CpuKernel for Unary {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        apply(self.kind, &inputs[0], &outputs[0], req[0])
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        apply(self.kind, &io.inputs[0], &io.outputs[0], io.req[0])
     }
 }
 

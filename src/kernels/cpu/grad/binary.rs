@@ -5,9 +5,8 @@
 use super::{copy_into, map3_broadcast, sum_to, with_float, FloatKernel, Scratch};
 use crate::error::Result;
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::elemwise::binary::BinaryKind;
 use crate::op::grad::binary::{is_identity, BinaryBackward};
 use crate::op::{OpContext, OpReq};
@@ -61,20 +60,14 @@ impl FloatKernel for SideGrad<'_> {
 }
 
 impl CpuKernel for BinaryBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let g = &inputs[0];
-        let (a, b) = match inputs {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let g = &io.inputs[0];
+        let (a, b) = match io.inputs {
             [_, a, b] => (a, b),
             _ => (g, g),
         };
         let full = broadcast_shapes(self.name, &a.shape, &b.shape)?;
-        for (k, (out, &r)) in outputs.iter().zip(req).enumerate() {
+        for (k, (out, &r)) in io.outputs.iter().zip(io.req).enumerate() {
             if r == OpReq::Null {
                 continue;
             }

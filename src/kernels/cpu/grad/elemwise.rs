@@ -6,9 +6,8 @@ use super::{with_float, FloatKernel};
 use crate::error::Result;
 use crate::kernels::cpu::map::map2;
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::elemwise::binary::BinaryKind;
 use crate::op::elemwise::unary::UnaryKind;
 use crate::op::grad::elemwise::{ScalarBackward, UnaryBackward};
@@ -103,22 +102,22 @@ impl FloatKernel for UnaryGrad {
     }
 }
 
+/// Runs `k` on the output gradient and the forward input, the two inputs of an
+/// element-wise backward op, into the one input gradient.
+fn one_input_grad(op: &str, k: &impl FloatKernel, io: Blobs) -> Result<()> {
+    with_float(
+        op,
+        k,
+        &[&io.inputs[0], &io.inputs[1]],
+        &io.outputs[0],
+        io.req[0],
+    )
+}
+
 impl CpuKernel for UnaryBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
         let k = UnaryGrad(self.kind);
-        with_float(
-            self.name,
-            &k,
-            &[&inputs[0], &inputs[1]],
-            &outputs[0],
-            req[0],
-        )
+        one_input_grad(self.name, &k, io)
     }
 }
 
@@ -171,25 +170,13 @@ impl FloatKernel for ScalarGrad {
 }
 
 impl CpuKernel for ScalarBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
         let k = ScalarGrad {
             kind: self.kind,
             reverse: self.reverse,
             scalar: self.scalar,
         };
-        with_float(
-            self.name,
-            &k,
-            &[&inputs[0], &inputs[1]],
-            &outputs[0],
-            req[0],
-        )
+        one_input_grad(self.name, &k, io)
     }
 }
 

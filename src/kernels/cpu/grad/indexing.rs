@@ -10,12 +10,13 @@ use crate::kernels::cpu::indexing::{
     cast_blob, fix_index, nd_layout, nd_offsets, read_indices, truth,
 };
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::grad::indexing::{
     CastBackward, GatherNdBackward, PickBackward, TakeBackward, TopkBackward, WhereBackward,
 };
+use crate::op::indexing::IndexMode;
 use crate::op::{OpContext, OpReq, Operator};
 use crate::shape::{norm_axis, size_of};
 
@@ -45,66 +46,50 @@ fn scatter_rows(
     Ok(())
 }
 
+/// `shape` seen as (outer, n, inner) around `axis` (negative counts from the end).
+fn around_axis(op: &str, shape: &[usize], axis: i64) -> Result<(usize, usize, usize)> {
+    let ax = norm_axis(axis, shape.len(), op)?;
+    Ok((size_of(&shape[..ax]), shape[ax], size_of(&shape[ax + 1..])))
+}
+
+/// The indices in `b` fixed for an axis of length `n` as `mode` says; an index the mode
+/// rejects counts as 0.
+fn fixed_indices(b: &TBlob, n: usize, mode: IndexMode) -> impl Iterator<Item = usize> {
+    read_indices(b)
+        .into_iter()
+        .map(move |i| fix_index(i, n, mode).unwrap_or(0))
+}
+
 impl CpuKernel for TakeBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (g, a) = (&inputs[0], &inputs[2]);
-        let axis = norm_axis(self.axis, a.shape.len(), self.name())?;
-        let n = a.shape[axis];
-        let inner = size_of(&a.shape[axis + 1..]);
-        let idx: Vec<usize> = read_indices(&inputs[1])
-            .into_iter()
-            .map(|i| fix_index(i, n, self.mode).unwrap_or(0))
-            .collect();
-        let outer = size_of(&a.shape[..axis]);
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (g, a) = (&io.inputs[0], &io.inputs[2]);
+        let (outer, n, inner) = around_axis(self.name(), &a.shape, self.axis)?;
+        let idx: Vec<usize> = fixed_indices(&io.inputs[1], n, self.mode).collect();
         let pos: Vec<usize> = (0..outer)
             .flat_map(|o| idx.iter().map(move |&j| o * n + j))
             .collect();
-        scatter_rows(self.name(), g, &pos, inner, &outputs[0], req[0])
+        scatter_rows(self.name(), g, &pos, inner, &io.outputs[0], io.req[0])
     }
 }
 
 impl CpuKernel for PickBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (g, data) = (&inputs[0], &inputs[1]);
-        let axis = norm_axis(self.axis, data.shape.len(), self.name())?;
-        let n = data.shape[axis];
-        let inner = size_of(&data.shape[axis + 1..]);
-        let pos: Vec<usize> = read_indices(&inputs[2])
-            .into_iter()
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (g, data) = (&io.inputs[0], &io.inputs[1]);
+        let (_, n, inner) = around_axis(self.name(), &data.shape, self.axis)?;
+        let pos: Vec<usize> = fixed_indices(&io.inputs[2], n, self.mode)
             .enumerate()
-            .map(|(r, i)| {
-                let j = fix_index(i, n, self.mode).unwrap_or(0);
-                ((r / inner) * n + j) * inner + r % inner
-            })
+            .map(|(r, j)| ((r / inner) * n + j) * inner + r % inner)
             .collect();
-        scatter_rows(self.name(), g, &pos, 1, &outputs[0], req[0])
+        scatter_rows(self.name(), g, &pos, 1, &io.outputs[0], io.req[0])
     }
 }
 
 impl CpuKernel for WhereBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (g, c) = (&inputs[0], truth(&inputs[1]));
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (g, c) = (&io.inputs[0], truth(&io.inputs[1]));
         // A 1-d condition selects whole rows.
         let row = if c.is_empty() { 1 } else { g.size() / c.len() }.max(1);
-        for (k, (out, &r)) in outputs.iter().zip(req).enumerate() {
+        for (k, (out, &r)) in io.outputs.iter().zip(io.req).enumerate() {
             if r == OpReq::Null {
                 continue;
             }
@@ -123,56 +108,35 @@ impl CpuKernel for WhereBackward {
 }
 
 impl CpuKernel for CastBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        cast_blob(&inputs[0], &outputs[0], req[0]);
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        cast_blob(&io.inputs[0], &io.outputs[0], io.req[0]);
         Ok(())
     }
 }
 
 impl CpuKernel for GatherNdBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (g, idx, data) = (&inputs[0], &inputs[1], &inputs[2]);
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (g, idx, data) = (&io.inputs[0], &io.inputs[1], &io.inputs[2]);
         let m = idx.shape[0];
         let (strides, inner) = nd_layout(&data.shape, m);
         let pos = nd_offsets(self.name(), idx, m, &data.shape, &strides)?;
-        scatter_rows(self.name(), g, &pos, inner, &outputs[0], req[0])
+        scatter_rows(self.name(), g, &pos, inner, &io.outputs[0], io.req[0])
     }
 }
 
 impl CpuKernel for TopkBackward {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (g, data) = (&inputs[0], &inputs[1]);
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        let (g, data) = (&io.inputs[0], &io.inputs[1]);
         let idx = Scratch::new(&g.shape, DType::I64);
-        crate::kernels::run_kernel(
-            self.order.as_ref(),
-            ctx,
-            std::slice::from_ref(data),
-            std::slice::from_ref(&idx.blob),
-            &[OpReq::Write],
-        )?;
+        // Where each kept value came from, as the index-returning forward op says.
+        let (ins, outs) = (std::slice::from_ref(data), std::slice::from_ref(&idx.blob));
+        let order = Blobs::new(ins, outs, &[OpReq::Write]);
+        crate::kernels::run_kernel(self.order.as_ref(), ctx, order)?;
         let (n, inner) = match self.axis {
             None => (data.size(), 1),
             Some(a) => {
-                let ax = norm_axis(a, data.shape.len(), self.name())?;
-                (data.shape[ax], size_of(&data.shape[ax + 1..]))
+                let (_, n, inner) = around_axis(self.name(), &data.shape, a)?;
+                (n, inner)
             }
         };
         // Values kept per lane.
@@ -187,7 +151,7 @@ impl CpuKernel for TopkBackward {
                 (o * n + j as usize) * inner + rest
             })
             .collect();
-        scatter_rows(self.name(), g, &pos, 1, &outputs[0], req[0])
+        scatter_rows(self.name(), g, &pos, 1, &io.outputs[0], io.req[0])
     }
 }
 

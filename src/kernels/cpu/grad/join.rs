@@ -4,27 +4,20 @@
 
 use crate::error::Result;
 use crate::kernels::cpu::transform::copy::gather;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::grad::join::ConcatBackward;
 use crate::op::transform::view::View;
-use crate::op::{OpContext, OpReq, Operator};
+use crate::op::{OpContext, Operator};
 use crate::shape::norm_axis;
 
 impl CpuKernel for ConcatBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let g = &inputs[0];
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let g = &io.inputs[0];
         let axis = norm_axis(self.dim, g.shape.len(), self.name())?;
         let base = View::of(&g.shape);
         let mut start = 0usize;
-        for ((out, &r), x) in outputs.iter().zip(req).zip(&inputs[1..]) {
+        for ((out, &r), x) in io.outputs.iter().zip(io.req).zip(&io.inputs[1..]) {
             let len = x.shape[axis];
             let mut v = base.clone();
             v.shape[axis] = len;

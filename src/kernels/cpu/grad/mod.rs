@@ -68,25 +68,25 @@ pub fn with_float(
     } else if all(DType::F64) {
         run_same::<f64>(k, ins, out, req);
     } else if all(DType::F16) {
-        let w = ins
-            .iter()
-            .map(|b| widened::<f32>(b))
-            .collect::<Result<Vec<_>>>()?;
-        let v: Vec<&[f32]> = w.iter().map(|x| &x[..]).collect();
-        let mut res = vec![0f32; out.size()];
-        k.run(&v, &mut res, OpReq::Write);
+        let res = run_widened::<f32>(k, ins, out.size())?;
         map1(&res, out.slice_mut::<f16>(), req, f16::from_f32);
     } else {
-        let w = ins
-            .iter()
-            .map(|b| widened::<f64>(b))
-            .collect::<Result<Vec<_>>>()?;
-        let v: Vec<&[f64]> = w.iter().map(|x| &x[..]).collect();
-        let mut res = vec![0f64; out.size()];
-        k.run(&v, &mut res, OpReq::Write);
+        let res = run_widened::<f64>(k, ins, out.size())?;
         dispatch_num!(op, out.dtype, T => map1(&res, out.slice_mut::<T>(), req, <T as Element>::from_f64));
     }
     Ok(())
+}
+
+/// Runs `k` on copies of `ins` widened to `W` and returns the `len` results.
+fn run_widened<W: Float + Num>(k: &impl FloatKernel, ins: &[&TBlob], len: usize) -> Result<Vec<W>> {
+    let w = ins
+        .iter()
+        .map(|b| widened::<W>(b))
+        .collect::<Result<Vec<_>>>()?;
+    let v: Vec<&[W]> = w.iter().map(|x| &x[..]).collect();
+    let mut res = vec![W::ZERO; len];
+    k.run(&v, &mut res, OpReq::Write);
+    Ok(res)
 }
 
 /// Runs `k` with every blob of type `F`. An input that is the output itself (in place)

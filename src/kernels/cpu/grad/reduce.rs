@@ -4,9 +4,8 @@
 use super::{map3_broadcast, with_float, FloatKernel};
 use crate::error::Result;
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::grad::reduce::ReduceBackward;
 use crate::op::reduce::{reduce_axes, ReduceKind};
 use crate::op::{OpContext, OpReq};
@@ -79,14 +78,8 @@ impl FloatKernel for Share<'_> {
 }
 
 impl CpuKernel for ReduceBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (g, x, y) = (&inputs[0], &inputs[1], &inputs[2]);
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (g, x, y) = (&io.inputs[0], &io.inputs[1], &io.inputs[2]);
         let (mask, _) = reduce_axes(
             self.name,
             &x.shape,
@@ -113,7 +106,7 @@ impl CpuKernel for ReduceBackward {
             kept: &kept,
             shape: &x.shape,
         };
-        with_float(self.name, &k, &[g, x, y], &outputs[0], req[0])
+        with_float(self.name, &k, &[g, x, y], &io.outputs[0], io.req[0])
     }
 }
 

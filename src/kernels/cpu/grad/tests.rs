@@ -1,7 +1,8 @@
 //! Numeric gradient checks of every backward family, output requests and partial shape
 //! inference.
 
-use super::testing::{backward_of, build, is_zero, run_req};
+use super::testing::{backward_of, is_zero};
+use crate::kernels::cpu::testing::{build, run_req};
 use crate::ndarray::NDArray;
 use crate::op::testutil::{array, f32a, f32s, gradcheck};
 use crate::op::OpReq;

@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::reduce::reduce;
 use crate::kernels::cpu::transform::copy::{copy_same, gather};
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::grad::view::{GatherBackward, ReshapeBackward};
@@ -121,14 +121,8 @@ fn scatter(op: &str, g: &TBlob, v: &View, out: &TBlob, req: OpReq) -> Result<()>
 }
 
 impl CpuKernel for GatherBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (g, out, r) = (&inputs[0], &outputs[0], req[0]);
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (g, out, r) = (&io.inputs[0], &io.outputs[0], io.req[0]);
         if r == OpReq::Null || out.size() == 0 {
             return Ok(());
         }
@@ -136,7 +130,7 @@ impl CpuKernel for GatherBackward {
             clear_for(out, r);
             return Ok(());
         }
-        let shapes: Vec<Shape> = inputs[1..].iter().map(|b| b.shape.clone()).collect();
+        let shapes: Vec<Shape> = io.inputs[1..].iter().map(|b| b.shape.clone()).collect();
         let (_, v) = (self.view)(&shapes)?;
         if let Some(inv) = inverse(&v, out.size()) {
             return gather(g, &inv, out, r);
@@ -156,14 +150,8 @@ impl CpuKernel for GatherBackward {
 }
 
 impl CpuKernel for ReshapeBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        copy_same(&inputs[0], &outputs[0], req[0])
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        copy_same(&io.inputs[0], &io.outputs[0], io.req[0])
     }
 }
 

@@ -5,7 +5,7 @@ use super::elem::{self, Real, H};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::map::PAR_MIN;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::optim::op::UpdateOp;
@@ -242,43 +242,37 @@ impl UpdateOp {
 }
 
 impl CpuKernel for UpdateOp {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
         let name = self.name();
-        let out = &outputs[0];
-        let n = inputs[0].size();
-        let all: Vec<&TBlob> = inputs.iter().chain(std::iter::once(out)).collect();
+        let out = &io.outputs[0];
+        let n = io.inputs[0].size();
+        let all: Vec<&TBlob> = io.inputs.iter().chain(std::iter::once(out)).collect();
         check_blobs(name, &all, n)?;
-        let types: Vec<DType> = inputs.iter().map(|b| b.dtype).collect();
+        let types: Vec<DType> = io.inputs.iter().map(|b| b.dtype).collect();
         if self.infer_type(&types)?[0] != out.dtype {
             return Err(Error::Type(format!(
                 "{name}: output has dtype {} but weight has dtype {}",
                 out.dtype, types[0]
             )));
         }
-        let r = req[0];
+        let r = io.req[0];
         match out.dtype {
             DType::F32 => self.run::<f32>(
-                inputs,
+                io.inputs,
                 Out {
                     p: Ptr::of(out),
                     req: r,
                 },
             ),
             DType::F64 => self.run::<f64>(
-                inputs,
+                io.inputs,
                 Out {
                     p: Ptr::of(out),
                     req: r,
                 },
             ),
             DType::F16 => self.run::<f16>(
-                inputs,
+                io.inputs,
                 Out {
                     p: Ptr::of(out),
                     req: r,

@@ -2,8 +2,9 @@
 //! textbook definitions, in float64), in place and not, serial and split.
 
 use crate::imperative::invoke;
+use crate::kernels::cpu::testing::run_error;
 use crate::ndarray::NDArray;
-use crate::op::testutil::{array, f32a, f32s, try_run, values};
+use crate::op::testutil::{array, f32a, f32s, values};
 use crate::op::{self, Attrs};
 
 fn attrs(pairs: &[(&str, &str)]) -> Attrs {
@@ -307,14 +308,11 @@ fn states_are_written_before_later_readers() {
 #[test]
 fn bad_input_is_an_error_naming_op_and_shapes() {
     let w = f32a(&[2, 3], &[0.; 6]);
-    let e = try_run(
+    let e = run_error(
         "sgd_mom_update",
         &[("lr", "0.1")],
         &[w.clone(), w.clone(), f32a(&[6], &[0.; 6])],
-    )
-    .err()
-    .unwrap()
-    .to_string();
+    );
     assert!(
         e.contains("sgd_mom_update")
             && e.contains("mom")
@@ -323,30 +321,23 @@ fn bad_input_is_an_error_naming_op_and_shapes() {
         "{e}"
     );
     let d = array::<f64>(&[2, 3], &[0.; 6]);
-    let e = try_run(
+    let e = run_error(
         "adam_update",
         &[("lr", "0.1")],
         &[w.clone(), d, w.clone(), w.clone()],
-    )
-    .err()
-    .unwrap()
-    .to_string();
+    );
     assert!(
         e.contains("adam_update") && e.contains("grad has dtype float64"),
         "{e}"
     );
-    let e = try_run("sgd_update", &[], &[w.clone(), w.clone()])
-        .err()
-        .unwrap();
-    assert!(e.to_string().contains("'lr'"), "{e}");
-    let e = try_run(
+    let e = run_error("sgd_update", &[], &[w.clone(), w.clone()]);
+    assert!(e.contains("'lr'"), "{e}");
+    let e = run_error(
         "sgd_update",
         &[("lr", "1"), ("beta1", "1")],
         &[w.clone(), w],
-    )
-    .err()
-    .unwrap();
-    assert!(e.to_string().contains("unknown argument 'beta1'"), "{e}");
+    );
+    assert!(e.contains("unknown argument 'beta1'"), "{e}");
 }
 
 #[test]

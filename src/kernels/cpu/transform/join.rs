@@ -3,77 +3,55 @@
 
 use super::copy::{concat_bytes, emit, gather, source};
 use crate::error::Result;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::transform::axis_in;
 use crate::op::transform::join::{Concat, SliceChannel, Stack};
 use crate::op::transform::view::View;
-use crate::op::{OpContext, OpReq};
+use crate::op::OpContext;
 use crate::shape::size_of;
 use std::borrow::Cow;
 
-/// Copies `inputs` as consecutive blocks of every output row: row `r` of the output is
-/// block `r` of each input in turn, input `i` giving `len[i]` elements per row.
-fn join(inputs: &[TBlob], lens: &[usize], out: &TBlob, req: OpReq) -> Result<()> {
+/// Joins `io.inputs` along `axis` into the output: row `r` of the output (the index over
+/// the axes before `axis`) is block `r` of each input in turn.
+fn join(axis: usize, io: Blobs) -> Result<()> {
+    let out = &io.outputs[0];
     let esize = out.dtype.size();
-    let srcs: Vec<Cow<[u8]>> = inputs.iter().map(|b| source(b, out)).collect();
+    let srcs: Vec<Cow<[u8]>> = io.inputs.iter().map(|b| source(b, out)).collect();
     let parts: Vec<(&[u8], usize)> = srcs
         .iter()
-        .zip(lens)
-        .map(|(s, &l)| (&s[..], l * esize))
+        .zip(io.inputs)
+        .map(|(s, b)| (&s[..], size_of(&b.shape[axis..]) * esize))
         .collect();
-    emit(out, req, |dst| {
+    emit(out, io.req[0], |dst| {
         concat_bytes(&parts, dst);
         Ok(())
     })
 }
 
 impl CpuKernel for Concat {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let axis = axis_in("Concat", self.dim, inputs[0].shape.len())?;
-        let lens: Vec<usize> = inputs.iter().map(|b| size_of(&b.shape[axis..])).collect();
-        join(inputs, &lens, &outputs[0], req[0])
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        join(axis_in("Concat", self.dim, io.inputs[0].shape.len())?, io)
     }
 }
 
 impl CpuKernel for Stack {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let axis = self.axis(inputs[0].shape.len())?;
-        let lens: Vec<usize> = inputs.iter().map(|b| size_of(&b.shape[axis..])).collect();
-        join(inputs, &lens, &outputs[0], req[0])
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        join(self.axis(io.inputs[0].shape.len())?, io)
     }
 }
 
 impl CpuKernel for SliceChannel {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let s = &inputs[0].shape;
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let s = &io.inputs[0].shape;
         let axis = self.check(s)?;
         let part = s[axis] / self.num_outputs;
         let base = View::of(s);
-        for (i, (out, &r)) in outputs.iter().zip(req).enumerate() {
+        for (i, (out, &r)) in io.outputs.iter().zip(io.req).enumerate() {
             let mut v = base.clone();
             v.shape[axis] = part;
             v.offset = (i * part) as isize * v.strides[axis];
-            gather(&inputs[0], &v, out, r)?;
+            gather(&io.inputs[0], &v, out, r)?;
         }
         Ok(())
     }
@@ -89,12 +67,8 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 #[cfg(test)]
 #[allow(clippy::cloned_ref_to_slice_refs)]
 mod tests {
+    use crate::kernels::cpu::testing::iota;
     use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
-
-    fn iota(shape: &[usize]) -> crate::ndarray::NDArray {
-        let n: usize = shape.iter().product();
-        f32a(shape, &(0..n).map(|v| v as f32).collect::<Vec<_>>())
-    }
 
     #[test]
     fn concat() {

@@ -4,12 +4,8 @@
 #[cfg(test)]
 #[allow(clippy::cloned_ref_to_slice_refs)]
 mod tests {
-    use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
-
-    fn iota(shape: &[usize]) -> crate::ndarray::NDArray {
-        let n: usize = shape.iter().product();
-        f32a(shape, &(0..n).map(|v| v as f32).collect::<Vec<_>>())
-    }
+    use crate::kernels::cpu::testing::iota;
+    use crate::op::testutil::{array, f32s, run, try_run, values};
 
     #[test]
     fn transpose_and_swapaxes() {

@@ -2,11 +2,10 @@
 //! slicing, tiling and broadcasting arrays; they move bytes and so work for every dtype.
 
 use crate::error::Result;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::transform::Gather;
-use crate::op::{OpContext, OpReq};
+use crate::op::OpContext;
 use crate::shape::Shape;
 use copy::gather;
 
@@ -18,16 +17,10 @@ mod reshape;
 mod slice;
 
 impl CpuKernel for Gather {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let shapes: Vec<Shape> = inputs.iter().map(|b| b.shape.clone()).collect();
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let shapes: Vec<Shape> = io.inputs.iter().map(|b| b.shape.clone()).collect();
         let (_, v) = (self.view)(&shapes)?;
-        gather(&inputs[0], &v, &outputs[0], req[0])
+        gather(&io.inputs[0], &v, &io.outputs[0], io.req[0])
     }
 }
 

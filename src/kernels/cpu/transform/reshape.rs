@@ -4,21 +4,14 @@
 
 use super::copy::copy_same;
 use crate::error::Result;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::transform::reshape::SameData;
-use crate::op::{OpContext, OpReq};
+use crate::op::OpContext;
 
 impl CpuKernel for SameData {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        copy_same(&inputs[0], &outputs[0], req[0])
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        copy_same(&io.inputs[0], &io.outputs[0], io.req[0])
     }
 }
 
@@ -30,6 +23,7 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 #[cfg(test)]
 #[allow(clippy::cloned_ref_to_slice_refs)]
 mod tests {
+    use crate::kernels::cpu::testing::run_error;
     use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
     use crate::op::transform::reshape::infer_codes;
 
@@ -81,11 +75,9 @@ mod tests {
         let y = &run("reshape", &[("shape", "(3, -1)")], &[x.clone()])[0];
         assert_eq!(y.shape(), &[3, 2]);
         assert_eq!(f32s(y), vec![1., 2., 3., 4., 5., 6.]);
-        let e = try_run("Reshape", &[("shape", "(4, 2)")], &[x.clone()])
-            .err()
-            .unwrap();
+        let e = run_error("Reshape", &[("shape", "(4, 2)")], &[x.clone()]);
         assert_eq!(
-            e.to_string(),
+            e,
             "Reshape: cannot reshape array of shape (2, 3) into shape (4, 2)"
         );
         assert!(try_run(

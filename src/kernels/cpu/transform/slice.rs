@@ -16,12 +16,8 @@ fn py_slice(begin: Option<i64>, end: Option<i64>, step: i64, len: i64) -> Vec<i6
 #[allow(clippy::cloned_ref_to_slice_refs)]
 mod tests {
     use super::py_slice;
+    use crate::kernels::cpu::testing::iota;
     use crate::op::testutil::{array, f32a, f32s, run, try_run, values};
-
-    fn iota(shape: &[usize]) -> crate::ndarray::NDArray {
-        let n: usize = shape.iter().product();
-        f32a(shape, &(0..n).map(|v| v as f32).collect::<Vec<_>>())
-    }
 
     #[test]
     fn python_slice_indices() {

@@ -7,7 +7,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::cpu::fastmath::{tanh_f32, FastMath};
 use crate::kernels::cpu::map::map2_blobs;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::nn::activation::{Act, Activation, ActivationBackward, NAME};
@@ -82,38 +82,28 @@ fn backward_f32(act: Act, inputs: &[TBlob], out: &TBlob, req: OpReq) -> bool {
 }
 
 impl CpuKernel for Activation {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let act = self.0;
-        if inputs[0].dtype == DType::F32 && forward_f32(act, &inputs[0], &outputs[0], req[0]) {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (act, x, out, r) = (self.0, &io.inputs[0], &io.outputs[0], io.req[0]);
+        if x.dtype == DType::F32 && forward_f32(act, x, out, r) {
             return Ok(());
         }
-        dispatch_float!(NAME, inputs[0].dtype, T, F => {
-            unary::<T>(&inputs[0], &outputs[0], req[0], |v| st::<F, T>(act.apply(ld::<T, F>(v))))
+        dispatch_float!(NAME, x.dtype, T, F => {
+            unary::<T>(x, out, r, |v| st::<F, T>(act.apply(ld::<T, F>(v))))
         });
         Ok(())
     }
 }
 
 impl CpuKernel for ActivationBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
         let act = self.0;
-        if inputs[0].dtype == DType::F32 && backward_f32(act, inputs, &outputs[0], req[0]) {
+        if io.inputs[0].dtype == DType::F32
+            && backward_f32(act, io.inputs, &io.outputs[0], io.req[0])
+        {
             return Ok(());
         }
-        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
-            map2_blobs(&inputs[0], &inputs[1], &outputs[0], req[0], |g: T, v: T| {
+        dispatch_float!(self.name(), io.inputs[0].dtype, T, F => {
+            map2_blobs(&io.inputs[0], &io.inputs[1], &io.outputs[0], io.req[0], |g: T, v: T| {
                 st::<F, T>(ld::<T, F>(g) * act.derivative(ld::<T, F>(v)))
             });
         });
@@ -129,8 +119,8 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{close, f64s, run_req};
     use super::*;
+    use crate::kernels::cpu::testing::{close, f64s, run_error, run_req};
 
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
     use crate::op::{Attrs, Grad, OpRef};
@@ -264,13 +254,9 @@ mod tests {
         a.infer_shape_partial(&mut ins, &mut outs).unwrap();
         assert_eq!(ins[0].as_deref(), Some(&[3usize, 2][..]));
         assert!(try_run(NAME, &[], &[f32a(&[1], &[1.0])]).is_err());
-        let e = try_run(NAME, &[("act_type", "swish")], &[f32a(&[1], &[1.0])])
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("act_type"), "{e}");
-        let e = try_run(NAME, &[("act_type", "relu")], &[array::<i32>(&[1], &[1])])
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("Activation"), "{e}");
+        let e = run_error(NAME, &[("act_type", "swish")], &[f32a(&[1], &[1.0])]);
+        assert!(e.contains("act_type"), "{e}");
+        let e = run_error(NAME, &[("act_type", "relu")], &[array::<i32>(&[1], &[1])]);
+        assert!(e.contains("Activation"), "{e}");
     }
 }

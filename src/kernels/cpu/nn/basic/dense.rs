@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::kernels::cpu::linalg::{matmul, MatMul};
 use crate::kernels::cpu::map::PAR_MIN;
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::nn::dense::{Fc, FcBackward, NAME};
@@ -16,24 +16,18 @@ use num_traits::Float;
 use rayon::prelude::*;
 
 impl CpuKernel for Fc {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let (rows, k) = self.matrix(&inputs[0].shape)?;
+        let (rows, k) = self.matrix(&io.inputs[0].shape)?;
         let d = MatMul::new(rows, k, false, self.num_hidden, k, true)
             .expect("weight columns match the data");
-        let add = req[0] == OpReq::Add;
-        dispatch_float!(NAME, inputs[0].dtype, T, F => {
-            let out = outputs[0].slice_mut::<T>();
-            let (x, w) = (inputs[0].slice::<T>(), inputs[1].slice::<T>());
-            let bias = (!self.no_bias).then(|| inputs[2].slice::<T>());
+        let add = io.req[0] == OpReq::Add;
+        dispatch_float!(NAME, io.inputs[0].dtype, T, F => {
+            let out = io.outputs[0].slice_mut::<T>();
+            let (x, w) = (io.inputs[0].slice::<T>(), io.inputs[1].slice::<T>());
+            let bias = (!self.no_bias).then(|| io.inputs[2].slice::<T>());
             match bias {
                 Some(b) if !add => {
                     // Start from the bias in every row and let the product accumulate.
@@ -61,32 +55,26 @@ impl CpuKernel for Fc {
 }
 
 impl CpuKernel for FcBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
         let nh = self.0.num_hidden;
-        let (rows, k) = self.0.matrix(&inputs[1].shape)?;
-        let both = req[0] != OpReq::Null
-            && req[1] != OpReq::Null
+        let (rows, k) = self.0.matrix(&io.inputs[1].shape)?;
+        let both = io.req[0] != OpReq::Null
+            && io.req[1] != OpReq::Null
             && rayon::current_num_threads() > 1
             && rows * nh * k >= 1 << 20;
-        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
+        dispatch_float!(self.name(), io.inputs[0].dtype, T, F => {
             let (g, x, w) = (
-                inputs[0].slice::<T>(),
-                inputs[1].slice::<T>(),
-                inputs[2].slice::<T>(),
+                io.inputs[0].slice::<T>(),
+                io.inputs[1].slice::<T>(),
+                io.inputs[2].slice::<T>(),
             );
             // d data = g · W, (rows × nh) · (nh × k).
             let data_grad = || product(
                 &MatMul::new(rows, nh, false, nh, k, false).expect("inner dims agree"),
                 g,
                 w,
-                &outputs[0],
-                req[0],
+                &io.outputs[0],
+                io.req[0],
                 !both,
             );
             // d weight = gᵀ · X, (nh × rows) · (rows × k), and d bias.
@@ -95,12 +83,12 @@ impl CpuKernel for FcBackward {
                     &MatMul::new(rows, nh, true, rows, k, false).expect("inner dims agree"),
                     g,
                     x,
-                    &outputs[1],
-                    req[1],
+                    &io.outputs[1],
+                    io.req[1],
                     !both,
                 );
                 if !self.0.no_bias {
-                    column_sums::<T, F>(g, nh, outputs[2].slice_mut::<T>(), req[2]);
+                    column_sums::<T, F>(g, nh, io.outputs[2].slice_mut::<T>(), io.req[2]);
                 }
             };
             // Two products of the same size run side by side, one thread each, rather
@@ -173,8 +161,8 @@ fn column_sums<T: Num, F: Float + 'static + Send + Sync>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
+    use crate::kernels::cpu::testing::{build, close, f64s, run_error, run_req};
 
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
     use crate::op::{Grad, OpRef};
@@ -350,14 +338,12 @@ mod tests {
     #[test]
     fn bad_inputs_are_errors() {
         let x = seq(&[2, 3], 1.0, 0.0);
-        let e = try_run(
+        let e = run_error(
             NAME,
             &[("num_hidden", "4")],
             &[x.clone(), seq(&[4, 2], 1.0, 0.0), seq(&[4], 1.0, 0.0)],
-        )
-        .err()
-        .unwrap();
-        assert!(e.to_string().contains("weight"), "{e}");
+        );
+        assert!(e.contains("weight"), "{e}");
         assert!(try_run(NAME, &[], std::slice::from_ref(&x)).is_err());
         assert!(try_run(NAME, &[("num_hidden", "0")], std::slice::from_ref(&x)).is_err());
         assert!(try_run(

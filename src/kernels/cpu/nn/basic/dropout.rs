@@ -7,9 +7,8 @@ use crate::dispatch_float;
 use crate::error::Result;
 use crate::kernels::cpu::map::{map1, map2};
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::nn::common::check_float;
 use crate::op::nn::dropout::{Dropout, DropoutBackward, NAME};
 use crate::op::{OpContext, OpReq, Operator};
@@ -77,26 +76,20 @@ fn broadcast<T: Num>(src: &[T], small: &[usize], dst: &mut [T], shape: &[usize])
 }
 
 impl CpuKernel for Dropout {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (x, out, mask) = (&inputs[0], &outputs[0], &outputs[1]);
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        let (x, out, mask) = (&io.inputs[0], &io.outputs[0], &io.outputs[1]);
         let active = self.active(ctx.is_train);
         dispatch_float!(NAME, x.dtype, T, F => {
             if !active {
-                super::common::unary::<T>(x, out, req[0], |v| v);
+                super::common::unary::<T>(x, out, io.req[0], |v| v);
                 return Ok(());
             }
             let m = mask.slice_mut::<T>();
             self.draw(m, &x.shape, ctx.rng(NAME)?)?;
-            if req[0] == OpReq::Null {
+            if io.req[0] == OpReq::Null {
                 return Ok(());
             }
-            let add = req[0] == OpReq::Add;
+            let add = io.req[0] == OpReq::Add;
             if overlaps(x, out) {
                 let o = out.slice_mut::<T>();
                 for (o, &k) in o.iter_mut().zip(m.iter()) {
@@ -104,7 +97,7 @@ impl CpuKernel for Dropout {
                     put(o, v, add);
                 }
             } else {
-                map2(x.slice::<T>(), &*m, out.slice_mut::<T>(), req[0], |v, k| {
+                map2(x.slice::<T>(), &*m, out.slice_mut::<T>(), io.req[0], |v, k| {
                     st::<F, T>(ld::<T, F>(v) * ld::<T, F>(k))
                 });
             }
@@ -114,23 +107,17 @@ impl CpuKernel for Dropout {
 }
 
 impl CpuKernel for DropoutBackward {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let (g, mask) = (&inputs[0], &inputs[1]);
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        let (g, mask, out) = (&io.inputs[0], &io.inputs[1], &io.outputs[0]);
         check_float(self.name(), "output gradient", g.dtype)?;
         let masked = ctx.is_train || self.always;
         dispatch_float!(self.name(), g.dtype, T, F => {
             if masked {
-                map2(g.slice::<T>(), mask.slice::<T>(), outputs[0].slice_mut::<T>(), req[0], |g, k| {
+                map2(g.slice::<T>(), mask.slice::<T>(), out.slice_mut::<T>(), io.req[0], |g, k| {
                     st::<F, T>(ld::<T, F>(g) * ld::<T, F>(k))
                 });
             } else {
-                map1(g.slice::<T>(), outputs[0].slice_mut::<T>(), req[0], |g| g);
+                map1(g.slice::<T>(), out.slice_mut::<T>(), io.req[0], |g| g);
             }
         });
         Ok(())
@@ -145,8 +132,8 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{build, run_req};
     use super::*;
+    use crate::kernels::cpu::testing::{build, run_error, run_req};
 
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
     use crate::op::{Grad, OpRef};
@@ -263,10 +250,8 @@ mod tests {
 
         assert!(try_run(NAME, &[("p", "1.5")], &[f32a(&[1], &[0.0])]).is_err());
         assert!(try_run(NAME, &[("mode", "test")], &[f32a(&[1], &[0.0])]).is_err());
-        let e = try_run(NAME, &[("axes", "(5,)")], &[f32a(&[2, 2], &[0.0; 4])])
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("Dropout"), "{e}");
+        let e = run_error(NAME, &[("axes", "(5,)")], &[f32a(&[2, 2], &[0.0; 4])]);
+        assert!(e.contains("Dropout"), "{e}");
         assert!(run(NAME, &[("cudnn_off", "None")], &[f32a(&[1], &[0.0])]).len() == 2);
     }
 }

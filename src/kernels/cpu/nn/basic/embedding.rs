@@ -8,7 +8,7 @@ use crate::dtype::Element;
 use crate::error::Result;
 use crate::kernels::cpu::map::PAR_MIN;
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::nn::embedding::{Embedding, EmbeddingBackward, NAME};
@@ -29,22 +29,16 @@ impl Embedding {
 }
 
 impl CpuKernel for Embedding {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null || self.output_dim == 0 {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null || self.output_dim == 0 {
             return Ok(());
         }
-        let rows = self.rows(&inputs[0])?;
-        let add = req[0] == OpReq::Add;
+        let rows = self.rows(&io.inputs[0])?;
+        let add = io.req[0] == OpReq::Add;
         let od = self.output_dim;
-        dispatch_num!(NAME, inputs[1].dtype, T => {
-            let w = inputs[1].slice::<T>();
-            let out = outputs[0].slice_mut::<T>();
+        dispatch_num!(NAME, io.inputs[1].dtype, T => {
+            let w = io.inputs[1].slice::<T>();
+            let out = io.outputs[0].slice_mut::<T>();
             let gather = |(i, o): (usize, &mut [T])| {
                 let src = &w[rows[i] * od..(rows[i] + 1) * od];
                 if add {
@@ -64,22 +58,16 @@ impl CpuKernel for Embedding {
 }
 
 impl CpuKernel for EmbeddingBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let rows = self.0.rows(&inputs[1])?;
+        let rows = self.0.rows(&io.inputs[1])?;
         let od = self.0.output_dim;
-        dispatch_num!(self.name(), inputs[0].dtype, T => {
-            let g = inputs[0].slice::<T>();
-            let dw = outputs[0].slice_mut::<T>();
-            if req[0] != OpReq::Add {
+        dispatch_num!(self.name(), io.inputs[0].dtype, T => {
+            let g = io.inputs[0].slice::<T>();
+            let dw = io.outputs[0].slice_mut::<T>();
+            if io.req[0] != OpReq::Add {
                 dw.fill(T::ZERO);
             }
             scatter_add(g, &rows, od, dw);
@@ -134,9 +122,9 @@ fn scatter_add<T: Num>(g: &[T], rows: &[usize], od: usize, dw: &mut [T]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
     use crate::dtype::DType;
+    use crate::kernels::cpu::testing::{build, close, f64s, run_req};
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
     use crate::op::{Grad, OpRef};
     use crate::shape::Shape;

@@ -8,7 +8,7 @@ use crate::dtype::Element;
 use crate::error::Result;
 use crate::kernels::cpu::map::{map2, map_io};
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::nn::leaky_relu::{prelu_layout, Kind, LeakyRelu, LeakyReluBackward, NAME};
@@ -100,23 +100,17 @@ fn channel_of(i: usize, channels: usize, inner: usize) -> usize {
 }
 
 impl CpuKernel for LeakyRelu {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
         let kind = self.0;
-        dispatch_float!(NAME, inputs[0].dtype, T, F => {
+        dispatch_float!(NAME, io.inputs[0].dtype, T, F => {
             match kind {
                 Kind::Prelu => {
-                    let x = inputs[0].slice::<T>();
-                    let (channels, inner) = prelu_layout(&inputs[0].shape, &inputs[1].shape)?;
-                    let gamma = inputs[1].slice::<T>();
-                    let add = req[0] == OpReq::Add;
-                    if req[0] != OpReq::Null {
-                        for_chunks(outputs[0].slice_mut::<T>(), 1, |off, o| {
+                    let x = io.inputs[0].slice::<T>();
+                    let (channels, inner) = prelu_layout(&io.inputs[0].shape, &io.inputs[1].shape)?;
+                    let gamma = io.inputs[1].slice::<T>();
+                    let add = io.req[0] == OpReq::Add;
+                    if io.req[0] != OpReq::Null {
+                        for_chunks(io.outputs[0].slice_mut::<T>(), 1, |off, o| {
                             for (i, o) in o.iter_mut().enumerate() {
                                 let v = ld::<T, F>(x[off + i]);
                                 let s = ld::<T, F>(gamma[channel_of(off + i, channels, inner)]);
@@ -126,8 +120,8 @@ impl CpuKernel for LeakyRelu {
                     }
                 }
                 Kind::Rrelu { lower, upper } => {
-                    let x = inputs[0].slice::<T>();
-                    let mask = outputs[1].slice_mut::<T>();
+                    let x = io.inputs[0].slice::<T>();
+                    let mask = io.outputs[1].slice_mut::<T>();
                     if ctx.is_train {
                         let rng = ctx.rng(NAME)?;
                         for m in mask.iter_mut() {
@@ -136,13 +130,13 @@ impl CpuKernel for LeakyRelu {
                     } else {
                         mask.fill(T::from_f64((lower + upper) / 2.0));
                     }
-                    map2(x, &*mask, outputs[0].slice_mut::<T>(), req[0], |v, s| {
+                    map2(x, &*mask, io.outputs[0].slice_mut::<T>(), io.req[0], |v, s| {
                         let (v, s) = (ld::<T, F>(v), ld::<T, F>(s));
                         st::<F, T>(if v > F::zero() { v } else { s * v })
                     });
                 }
                 // The element-wise kinds may run in place.
-                k => map_io(inputs[0].in_out::<T>(&outputs[0]), req[0], |v| {
+                k => map_io(io.inputs[0].in_out::<T>(&io.outputs[0]), io.req[0], |v| {
                     st::<F, T>(k.apply(ld::<T, F>(v)))
                 }),
             }
@@ -152,30 +146,24 @@ impl CpuKernel for LeakyRelu {
 }
 
 impl CpuKernel for LeakyReluBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
         let kind = self.0;
-        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
-            let (g, x) = (inputs[0].slice::<T>(), inputs[1].slice::<T>());
+        dispatch_float!(self.name(), io.inputs[0].dtype, T, F => {
+            let (g, x) = (io.inputs[0].slice::<T>(), io.inputs[1].slice::<T>());
             match kind {
                 Kind::Prelu => {
-                    let (channels, inner) = prelu_layout(&inputs[1].shape, &inputs[2].shape)?;
-                    let gamma = inputs[2].slice::<T>();
-                    prelu_backward::<T, F>(g, x, gamma, (channels, inner), outputs, req);
+                    let (channels, inner) = prelu_layout(&io.inputs[1].shape, &io.inputs[2].shape)?;
+                    let gamma = io.inputs[2].slice::<T>();
+                    prelu_backward::<T, F>(g, x, gamma, (channels, inner), io.outputs, io.req);
                 }
                 Kind::Rrelu { .. } => {
-                    let mask = inputs[2].slice::<T>();
-                    super::common::map3(g, x, mask, outputs[0].slice_mut::<T>(), req[0], |g, v, s| {
+                    let (mask, out) = (io.inputs[2].slice::<T>(), io.outputs[0].slice_mut::<T>());
+                    super::common::map3(g, x, mask, out, io.req[0], |g, v, s| {
                         let s = if ld::<T, F>(v) > F::zero() { F::one() } else { ld::<T, F>(s) };
                         st::<F, T>(ld::<T, F>(g) * s)
                     });
                 }
-                k => map2(g, x, outputs[0].slice_mut::<T>(), req[0], |g, v| {
+                k => map2(g, x, io.outputs[0].slice_mut::<T>(), io.req[0], |g, v| {
                     st::<F, T>(ld::<T, F>(g) * k.derivative(ld::<T, F>(v)))
                 }),
             }
@@ -232,8 +220,8 @@ fn prelu_backward<T: Num, F: Float + 'static + Send + Sync>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
+    use crate::kernels::cpu::testing::{build, close, f64s, run_error, run_req};
 
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
     use crate::op::{Grad, OpRef};
@@ -340,14 +328,12 @@ mod tests {
             &[f32a(&[2, 3, 4], &x3), f32a(&[1], &[0.5])],
         );
         close(&f64s(&y[0])[..2], &[-6.0, -5.5], 1e-6);
-        let e = try_run(
+        let e = run_error(
             NAME,
             &[("act_type", "prelu")],
             &[f32a(&[2, 3, 4], &x3), f32a(&[4], &[0.5; 4])],
-        )
-        .err()
-        .unwrap();
-        assert!(e.to_string().contains("gamma"), "{e}");
+        );
+        assert!(e.contains("gamma"), "{e}");
     }
 
     #[test]

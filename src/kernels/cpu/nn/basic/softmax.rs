@@ -1,10 +1,10 @@
 //! CPU kernels of `softmax`, `log_softmax` (with `axis`, `temperature`, `dtype` and, for
 //! `softmax`, a valid `length` input) and `SoftmaxActivation`, with their backward.
 
-use super::softmax_kernel::{self as kernel, Spec};
+use super::softmax_kernel::{self as kernel, Layout, Spec};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::nn::softmax::{
@@ -48,61 +48,49 @@ impl SoftmaxParams {
 }
 
 impl CpuKernel for Softmax {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
         let lens = match self.0.use_length {
-            true => Some(lengths(self.0.name, &inputs[1])?),
+            true => Some(lengths(self.0.name, &io.inputs[1])?),
             false => None,
         };
-        let spec = self.0.spec(&inputs[0].shape, lens.as_deref())?;
-        let add = req[0] == OpReq::Add;
-        let (it, ot) = (inputs[0].dtype, outputs[0].dtype);
+        let spec = self.0.spec(&io.inputs[0].shape, lens.as_deref())?;
+        let add = io.req[0] == OpReq::Add;
+        let (it, ot) = (io.inputs[0].dtype, io.outputs[0].dtype);
         // Written over its own input, the softmax reads a copy.
         let copy;
-        let x = if super::common::overlaps(&inputs[0], &outputs[0]) {
-            copy = inputs[0].to_host_vec();
-            TBlob::from_raw(copy.as_ptr() as *mut u8, inputs[0].shape.clone(), it)
+        let x = if super::common::overlaps(&io.inputs[0], &io.outputs[0]) {
+            copy = io.inputs[0].to_host_vec();
+            TBlob::from_raw(copy.as_ptr() as *mut u8, io.inputs[0].shape.clone(), it)
         } else {
-            inputs[0].clone()
+            io.inputs[0].clone()
         };
         dispatch_float_pair!(self.0.name, it, ot, I, O, F => {
-            kernel::forward::<I, O, F>(x.slice::<I>(), outputs[0].slice_mut::<O>(), &spec, add)
+            kernel::forward::<I, O, F>(x.slice::<I>(), io.outputs[0].slice_mut::<O>(), &spec, add)
         });
         Ok(())
     }
 }
 
 impl CpuKernel for SoftmaxBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
         let lens = match self.p.use_length {
-            true => Some(lengths(self.name, &inputs[self.n_inputs() - 1])?),
+            true => Some(lengths(self.name, &io.inputs[self.n_inputs() - 1])?),
             false => None,
         };
-        let spec = self.p.spec(&inputs[1].shape, lens.as_deref())?;
-        let add = req[0] == OpReq::Add;
-        let (ot, dt) = (inputs[1].dtype, outputs[0].dtype);
+        let spec = self.p.spec(&io.inputs[1].shape, lens.as_deref())?;
+        let add = io.req[0] == OpReq::Add;
+        let (ot, dt) = (io.inputs[1].dtype, io.outputs[0].dtype);
         dispatch_float_pair!(self.name, ot, dt, O, D, F => {
             kernel::backward::<O, D, F>(
-                inputs[0].slice::<O>(),
-                inputs[1].slice::<O>(),
-                outputs[0].slice_mut::<D>(),
+                io.inputs[0].slice::<O>(),
+                io.inputs[1].slice::<O>(),
+                io.outputs[0].slice_mut::<D>(),
                 &spec,
                 add,
             )
@@ -111,68 +99,55 @@ impl CpuKernel for SoftmaxBackward {
     }
 }
 
-impl SoftmaxActivation {
-    fn spec(&self, d: &[usize]) -> Result<Spec<'static>> {
-        Ok(Spec {
-            layout: self.layout(d)?,
-            temperature: 1.0,
-            log: false,
-            lengths: None,
-        })
+/// A plain softmax of `io.inputs[0]` over the layout `layout` gives, written as
+/// `io.req[0]` says, for the ops whose output must not share memory with the data.
+pub(super) fn plain_forward(
+    op: &str,
+    io: Blobs,
+    layout: impl FnOnce() -> Result<Layout>,
+) -> Result<()> {
+    if io.req[0] == OpReq::Null {
+        return Ok(());
     }
+    let spec = Spec::plain(layout()?);
+    if super::common::overlaps(&io.inputs[0], &io.outputs[0]) {
+        return Err(Error::Runtime(format!(
+            "{op}: the output must not share memory with the data"
+        )));
+    }
+    dispatch_float!(op, io.inputs[0].dtype, T, F => {
+        kernel::forward::<T, T, F>(
+            io.inputs[0].slice::<T>(),
+            io.outputs[0].slice_mut::<T>(),
+            &spec,
+            io.req[0] == OpReq::Add,
+        )
+    });
+    Ok(())
 }
 
 impl CpuKernel for SoftmaxActivation {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
-            return Ok(());
-        }
-        let spec = self.spec(&inputs[0].shape)?;
-        if super::common::overlaps(&inputs[0], &outputs[0]) {
-            return Err(Error::Runtime(
-                "SoftmaxActivation: the output must not share memory with the data".into(),
-            ));
-        }
-        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
-            kernel::forward::<T, T, F>(
-                inputs[0].slice::<T>(),
-                outputs[0].slice_mut::<T>(),
-                &spec,
-                req[0] == OpReq::Add,
-            )
-        });
-        Ok(())
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        plain_forward(self.name(), io, || self.layout(&io.inputs[0].shape))
     }
 }
 
 impl CpuKernel for SoftmaxActivationBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
         let fwd = SoftmaxActivation {
             channel: self.channel,
         };
-        let spec = fwd.spec(&inputs[1].shape)?;
-        dispatch_float!(self.name(), inputs[0].dtype, T, F => {
+        let spec = Spec::plain(fwd.layout(&io.inputs[1].shape)?);
+        dispatch_float!(self.name(), io.inputs[0].dtype, T, F => {
             kernel::backward::<T, T, F>(
-                inputs[0].slice::<T>(),
-                inputs[1].slice::<T>(),
-                outputs[0].slice_mut::<T>(),
+                io.inputs[0].slice::<T>(),
+                io.inputs[1].slice::<T>(),
+                io.outputs[0].slice_mut::<T>(),
                 &spec,
-                req[0] == OpReq::Add,
+                io.req[0] == OpReq::Add,
             )
         });
         Ok(())
@@ -189,9 +164,9 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
     use crate::dtype::DType;
+    use crate::kernels::cpu::testing::{build, close, f64s, run_req};
     use crate::op::testutil::{array, f32a, f32s, gradcheck, run, try_run};
     use crate::op::{Grad, OpRef};
     use crate::shape::Shape;

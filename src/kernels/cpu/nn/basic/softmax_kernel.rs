@@ -27,6 +27,18 @@ pub struct Spec<'a> {
     pub lengths: Option<&'a [usize]>,
 }
 
+impl Spec<'static> {
+    /// A plain softmax over `layout`: no temperature, log or lengths.
+    pub fn plain(layout: Layout) -> Self {
+        Spec {
+            layout,
+            temperature: 1.0,
+            log: false,
+            lengths: None,
+        }
+    }
+}
+
 impl Spec<'_> {
     #[inline(always)]
     fn len(&self, o: usize, i: usize) -> usize {

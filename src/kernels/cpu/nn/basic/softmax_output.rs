@@ -3,14 +3,13 @@
 //! is set.
 
 use super::common::{ld, put, st};
-use super::softmax_kernel::{self as kernel, Layout, Spec};
+use super::softmax_kernel::Layout;
 use crate::dispatch_float;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::nn::common::Normalization;
 use crate::op::nn::softmax_output::{SoftmaxOutput, SoftmaxOutputBackward, NAME};
 use crate::op::{OpContext, OpReq, Operator};
@@ -18,52 +17,18 @@ use crate::shape::fmt_shape;
 use num_traits::Float;
 
 impl CpuKernel for SoftmaxOutput {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
-            return Ok(());
-        }
-        let spec = Spec {
-            layout: self.layout(&inputs[0].shape)?,
-            temperature: 1.0,
-            log: false,
-            lengths: None,
-        };
-        if super::common::overlaps(&inputs[0], &outputs[0]) {
-            return Err(Error::Runtime(format!(
-                "{NAME}: the output must not share memory with the data"
-            )));
-        }
-        dispatch_float!(NAME, inputs[0].dtype, T, F => {
-            kernel::forward::<T, T, F>(
-                inputs[0].slice::<T>(),
-                outputs[0].slice_mut::<T>(),
-                &spec,
-                req[0] == OpReq::Add,
-            )
-        });
-        Ok(())
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        super::softmax::plain_forward(NAME, io, || self.layout(&io.inputs[0].shape))
     }
 }
 
 impl CpuKernel for SoftmaxOutputBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let k = inputs.len();
-        let (label, out) = (&inputs[k - 2], &inputs[k - 1]);
+        let k = io.inputs.len();
+        let (label, out) = (&io.inputs[k - 2], &io.inputs[k - 1]);
         let layout = self.0.layout(&out.shape)?;
         let labels: Vec<f64> = crate::dispatch_num!(self.name(), label.dtype, L => {
             label.slice::<L>().iter().map(|v| v.to_f64()).collect()
@@ -78,7 +43,7 @@ impl CpuKernel for SoftmaxOutputBackward {
             )));
         }
         let scale = self.0.grad_scale / self.denominator(&layout, &labels[..]);
-        let og = self.0.out_grad.then(|| &inputs[0]);
+        let og = self.0.out_grad.then(|| &io.inputs[0]);
         dispatch_float!(self.name(), out.dtype, T, F => {
             let y = out.slice::<T>();
             let g = og.map(|b| b.slice::<T>());
@@ -89,7 +54,7 @@ impl CpuKernel for SoftmaxOutputBackward {
                 prob_labels,
                 scale,
             };
-            plan.run::<T, F>(y, g, outputs[0].slice_mut::<T>(), req[0] == OpReq::Add);
+            plan.run::<T, F>(y, g, io.outputs[0].slice_mut::<T>(), io.req[0] == OpReq::Add);
         });
         Ok(())
     }
@@ -200,8 +165,8 @@ impl Plan<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::testing::{build, close, f64s, run_req};
     use super::*;
+    use crate::kernels::cpu::testing::{build, close, f64s, run_error, run_req};
 
     use crate::op::testutil::{array, f32a, f32s, run, try_run};
     use crate::op::{Grad, OpRef};
@@ -489,17 +454,12 @@ mod tests {
         );
         assert_eq!(f32s(&dx), vec![1.5, 0.5]);
 
-        let e = try_run(
+        let e = run_error(
             NAME,
             &[],
             &[f32a(&[2, 3], &[0.0; 6]), f32a(&[3], &[0.0; 3])],
-        )
-        .err()
-        .unwrap();
-        assert!(
-            e.to_string().contains("SoftmaxOutput") && e.to_string().contains("(3,)"),
-            "{e}"
         );
+        assert!(e.contains("SoftmaxOutput") && e.contains("(3,)"), "{e}");
         assert!(try_run(NAME, &[("normalization", "sum")], &[f32a(&[1], &[0.0])]).is_err());
         assert!(try_run(
             NAME,

@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::nn::batch_norm::{BatchNorm, BatchNormBackward, Layout};
@@ -84,16 +84,10 @@ fn store<T: Num>(out: &TBlob, req: OpReq, v: impl Iterator<Item = T>) {
     }
 }
 
-fn forward_kernel<T: Num + Float>(
-    op: &BatchNorm,
-    is_train: bool,
-    inputs: &[TBlob],
-    outputs: &[TBlob],
-    req: &[OpReq],
-) -> Result<()> {
-    let l = op.layout(&inputs[0].shape)?;
-    let x = inputs[0].slice::<T>();
-    let (gamma, beta) = (inputs[1].slice::<T>(), inputs[2].slice::<T>());
+fn forward_kernel<T: Num + Float>(op: &BatchNorm, is_train: bool, io: Blobs) -> Result<()> {
+    let l = op.layout(&io.inputs[0].shape)?;
+    let x = io.inputs[0].slice::<T>();
+    let (gamma, beta) = (io.inputs[1].slice::<T>(), io.inputs[2].slice::<T>());
     let eps = op.eps;
     // (mean, biased variance) per channel, in f64.
     let (mean, var): (Vec<f64>, Vec<f64>) = if op.batch_stats(is_train) {
@@ -114,8 +108,8 @@ fn forward_kernel<T: Num + Float>(
         .into_iter()
         .unzip()
     } else {
-        let mm = inputs[3].slice::<T>().iter().map(|&v| wide(v));
-        let mv = inputs[4].slice::<T>().iter().map(|&v| wide(v));
+        let mm = io.inputs[3].slice::<T>().iter().map(|&v| wide(v));
+        let mv = io.inputs[4].slice::<T>().iter().map(|&v| wide(v));
         (mm.collect(), mv.collect())
     };
     let invstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
@@ -127,9 +121,9 @@ fn forward_kernel<T: Num + Float>(
             (T::from_f64(s), T::from_f64(wide(beta[c]) - mean[c] * s))
         })
         .unzip();
-    if req[0] != OpReq::Null {
-        let add = req[0] == OpReq::Add;
-        let y = outputs[0].slice_mut::<T>();
+    if io.req[0] != OpReq::Null {
+        let add = io.req[0] == OpReq::Add;
+        let y = io.outputs[0].slice_mut::<T>();
         per_block(&l, y, |c, r, yb| {
             let xb = &x[r];
             let (s, h) = (scale[c], shift[c]);
@@ -142,11 +136,19 @@ fn forward_kernel<T: Num + Float>(
             }
         });
     }
-    store::<T>(&outputs[1], req[1], mean.iter().map(|&v| T::from_f64(v)));
-    store::<T>(&outputs[2], req[2], invstd.iter().map(|&v| T::from_f64(v)));
+    store::<T>(
+        &io.outputs[1],
+        io.req[1],
+        mean.iter().map(|&v| T::from_f64(v)),
+    );
+    store::<T>(
+        &io.outputs[2],
+        io.req[2],
+        invstd.iter().map(|&v| T::from_f64(v)),
+    );
     if op.batch_stats(is_train) {
         let mom = op.momentum;
-        for (aux, stat) in [(&inputs[3], &mean), (&inputs[4], &var)] {
+        for (aux, stat) in [(&io.inputs[3], &mean), (&io.inputs[4], &var)] {
             for (m, &s) in aux.slice_mut::<T>().iter_mut().zip(stat.iter()) {
                 *m = T::from_f64(wide(*m) * mom + s * (1.0 - mom));
             }
@@ -156,26 +158,16 @@ fn forward_kernel<T: Num + Float>(
 }
 
 impl CpuKernel for BatchNorm {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
         // The kernel reads the data while it writes the output.
-        if crate::kernels::cpu::nn::basic::common::overlaps(&inputs[0], &outputs[0]) {
+        if crate::kernels::cpu::nn::basic::common::overlaps(&io.inputs[0], &io.outputs[0]) {
             return Err(Error::Runtime(
                 "BatchNorm: the output must not share memory with the data".into(),
             ));
         }
-        match inputs[0].dtype {
-            crate::dtype::DType::F32 => {
-                forward_kernel::<f32>(self, ctx.is_train, inputs, outputs, req)
-            }
-            crate::dtype::DType::F64 => {
-                forward_kernel::<f64>(self, ctx.is_train, inputs, outputs, req)
-            }
+        match io.inputs[0].dtype {
+            crate::dtype::DType::F32 => forward_kernel::<f32>(self, ctx.is_train, io),
+            crate::dtype::DType::F64 => forward_kernel::<f64>(self, ctx.is_train, io),
             other => Err(Error::Type(format!(
                 "BatchNorm: dtype {other} is not supported"
             ))),
@@ -183,21 +175,15 @@ impl CpuKernel for BatchNorm {
     }
 }
 
-fn backward_kernel<T: Num + Float>(
-    op: &BatchNorm,
-    is_train: bool,
-    inputs: &[TBlob],
-    outputs: &[TBlob],
-    req: &[OpReq],
-) -> Result<()> {
-    let l = op.layout(&inputs[1].shape)?;
+fn backward_kernel<T: Num + Float>(op: &BatchNorm, is_train: bool, io: Blobs) -> Result<()> {
+    let l = op.layout(&io.inputs[1].shape)?;
     let (dy, x, gamma) = (
-        inputs[0].slice::<T>(),
-        inputs[1].slice::<T>(),
-        inputs[2].slice::<T>(),
+        io.inputs[0].slice::<T>(),
+        io.inputs[1].slice::<T>(),
+        io.inputs[2].slice::<T>(),
     );
-    let mean: Vec<f64> = inputs[3].slice::<T>().iter().map(|&v| wide(v)).collect();
-    let invstd: Vec<f64> = inputs[4].slice::<T>().iter().map(|&v| wide(v)).collect();
+    let mean: Vec<f64> = io.inputs[3].slice::<T>().iter().map(|&v| wide(v)).collect();
+    let invstd: Vec<f64> = io.inputs[4].slice::<T>().iter().map(|&v| wide(v)).collect();
     // Σ dy and Σ dy·x̂ per channel.
     let sums: Vec<(f64, f64)> = per_channel(&l, |c| {
         let (m, s) = (mean[c], invstd[c]);
@@ -210,8 +196,8 @@ fn backward_kernel<T: Num + Float>(
                 })
             })
     });
-    if req[0] != OpReq::Null {
-        let add = req[0] == OpReq::Add;
+    if io.req[0] != OpReq::Null {
+        let add = io.req[0] == OpReq::Add;
         let batch = op.batch_stats(is_train);
         let m = l.per_channel().max(1) as f64;
         // dx = k1·dy + k2·(x - mean) + k0 per channel.
@@ -228,7 +214,7 @@ fn backward_kernel<T: Num + Float>(
                 (f(k1), f(k2), f(k0), f(mean[c]))
             })
             .collect();
-        let dx = outputs[0].slice_mut::<T>();
+        let dx = io.outputs[0].slice_mut::<T>();
         per_block(&l, dx, |c, r, db| {
             let (k1, k2, k0, mu) = coef[c];
             let it = db.iter_mut().zip(&dy[r.clone()]).zip(&x[r]);
@@ -241,34 +227,24 @@ fn backward_kernel<T: Num + Float>(
     }
     let fix = op.fix_gamma;
     store::<T>(
-        &outputs[1],
-        req[1],
+        &io.outputs[1],
+        io.req[1],
         sums.iter()
             .map(|&(_, b)| if fix { T::zero() } else { T::from_f64(b) }),
     );
     store::<T>(
-        &outputs[2],
-        req[2],
+        &io.outputs[2],
+        io.req[2],
         sums.iter().map(|&(a, _)| T::from_f64(a)),
     );
     Ok(())
 }
 
 impl CpuKernel for BatchNormBackward {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        match inputs[1].dtype {
-            crate::dtype::DType::F32 => {
-                backward_kernel::<f32>(&self.fwd, ctx.is_train, inputs, outputs, req)
-            }
-            crate::dtype::DType::F64 => {
-                backward_kernel::<f64>(&self.fwd, ctx.is_train, inputs, outputs, req)
-            }
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        match io.inputs[1].dtype {
+            crate::dtype::DType::F32 => backward_kernel::<f32>(&self.fwd, ctx.is_train, io),
+            crate::dtype::DType::F64 => backward_kernel::<f64>(&self.fwd, ctx.is_train, io),
             other => Err(Error::Type(format!(
                 "_backward_BatchNorm: dtype {other} is not supported"
             ))),

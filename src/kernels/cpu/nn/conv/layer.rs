@@ -7,8 +7,7 @@ use super::workspace::Workspace;
 use crate::dispatch_float;
 use crate::error::Result;
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::CpuKernel;
-use crate::ndarray::TBlob;
+use crate::kernels::cpu::{Blobs, CpuKernel};
 use crate::op::nn::conv_layer::{ConvBackward, ConvLayer};
 use crate::op::{OpContext, OpReq};
 
@@ -56,24 +55,18 @@ pub(crate) struct Backward<'a, T> {
 }
 
 impl<L: ColumnLayer> CpuKernel for L {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let p = self.column_plan(&inputs[0].shape)?;
+        let p = self.column_plan(&io.inputs[0].shape)?;
         let (batch, work) = L::batch_work(&p);
         let len = tasks(batch, work) * L::scratch(&p).0;
-        let add = req[0] == OpReq::Add;
-        dispatch_float!(L::NAME, inputs[0].dtype, T => {
-            let bias = (!self.args().no_bias).then(|| inputs[2].slice::<T>());
+        let add = io.req[0] == OpReq::Add;
+        dispatch_float!(L::NAME, io.inputs[0].dtype, T => {
+            let bias = (!self.args().no_bias).then(|| io.inputs[2].slice::<T>());
             let mut ws = Workspace::<T>::new(ctx, L::NAME, len)?;
-            let (x, w, y) = (inputs[0].slice(), inputs[1].slice(), outputs[0].slice_mut());
+            let (x, w, y) = (io.inputs[0].slice(), io.inputs[1].slice(), io.outputs[0].slice_mut());
             L::forward_loop::<T>(&p, Forward { x, w, bias, y, add }, ws.slice_mut());
         });
         Ok(())
@@ -81,20 +74,14 @@ impl<L: ColumnLayer> CpuKernel for L {
 }
 
 impl<L: ColumnLayer> CpuKernel for ConvBackward<L> {
-    fn forward(
-        &self,
-        ctx: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        let p = self.fwd.column_plan(&inputs[1].shape)?;
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        let p = self.fwd.column_plan(&io.inputs[1].shape)?;
         let (batch, work) = L::batch_work(&p);
         let len = tasks(batch, work * 2) * L::scratch(&p).1;
-        dispatch_float!(L::BACKWARD, inputs[1].dtype, T => {
-            let sink = |i: usize| Sink::new(outputs.get(i), req.get(i).copied());
+        dispatch_float!(L::BACKWARD, io.inputs[1].dtype, T => {
+            let sink = |i: usize| Sink::new(io.outputs.get(i), io.req.get(i).copied());
             let mut ws = Workspace::<T>::new(ctx, L::BACKWARD, len)?;
-            let (dy, x, w) = (inputs[0].slice(), inputs[1].slice(), inputs[2].slice());
+            let (dy, x, w) = (io.inputs[0].slice(), io.inputs[1].slice(), io.inputs[2].slice());
             let (dx, dw, db) = (sink(0), sink(1), sink(2));
             L::backward_loop::<T>(&p, Backward { dy, x, w, dx, dw, db }, ws.slice_mut());
         });

@@ -4,9 +4,8 @@
 use crate::dispatch_float;
 use crate::error::Result;
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::{self, CpuKernel};
+use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
-use crate::ndarray::TBlob;
 use crate::op::nn::geometry::{volume, Dims3};
 use crate::op::nn::pooling::{Plan, PoolType, Pooling, PoolingBackward};
 use crate::op::{OpContext, OpReq};
@@ -300,13 +299,25 @@ fn argmax_kernel<T: Num + Float>(
     }
 }
 
+/// Runs `one(n, plane)` on each sample-channel plane `n` of `out` (`len` elements a
+/// plane), in parallel when the plan has enough work.
+fn for_planes<T: Send>(p: &Plan, out: &mut [T], len: usize, one: impl Fn(usize, &mut [T]) + Sync) {
+    if len == 0 {
+        return;
+    }
+    if p.work() > PAR_WORK && p.planes > 1 {
+        out.par_chunks_mut(len)
+            .enumerate()
+            .for_each(|(n, o)| one(n, o));
+    } else {
+        out.chunks_mut(len).enumerate().for_each(|(n, o)| one(n, o));
+    }
+}
+
 /// Routes each output gradient to the input element its index output names.
 fn unpool_by_index<T: Num + Float>(p: &Plan, dy: &[T], at: &[T], dx: &mut [T], add: bool) {
     let (il, ol) = (p.in_len(), p.out_len());
-    if il == 0 {
-        return;
-    }
-    let one = |(n, dx): (usize, &mut [T])| {
+    for_planes(p, dx, il, |n, dx| {
         if !add {
             dx.fill(T::zero());
         }
@@ -316,25 +327,14 @@ fn unpool_by_index<T: Num + Float>(p: &Plan, dy: &[T], at: &[T], dx: &mut [T], a
                 dx[i] = dx[i] + *g;
             }
         }
-    };
-    if p.work() > PAR_WORK && p.planes > 1 {
-        dx.par_chunks_mut(il).enumerate().for_each(one);
-    } else {
-        dx.chunks_mut(il).enumerate().for_each(one);
-    }
+    });
 }
 
 fn forward_kernel<T: Num + Float>(p: &Plan, op: &Pooling, x: &[T], y: &mut [T], add: bool) {
-    let (il, ol) = (p.in_len(), p.out_len());
-    if ol == 0 {
-        return;
-    }
-    let one = |(n, y): (usize, &mut [T])| pool_plane(p, op, &x[n * il..(n + 1) * il], y, add);
-    if p.work() > PAR_WORK && p.planes > 1 {
-        y.par_chunks_mut(ol).enumerate().for_each(one);
-    } else {
-        y.chunks_mut(ol).enumerate().for_each(one);
-    }
+    let il = p.in_len();
+    for_planes(p, y, p.out_len(), |n, y| {
+        pool_plane(p, op, &x[n * il..(n + 1) * il], y, add)
+    });
 }
 
 fn backward_kernel<T: Num + Float>(
@@ -347,91 +347,71 @@ fn backward_kernel<T: Num + Float>(
     add: bool,
 ) {
     let (il, ol) = (p.in_len(), p.out_len());
-    if il == 0 {
-        return;
-    }
-    let one = |(n, dx): (usize, &mut [T])| {
+    for_planes(p, dx, il, |n, dx| {
         if !add {
             dx.fill(T::zero());
         }
         let r = n * ol..(n + 1) * ol;
         unpool_plane(p, op, &dy[r.clone()], &x[n * il..(n + 1) * il], &y[r], dx);
-    };
-    if p.work() > PAR_WORK && p.planes > 1 {
-        dx.par_chunks_mut(il).enumerate().for_each(one);
-    } else {
-        dx.chunks_mut(il).enumerate().for_each(one);
-    }
+    });
 }
 
 impl CpuKernel for Pooling {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let p = self.plan(&inputs[0].shape)?;
-        let with_index = outputs.len() > 1 && req.get(1).is_some_and(|r| *r != OpReq::Null);
+        let p = self.plan(&io.inputs[0].shape)?;
+        let with_index = io.outputs.len() > 1 && io.req.get(1).is_some_and(|r| *r != OpReq::Null);
         if with_index {
-            dispatch_float!("Pooling", inputs[0].dtype, T => argmax_kernel::<T>(
+            dispatch_float!("Pooling", io.inputs[0].dtype, T => argmax_kernel::<T>(
                 &p,
                 self.full,
-                inputs[0].slice(),
-                outputs[0].slice_mut(),
-                outputs[1].slice_mut(),
-                req[0] == OpReq::Add,
+                io.inputs[0].slice(),
+                io.outputs[0].slice_mut(),
+                io.outputs[1].slice_mut(),
+                io.req[0] == OpReq::Add,
             ));
             return Ok(());
         }
-        dispatch_float!("Pooling", inputs[0].dtype, T => forward_kernel::<T>(
+        dispatch_float!("Pooling", io.inputs[0].dtype, T => forward_kernel::<T>(
             &p,
             self,
-            inputs[0].slice(),
-            outputs[0].slice_mut(),
-            req[0] == OpReq::Add,
+            io.inputs[0].slice(),
+            io.outputs[0].slice_mut(),
+            io.req[0] == OpReq::Add,
         ));
         Ok(())
     }
 }
 impl CpuKernel for PoolingBackward {
-    fn forward(
-        &self,
-        _: &mut OpContext,
-        inputs: &[TBlob],
-        outputs: &[TBlob],
-        req: &[OpReq],
-    ) -> Result<()> {
-        if req[0] == OpReq::Null {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        if io.req[0] == OpReq::Null {
             return Ok(());
         }
-        let p = self.fwd.plan(&inputs[1].shape)?;
-        if inputs.len() == 4 {
-            let exact = dispatch_float!("_backward_Pooling", inputs[1].dtype, T =>
+        let p = self.fwd.plan(&io.inputs[1].shape)?;
+        if io.inputs.len() == 4 {
+            let exact = dispatch_float!("_backward_Pooling", io.inputs[1].dtype, T =>
                 offsets_exact::<T>(p.in_len()));
             if exact {
-                dispatch_float!("_backward_Pooling", inputs[1].dtype, T => unpool_by_index::<T>(
+                dispatch_float!("_backward_Pooling", io.inputs[1].dtype, T => unpool_by_index::<T>(
                     &p,
-                    inputs[0].slice(),
-                    inputs[3].slice(),
-                    outputs[0].slice_mut(),
-                    req[0] == OpReq::Add,
+                    io.inputs[0].slice(),
+                    io.inputs[3].slice(),
+                    io.outputs[0].slice_mut(),
+                    io.req[0] == OpReq::Add,
                 ));
                 return Ok(());
             }
         }
-        dispatch_float!("_backward_Pooling", inputs[1].dtype, T => backward_kernel::<T>(
+        dispatch_float!("_backward_Pooling", io.inputs[1].dtype, T => backward_kernel::<T>(
             &p,
             &self.fwd,
-            inputs[0].slice(),
-            inputs[1].slice(),
-            inputs[2].slice(),
-            outputs[0].slice_mut(),
-            req[0] == OpReq::Add,
+            io.inputs[0].slice(),
+            io.inputs[1].slice(),
+            io.inputs[2].slice(),
+            io.outputs[0].slice_mut(),
+            io.req[0] == OpReq::Add,
         ));
         Ok(())
     }

@@ -1,7 +1,7 @@
-use super::{build, close, f64s, seq64};
+use super::{build, close, error_text, f64s, seq64};
 use crate::ndarray::NDArray;
 use crate::op::testutil::{array, gradcheck};
-use crate::op::{OpContext, OpRef, OpReq};
+use crate::op::{OpRef, OpReq};
 use crate::shape::Shape;
 
 // MXNet 1.9.1 with data arange(24).reshape(2,3,4)**1.5/10, gamma (1.5, 2, 0.5), beta
@@ -60,13 +60,7 @@ fn zeros(shape: &[usize]) -> NDArray {
 /// three outputs.
 fn forward(op: &OpRef, ins: &[NDArray], is_train: bool) -> Vec<NDArray> {
     let outs = [zeros(ins[0].shape()), zeros(&[3]), zeros(&[3])];
-    for a in ins.iter().chain(&outs) {
-        a.wait_to_read().unwrap();
-    }
-    let ib: Vec<_> = ins.iter().map(|a| a.blob()).collect();
-    let ob: Vec<_> = outs.iter().map(|a| a.blob()).collect();
-    let mut ctx = OpContext::new(crate::context::Context::cpu(0), is_train);
-    crate::kernels::run_kernel(op.as_ref(), &mut ctx, &ib, &ob, &[OpReq::Write; 3]).unwrap();
+    crate::kernels::cpu::testing::run_with(op, ins, &outs, &[OpReq::Write; 3], is_train);
     outs.to_vec()
 }
 
@@ -194,13 +188,9 @@ fn interface_and_shapes() {
     let last = build("BatchNorm", &[("axis", "-1")]);
     let shapes = [[2, 5, 3].as_slice(), &[3], &[3], &[3], &[3]].map(Shape::from_slice);
     assert_eq!(last.infer_shape(&shapes).unwrap()[1].as_slice(), &[3]);
-    let e = op.infer_shape(&shapes).err().unwrap().to_string();
+    let e = error_text(op.infer_shape(&shapes));
     assert!(e.starts_with("BatchNorm:") && e.contains("gamma"), "{e}");
-    let e = build("BatchNorm", &[("axis", "3")])
-        .infer_shape(&shapes)
-        .err()
-        .unwrap()
-        .to_string();
+    let e = error_text(build("BatchNorm", &[("axis", "3")]).infer_shape(&shapes));
     assert!(e.contains("BatchNorm"), "{e}");
     let attrs: crate::op::Attrs = [("momentum".to_string(), "x".to_string())].into();
     assert!(crate::op::find("BatchNorm").unwrap().build(&attrs).is_err());

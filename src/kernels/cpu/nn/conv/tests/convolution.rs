@@ -1,4 +1,4 @@
-use super::{build, close, f64s, run_backward, seq, seq32, seq64};
+use super::{build, close, error_text, f64s, run_backward, run_error, seq, seq32, seq64};
 use crate::op::testutil::{array, gradcheck, run, try_run};
 use crate::op::OpReq;
 use crate::shape::Shape;
@@ -231,11 +231,7 @@ fn shapes_and_partial_inference() {
         Some(Shape::from_slice(&[4, 6, 3, 3])),
         None,
     ];
-    let e = op
-        .infer_shape_partial(&mut ins, &mut [None])
-        .err()
-        .unwrap()
-        .to_string();
+    let e = error_text(op.infer_shape_partial(&mut ins, &mut [None]));
     assert!(e.contains("Convolution") && e.contains("weight"), "{e}");
     let nb = build(
         "Convolution",
@@ -255,37 +251,28 @@ fn bad_inputs_are_errors() {
     let x = seq32(&[1, 3, 7, 7], 7, 11, 0.5);
     let w = seq32(&[4, 3, 9, 9], 5, 13, 0.6);
     let b = seq32(&[4], 1, 3, 0.0);
-    let e = try_run(
+    let e = run_error(
         "Convolution",
         &[("kernel", "(9,9)"), ("num_filter", "4")],
         &[x.clone(), w, b.clone()],
-    )
-    .err()
-    .unwrap()
-    .to_string();
+    );
     assert!(
         e.starts_with("Convolution:") && e.contains("exceeds"),
         "{e}"
     );
     let w = seq32(&[4, 1, 3, 3], 5, 13, 0.6);
-    let e = try_run(
+    let e = run_error(
         "Convolution",
         &[("kernel", "(3,3)"), ("num_filter", "4"), ("num_group", "2")],
         &[x.clone(), w, b.clone()],
-    )
-    .err()
-    .unwrap()
-    .to_string();
+    );
     assert!(e.contains("divisible by num_group"), "{e}");
     let w = seq32(&[4, 3, 3], 5, 13, 0.6);
-    let e = try_run(
+    let e = run_error(
         "Convolution",
         &[("kernel", "(3,)"), ("num_filter", "4")],
         &[x.clone(), w, b.clone()],
-    )
-    .err()
-    .unwrap()
-    .to_string();
+    );
     assert!(e.contains("(1, 3, 7, 7)"), "{e}");
     for attrs in [
         vec![("kernel", "(3,3)")],

@@ -7,7 +7,7 @@ mod deconvolution;
 mod pooling;
 mod timing;
 
-pub use crate::kernels::cpu::nn::basic::common::testing::{build, close, f64s};
+pub use crate::kernels::cpu::testing::{build, close, error_text, f64s, run_error};
 use crate::ndarray::NDArray;
 use crate::op::testutil::{array, f32a};
 use crate::op::OpRef;
@@ -57,18 +57,12 @@ pub fn run_backward_after(
     outs: &[NDArray],
     req: &[crate::op::OpReq],
 ) {
-    use crate::op::{Grad, OpContext};
+    use crate::op::Grad;
     let Grad::Op(g) = op.gradient() else {
         panic!("no gradient")
     };
     let mut bin = vec![ograd.clone()];
     bin.extend(g.inputs.iter().map(|&i| inputs[i].clone()));
     bin.extend(g.outputs.iter().map(|&o| fwd[o].clone()));
-    for a in bin.iter().chain(outs) {
-        a.wait_to_read().unwrap();
-    }
-    let ib: Vec<_> = bin.iter().map(|a| a.blob()).collect();
-    let ob: Vec<_> = outs.iter().map(|a| a.blob()).collect();
-    let mut ctx = OpContext::new(crate::context::Context::cpu(0), true);
-    crate::kernels::run_kernel(g.op.as_ref(), &mut ctx, &ib, &ob, req).unwrap();
+    crate::kernels::cpu::testing::run_req(&g.op, &bin, outs, req);
 }

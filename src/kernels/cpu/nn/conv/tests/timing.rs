@@ -37,8 +37,18 @@ fn time_layer(op: &OpRef, x: &[usize], w: &[usize], out: &[usize], data_grad: bo
     ];
     let mut ctx = OpContext::new(crate::context::Context::cpu(0), true);
     let mut step = || {
-        crate::kernels::run_kernel(op.as_ref(), &mut ctx, &ib, &yb, &[OpReq::Write]).unwrap();
-        crate::kernels::run_kernel(g.op.as_ref(), &mut ctx, &bin, &gb, &breq).unwrap();
+        crate::kernels::run_kernel(
+            op.as_ref(),
+            &mut ctx,
+            crate::kernels::Blobs::new(&ib, &yb, &[OpReq::Write]),
+        )
+        .unwrap();
+        crate::kernels::run_kernel(
+            g.op.as_ref(),
+            &mut ctx,
+            crate::kernels::Blobs::new(&bin, &gb, &breq),
+        )
+        .unwrap();
     };
     for _ in 0..5 {
         step();
