@@ -164,8 +164,9 @@ fn entry_at(
 ) -> Result<Entry> {
     let node = nodes.get(nid).ok_or_else(|| {
         bad(format!(
-            "{} reads node {nid}, which does not come before it",
-            reader()
+            "{} reads missing node {nid}: the graph has {} node(s) before it",
+            reader(),
+            nodes.len()
         ))
     })?;
     if idx >= node.num_outputs() {
