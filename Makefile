@@ -11,6 +11,8 @@ $(VENV)/.ready: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "maturin>=1.5,<2" "numpy>=1.23" pytest pytest-timeout ruff scikit-learn mypy graphviz
+	# The CUDA tests compile every kernel with the NVRTC the GPU machines' driver (580) pairs with.
+	$(PY) -m pip install -q cuda-bindings==13.0.3 nvidia-cuda-nvrtc==13.0.88 "cuda-pathfinder>=1.9"
 	touch $@
 
 venv: $(VENV)/.ready

@@ -8,6 +8,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod context;
+pub mod cuda;
 pub mod dtype;
 pub mod engine;
 pub mod error;

@@ -128,6 +128,18 @@ fn num_gpus() -> PyResult<usize> {
     guard("num_gpus", || Ok(crate::context::num_gpus()))
 }
 
+/// A named source text.
+type Source = (&'static str, &'static str);
+
+/// The embedded CUDA sources: the common header and each module, as `(name, text)`.
+#[pyfunction]
+fn cuda_sources() -> PyResult<(Source, Vec<Source>)> {
+    guard("cuda_sources", || {
+        let modules = crate::cuda::sources::MODULES.to_vec();
+        Ok((crate::cuda::sources::COMMON_HEADER, modules))
+    })
+}
+
 /// Seeds the random generators of every device, or of one.
 #[pyfunction]
 #[pyo3(signature = (seed, ctx=None))]
@@ -161,6 +173,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(storage_release_all, m)?)?;
     m.add_function(wrap_pyfunction!(random_seed, m)?)?;
     m.add_function(wrap_pyfunction!(num_gpus, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_sources, m)?)?;
     add_io_functions(m)?;
     Ok(())
 }

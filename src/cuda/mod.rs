@@ -1,0 +1,4 @@
+//! CUDA support that needs no CUDA to build: the kernel sources compiled at run time by
+//! NVRTC (from `rsmx.cuda`).
+
+pub mod sources;
