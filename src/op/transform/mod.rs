@@ -138,14 +138,7 @@ pub(crate) fn tuple_or_empty(p: &Params, key: &str) -> Result<Vec<i64>> {
 
 /// Normalises `axis` for `ndim` dimensions, where `-ndim <= axis < ndim`.
 pub(crate) fn axis_in(op: &str, axis: i64, ndim: usize) -> Result<usize> {
-    let n = ndim as i64;
-    let a = if axis < 0 { axis + n } else { axis };
-    if a < 0 || a >= n {
-        return Err(Error::Index(format!(
-            "{op}: axis {axis} is out of bounds for an array of {ndim} dimension(s)"
-        )));
-    }
-    Ok(a as usize)
+    crate::shape::norm_axis(axis, ndim, op)
 }
 
 /// A tuple of dimension sizes, each non-negative.
