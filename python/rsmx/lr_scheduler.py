@@ -348,7 +348,52 @@ class MultiFactorScheduler(_CoreSchedule):
         return cfg
 
 
-class PolyScheduler(_CoreSchedule):
+class _Decay(_CoreSchedule):
+    """A decay from ``base_lr`` to ``final_lr`` over ``max_update`` updates after
+    warm-up; ``_decayed(span, done)`` is what is left of ``span`` after ``done`` of the
+    ``max_steps`` decay steps."""
+
+    def __init__(
+        self,
+        max_update: int,
+        base_lr: float,
+        final_lr: float,
+        warmup_steps: int,
+        warmup_begin_lr: float,
+        warmup_mode: str,
+    ) -> None:
+        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        assert isinstance(max_update, int)
+        if max_update < 1:
+            raise MXNetValueError("maximum number of updates must be strictly positive")
+        self.base_lr_orig = self.base_lr
+        self.max_update = max_update
+        self.final_lr = final_lr
+        self.max_steps = self.max_update - self.warmup_steps
+
+    def _decayed(self, span: float, done: int) -> float:
+        raise NotImplementedError("must override this")
+
+    def _rate(self, num_update: int) -> float:
+        if num_update < self.warmup_steps:
+            return self.get_warmup_lr(num_update)
+        if num_update <= self.max_update:
+            span = self.base_lr_orig - self.final_lr
+            self.base_lr = self.final_lr + self._decayed(span, num_update - self.warmup_steps)
+        return self.base_lr
+
+    def _config(self) -> dict[str, Any]:
+        cfg = self._warmup_config()
+        cfg.update(
+            type=type(self).__name__,
+            max_update=int(self.max_update),
+            base_lr_orig=float(self.base_lr_orig),
+            final_lr=float(self.final_lr),
+        )
+        return cfg
+
+
+class PolyScheduler(_Decay):
     """Polynomial decay from ``base_lr`` to ``final_lr`` over ``max_update`` updates.
 
     After warm-up, while ``num_update <= max_update``, the rate is
@@ -379,38 +424,19 @@ class PolyScheduler(_CoreSchedule):
         warmup_begin_lr: float = 0,
         warmup_mode: str = "linear",
     ) -> None:
-        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
-        assert isinstance(max_update, int)
-        if max_update < 1:
-            raise MXNetValueError("maximum number of updates must be strictly positive")
+        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         self.power = pwr
-        self.base_lr_orig = self.base_lr
-        self.max_update = max_update
-        self.final_lr = final_lr
-        self.max_steps = self.max_update - self.warmup_steps
 
-    def _rate(self, num_update: int) -> float:
-        if num_update < self.warmup_steps:
-            return self.get_warmup_lr(num_update)
-        if num_update <= self.max_update:
-            frac = float(num_update - self.warmup_steps) / float(self.max_steps)
-            span = self.base_lr_orig - self.final_lr
-            self.base_lr = self.final_lr + span * pow(1 - frac, self.power)
-        return self.base_lr
+    def _decayed(self, span: float, done: int) -> float:
+        return span * pow(1 - float(done) / float(self.max_steps), self.power)
 
     def _config(self) -> dict[str, Any]:
-        cfg = self._warmup_config()
-        cfg.update(
-            type="PolyScheduler",
-            max_update=int(self.max_update),
-            base_lr_orig=float(self.base_lr_orig),
-            pwr=float(self.power),
-            final_lr=float(self.final_lr),
-        )
+        cfg = super()._config()
+        cfg["pwr"] = float(self.power)
         return cfg
 
 
-class CosineScheduler(_CoreSchedule):
+class CosineScheduler(_Decay):
     """Cosine decay from ``base_lr`` to ``final_lr`` over ``max_update`` updates.
 
     After warm-up, while ``num_update <= max_update``, the rate is
@@ -439,33 +465,10 @@ class CosineScheduler(_CoreSchedule):
         warmup_begin_lr: float = 0,
         warmup_mode: str = "linear",
     ) -> None:
-        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
-        assert isinstance(max_update, int)
-        if max_update < 1:
-            raise MXNetValueError("maximum number of updates must be strictly positive")
-        self.base_lr_orig = base_lr
-        self.max_update = max_update
-        self.final_lr = final_lr
-        self.max_steps = self.max_update - self.warmup_steps
+        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
 
-    def _rate(self, num_update: int) -> float:
-        if num_update < self.warmup_steps:
-            return self.get_warmup_lr(num_update)
-        if num_update <= self.max_update:
-            phase = pi * (num_update - self.warmup_steps) / self.max_steps
-            span = self.base_lr_orig - self.final_lr
-            self.base_lr = self.final_lr + span * (1 + cos(phase)) / 2
-        return self.base_lr
-
-    def _config(self) -> dict[str, Any]:
-        cfg = self._warmup_config()
-        cfg.update(
-            type="CosineScheduler",
-            max_update=int(self.max_update),
-            base_lr_orig=float(self.base_lr_orig),
-            final_lr=float(self.final_lr),
-        )
-        return cfg
+    def _decayed(self, span: float, done: int) -> float:
+        return span * (1 + cos(pi * done / self.max_steps)) / 2
 
 
 _BUILTIN = (FactorScheduler, MultiFactorScheduler, PolyScheduler, CosineScheduler)
