@@ -82,11 +82,20 @@ pub fn set_num_gpus(n: usize) {
     GPUS.store(n, std::sync::atomic::Ordering::Release);
 }
 
+static NO_GPU_REASON: parking_lot::Mutex<Option<String>> = parking_lot::const_mutex(None);
+
+/// Records why no GPU can be used (found by `rsmx.cuda`), for the errors that name it.
+pub fn set_no_gpu_reason(reason: String) {
+    *NO_GPU_REASON.lock() = Some(reason);
+}
+
 /// The error for using `ctx`, a GPU the core was not given.
 pub fn no_gpu_error(ctx: Context) -> crate::error::Error {
     let n = num_gpus();
     crate::error::Error::Runtime(if n == 0 {
-        format!("{ctx}: rsmx was not given a GPU: no CUDA driver found")
+        let reason = NO_GPU_REASON.lock().clone();
+        let reason = reason.as_deref().unwrap_or("no CUDA driver found");
+        format!("{ctx}: rsmx was not given a GPU: {reason}")
     } else {
         format!("{ctx}: no such GPU; rsmx was given {n}")
     })

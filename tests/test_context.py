@@ -43,6 +43,9 @@ def test_gpu_without_support_is_a_clear_error():
     net = mx.sym.FullyConnected(data, num_hidden=2)
     with pytest.raises(mx.MXNetError, match=msg):
         net.simple_bind(mx.gpu(0), data=(1, 3))
+    # What is missing is named: here the driver library.
+    with pytest.raises(mx.MXNetError, match="libcuda"):
+        mx.nd.zeros((1,), ctx=mx.gpu(1))
 
 
 def test_error_classes():

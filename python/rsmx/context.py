@@ -31,6 +31,8 @@ class Context:
                 )
             self.device_typeid = self.devstr2type[device_type]
             self.device_id = int(device_id)
+            if self.device_typeid == 2:
+                _explain_missing_gpus()
         self._old_ctx: Context | None = None
 
     @property
@@ -85,6 +87,29 @@ def cpu_pinned(device_id: int = 0) -> Context:
 def gpu(device_id: int = 0) -> Context:
     """The GPU context ``gpu(device_id)``. Using it needs GPU support (see ``num_gpus``)."""
     return Context("gpu", device_id)
+
+
+_gpu_reason_given = False
+
+
+def _explain_missing_gpus() -> None:
+    """Hands the core the reason no GPU is usable, found once, when a GPU context is first
+    made, so that errors about GPU arrays say what is missing."""
+    global _gpu_reason_given
+    if _gpu_reason_given:
+        return
+    _gpu_reason_given = True
+    from . import _core
+
+    if _core.num_gpus() > 0:
+        return
+    try:
+        from .cuda import find
+
+        reason = find().why_unusable() or "rsmx does not run kernels on GPUs yet"
+    except Exception as e:  # discovery must never make a context unusable
+        reason = f"CUDA discovery failed ({type(e).__name__}: {e})"
+    _core._set_no_gpu_reason(reason)
 
 
 def num_gpus() -> int:

@@ -128,6 +128,15 @@ fn num_gpus() -> PyResult<usize> {
     guard("num_gpus", || Ok(crate::context::num_gpus()))
 }
 
+/// Records why no GPU can be used, for the errors of GPU contexts.
+#[pyfunction]
+fn _set_no_gpu_reason(reason: String) -> PyResult<()> {
+    guard("_set_no_gpu_reason", || {
+        crate::context::set_no_gpu_reason(reason);
+        Ok(())
+    })
+}
+
 /// A named source text.
 type Source = (&'static str, &'static str);
 
@@ -174,6 +183,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(random_seed, m)?)?;
     m.add_function(wrap_pyfunction!(num_gpus, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_sources, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_no_gpu_reason, m)?)?;
     add_io_functions(m)?;
     Ok(())
 }
