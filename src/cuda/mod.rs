@@ -1,4 +1,6 @@
 //! CUDA support that needs no CUDA to build: the kernel sources compiled at run time by
 //! NVRTC (from `rsmx.cuda`).
 
+pub mod driver;
+pub mod fake;
 pub mod sources;
