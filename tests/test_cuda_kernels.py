@@ -1,0 +1,203 @@
+"""rsmx's CUDA kernels run on the host: each module is compiled by g++ with the emulation
+header in ``tests/cuda/host`` and launched with the argument array ``cuLaunchKernel``
+takes. Every kernel, for every dtype, must match numpy on fresh inputs of awkward sizes
+with poisoned outputs, and give the same bits whatever order a block's threads run in;
+a kernel with a missing barrier must be caught by that order check."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rsmx.cuda import build
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = ROOT / "tests" / "cuda" / "host"
+ORDERS = {"forward": 0, "reverse": 1, "shuffled": 2}
+SIZES = [0, 1, 31, 33, 257, 100003]
+DTYPES = {
+    "f32": np.float32, "f64": np.float64, "f16": np.float16, "u8": np.uint8,
+    "i8": np.int8, "i32": np.int32, "i64": np.int64,
+}
+BLOCK = 256
+
+
+class HostModule:
+    """A ``.cu`` module built for the host; ``launch`` runs one of its kernels."""
+
+    def __init__(self, lib: ctypes.CDLL, kernels: list[str]):
+        self.lib = lib
+        self.kernels = kernels
+        self.lib.rsmx_host_launch.restype = ctypes.c_int
+        self.lib.rsmx_host_launch.argtypes = [
+            ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_size_t,
+            ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_uint,
+        ]
+
+    def launch(self, name: str, grid: int, block: int, args: list, order: str = "forward",
+               smem: int = 0, seed: int = 0) -> None:
+        holders = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                holders.append(ctypes.c_void_p(a.ctypes.data))
+            else:
+                holders.append(a)
+        params = (ctypes.c_void_p * len(holders))(
+            *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders]
+        )
+        rc = self.lib.rsmx_host_launch(name.encode(), grid, block, smem, params,
+                                        ORDERS[order], seed)
+        assert rc == 0, f"no kernel {name}"
+
+
+def build_host_module(source: str, name: str, workdir: Path) -> HostModule:
+    """Compiles ``source`` with the emulation header and a table of its kernels."""
+    headers, _ = build.sources()
+    for hname, text in headers.items():
+        (workdir / hname).write_text(text)
+    (workdir / f"{name}.cu").write_text(source)
+    flags = ["-std=c++17", "-O1", f"-I{workdir}", f"-I{HOST}", "-include", "cuda_host.h"]
+    pre = subprocess.run(["g++", *flags, "-x", "c++", "-E", str(workdir / f"{name}.cu")],
+                         capture_output=True, text=True, check=True).stdout
+    kernels = re.findall(r'extern "C" __attribute__\(\(used\)\) void (\w+)\s*\(', pre)
+    table = workdir / f"{name}_host.cpp"
+    table.write_text(
+        f'#include "{name}.cu"\n'
+        "#include <cstring>\n"
+        'extern "C" int rsmx_host_launch(const char* name, unsigned grid, unsigned block,\n'
+        "    std::size_t smem, void** params, int order, unsigned seed) {\n"
+        + "".join(
+            f'  if (std::strcmp(name, "{k}") == 0) return rsmx_host::launch(\n'
+            f"      [](void** p) {{ rsmx_host::call_with({k}, p); }}, dim3(grid), dim3(block),\n"
+            "      smem, params, order, seed);\n"
+            for k in kernels
+        )
+        + "  return -1;\n}\n"
+    )
+    lib = workdir / f"{name}.so"
+    subprocess.run(["g++", *flags, "-shared", "-fPIC", "-o", str(lib), str(table)],
+                   capture_output=True, text=True, check=True)
+    return HostModule(ctypes.CDLL(str(lib)), kernels)
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory):
+    """Every embedded module, built for the host once per test run."""
+    _, sources = build.sources()
+    out = {}
+    for name, text in sources.items():
+        out[name] = build_host_module(text, name, tmp_path_factory.mktemp(name))
+    return out
+
+
+def poisoned(n: int, dtype) -> np.ndarray:
+    """An output the kernel must overwrite: NaN for floats, 0xCD bytes otherwise."""
+    if np.issubdtype(dtype, np.floating):
+        return np.full(n, np.nan, dtype=dtype)
+    return np.frombuffer(b"\xcd" * (n * np.dtype(dtype).itemsize), dtype=dtype).copy()
+
+
+def grid_for(n: int) -> int:
+    # Fewer blocks than items, so the grid-stride loops go round more than once.
+    return max(1, min((n + BLOCK - 1) // BLOCK, 8))
+
+
+def run_all_orders(module: HostModule, kernel: str, n: int, dtype, extra: list) -> np.ndarray:
+    """The output of ``kernel`` over ``n`` items in every thread order; all must agree."""
+    results = []
+    for order in ORDERS:
+        out = poisoned(n, dtype)
+        module.launch(kernel, grid_for(n), BLOCK, [out, ctypes.c_longlong(n), *extra], order,
+                      seed=n)
+        results.append(out)
+    for r in results[1:]:
+        assert r.tobytes() == results[0].tobytes(), kernel
+    return results[0]
+
+
+def test_every_kernel_of_a_module_is_in_its_table(modules):
+    assert len(modules["init"].kernels) == 3 * len(DTYPES)
+
+
+@pytest.mark.parametrize("suffix", DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+def test_fill(modules, suffix, n):
+    dtype = DTYPES[suffix]
+    value = float(np.random.default_rng(n).integers(1, 100)) / (1 if suffix in "u8 i8 i32 i64" else 8)
+    got = run_all_orders(modules["init"], f"fill_{suffix}", n, dtype, [ctypes.c_double(value)])
+    np.testing.assert_array_equal(got, np.full(n, value, dtype=dtype))
+
+
+@pytest.mark.parametrize("suffix", DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+def test_arange(modules, suffix, n):
+    dtype = DTYPES[suffix]
+    start, step, repeat = 2.0, (0.5 if suffix in ("f32", "f64", "f16") else 3.0), 2
+    got = run_all_orders(modules["init"], f"arange_{suffix}", n, dtype,
+                         [ctypes.c_double(start), ctypes.c_double(step), ctypes.c_longlong(repeat)])
+    want = (start + (np.arange(n) // repeat) * step).astype(dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("suffix", DTYPES)
+@pytest.mark.parametrize("rows, cols, k", [(1, 1, 0), (5, 7, 2), (33, 31, -3), (4, 4, 9)])
+def test_eye(modules, suffix, rows, cols, k):
+    dtype = DTYPES[suffix]
+    results = []
+    for order in ORDERS:
+        out = poisoned(rows * cols, dtype)
+        modules["init"].launch(f"eye_{suffix}", 2, BLOCK,
+                               [out, ctypes.c_longlong(rows), ctypes.c_longlong(cols),
+                                ctypes.c_longlong(k)], order, seed=7)
+        results.append(out.tobytes())
+    assert len(set(results)) == 1
+    got = np.frombuffer(results[0], dtype=dtype).reshape(rows, cols)
+    np.testing.assert_array_equal(got, np.eye(rows, cols, k, dtype=dtype))
+
+
+def test_half_conversion_rounds_as_numpy(modules):
+    # Values near float16's edges: subnormals, ties, overflow to infinity.
+    values = np.array([0.0, -0.0, 1.0, 65504.0, 65520.0, 1e-8, 6e-8, 3e-5, 1 + 2**-11,
+                       1 + 3 * 2**-11, -2.5, 1e5, np.inf, -np.inf], dtype=np.float64)
+    for v in values:
+        out = poisoned(1, np.float16)
+        modules["init"].launch("fill_f16", 1, 1, [out, ctypes.c_longlong(1), ctypes.c_double(v)])
+        with np.errstate(over="ignore"):
+            want = np.float16(np.float32(v))
+        assert out.tobytes() == want.tobytes(), v
+
+
+@pytest.fixture(scope="module")
+def block_sum(tmp_path_factory):
+    text = (HOST / "block_sum.cu").read_text()
+    return build_host_module(text, "block_sum", tmp_path_factory.mktemp("block_sum"))
+
+
+def sums(module: HostModule, kernel: str, x: np.ndarray) -> dict[str, np.ndarray]:
+    blocks = (len(x) + BLOCK - 1) // BLOCK
+    out = {}
+    for order in ORDERS:
+        o = poisoned(blocks, np.float32)
+        module.launch(kernel, blocks, BLOCK, [x, o, ctypes.c_longlong(len(x))], order, seed=3)
+        out[order] = o
+    return out
+
+
+def test_a_correct_block_sum_agrees_in_every_order(block_sum):
+    x = np.random.default_rng(0).standard_normal(100003).astype(np.float32)
+    got = sums(block_sum, "block_sum_f32", x)
+    assert len({v.tobytes() for v in got.values()}) == 1
+    padded = np.zeros(len(got["forward"]) * BLOCK, np.float64)
+    padded[: len(x)] = x
+    np.testing.assert_allclose(got["forward"], padded.reshape(-1, BLOCK).sum(axis=1), rtol=1e-5,
+                               atol=1e-4)
+
+
+def test_a_missing_barrier_is_caught(block_sum):
+    x = np.random.default_rng(1).standard_normal(4096).astype(np.float32)
+    got = sums(block_sum, "block_sum_racy_f32", x)
+    assert len({v.tobytes() for v in got.values()}) > 1, "the race went unnoticed"
