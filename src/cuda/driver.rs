@@ -75,6 +75,7 @@ driver_table! {
     ctx_set_current = "cuCtxSetCurrent": fn(Handle);
     mem_alloc = "cuMemAlloc_v2": fn(*mut CuDevicePtr, usize);
     mem_free = "cuMemFree_v2": fn(CuDevicePtr);
+    mem_get_info = "cuMemGetInfo_v2": fn(*mut usize, *mut usize);
     mem_host_alloc = "cuMemHostAlloc": fn(*mut *mut c_void, usize, c_uint);
     mem_free_host = "cuMemFreeHost": fn(*mut c_void);
     memcpy_htod_async = "cuMemcpyHtoDAsync_v2": fn(CuDevicePtr, *const c_void, usize, Handle);

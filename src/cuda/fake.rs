@@ -8,7 +8,7 @@ use parking_lot::{Condvar, Mutex};
 use std::alloc::Layout;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_uint, c_void};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, LazyLock};
 use std::thread::JoinHandle;
@@ -27,16 +27,34 @@ pub struct Stats {
     pub host_syncs: u64,
 }
 
-#[derive(Default)]
 struct State {
     blocks: Mutex<HashMap<usize, Layout>>,
+    /// Bytes of device memory the fake device has; allocations beyond fail.
+    capacity: AtomicUsize,
+    live_bytes: AtomicUsize,
     allocs: AtomicU64,
     frees: AtomicU64,
     host_syncs: AtomicU64,
     fail_next_alloc: AtomicBool,
 }
 
-static STATE: LazyLock<State> = LazyLock::new(State::default);
+/// The fake device's memory unless [`set_capacity`] says otherwise.
+pub const DEFAULT_CAPACITY: usize = 16 << 30;
+
+static STATE: LazyLock<State> = LazyLock::new(|| State {
+    blocks: Mutex::default(),
+    capacity: AtomicUsize::new(DEFAULT_CAPACITY),
+    live_bytes: AtomicUsize::default(),
+    allocs: AtomicU64::default(),
+    frees: AtomicU64::default(),
+    host_syncs: AtomicU64::default(),
+    fail_next_alloc: AtomicBool::default(),
+});
+
+/// Sets how many bytes of device memory the fake device has.
+pub fn set_capacity(bytes: usize) {
+    STATE.capacity.store(bytes, Ordering::Relaxed);
+}
 
 /// The counters so far.
 pub fn stats() -> Stats {
@@ -60,6 +78,7 @@ pub fn driver() -> Driver {
         ctx_set_current,
         mem_alloc,
         mem_free,
+        mem_get_info,
         mem_host_alloc,
         mem_free_host,
         memcpy_htod_async,
@@ -208,7 +227,12 @@ unsafe extern "C" fn mem_alloc(out: *mut CuDevicePtr, bytes: usize) -> CuResult 
     if STATE.fail_next_alloc.swap(false, Ordering::Relaxed) {
         return OUT_OF_MEMORY;
     }
-    let Some(p) = host_alloc(bytes) else {
+    // Live bytes count blocks as `host_alloc` sizes them, so frees subtract the same.
+    let size = bytes.max(1);
+    let live = STATE.live_bytes.fetch_add(size, Ordering::AcqRel) + size;
+    let fits = live <= STATE.capacity.load(Ordering::Relaxed);
+    let Some(p) = fits.then(|| host_alloc(size)).flatten() else {
+        STATE.live_bytes.fetch_sub(size, Ordering::AcqRel);
         return OUT_OF_MEMORY;
     };
     STATE.allocs.fetch_add(1, Ordering::Relaxed);
@@ -218,11 +242,23 @@ unsafe extern "C" fn mem_alloc(out: *mut CuDevicePtr, bytes: usize) -> CuResult 
 }
 
 unsafe extern "C" fn mem_free(p: CuDevicePtr) -> CuResult {
+    let size = STATE.blocks.lock().get(&(p as usize)).map(|l| l.size());
     let r = host_free(p as usize);
-    if r == 0 {
+    if let (0, Some(size)) = (r, size) {
+        STATE.live_bytes.fetch_sub(size, Ordering::AcqRel);
         STATE.frees.fetch_add(1, Ordering::Relaxed);
     }
     r
+}
+
+unsafe extern "C" fn mem_get_info(free: *mut usize, total: *mut usize) -> CuResult {
+    let cap = STATE.capacity.load(Ordering::Relaxed);
+    // SAFETY: the caller passes writable pointers.
+    unsafe {
+        *total = cap;
+        *free = cap.saturating_sub(STATE.live_bytes.load(Ordering::Acquire));
+    }
+    0
 }
 
 unsafe extern "C" fn mem_host_alloc(out: *mut *mut c_void, bytes: usize, _: c_uint) -> CuResult {
@@ -374,6 +410,10 @@ unsafe extern "C" fn event_destroy(event: Handle) -> CuResult {
     drop(unsafe { Arc::from_raw(event as *const Event) });
     0
 }
+
+/// Tests that read the process-wide counters or change the capacity hold this lock.
+#[cfg(test)]
+pub(crate) static TEST_LOCK: Mutex<()> = Mutex::new(());
 
 #[cfg(test)]
 mod tests;

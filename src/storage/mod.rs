@@ -1,10 +1,12 @@
-//! Memory pools per device: pooled, 64-byte aligned host blocks in size buckets, reused
-//! after free, with byte counters and a release-all. The GPU pool plugs in behind the same
-//! `Pool` interface.
+//! Memory pools per device: blocks in size buckets, reused after free, with byte counters
+//! and a release-all (`pooled`), over host memory (`cpu`) or a GPU's (`gpu`).
 
 mod cpu;
+pub mod gpu;
+mod pooled;
 
 pub use cpu::CpuPool;
+pub use pooled::{Pooled, Source};
 
 use crate::context::Context;
 use crate::error::Result;
@@ -82,6 +84,21 @@ unsafe impl Send for Block {}
 unsafe impl Sync for Block {}
 
 impl Block {
+    fn new(ptr: NonNull<u8>, size: usize, bucket: usize, pool: &'static dyn Pool) -> Block {
+        Block {
+            ptr,
+            size,
+            bucket,
+            pool,
+        }
+    }
+
+    /// A block of no bytes: an aligned dangling pointer that is never freed.
+    fn empty(pool: &'static dyn Pool) -> Block {
+        let ptr = NonNull::new(ALIGNMENT as *mut u8).expect("non-null");
+        Block::new(ptr, 0, 0, pool)
+    }
+
     /// Start of the block (aligned to `ALIGNMENT`; dangling but aligned for size 0).
     pub fn ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()

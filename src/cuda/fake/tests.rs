@@ -16,9 +16,6 @@ macro_rules! call {
     };
 }
 
-/// The counters are process-wide: tests that read them run one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
 fn stream(d: &Driver) -> Handle {
     let mut s: Handle = std::ptr::null_mut();
     call!(d, stream_create(&mut s, STREAM_NON_BLOCKING, 0)).unwrap();
@@ -39,7 +36,7 @@ fn device_alloc(d: &Driver, bytes: usize) -> CuDevicePtr {
 
 #[test]
 fn bytes_go_to_the_device_and_back_in_stream_order() {
-    let _g = SERIAL.lock();
+    let _g = TEST_LOCK.lock();
     let d = driver();
     let before = stats();
     let s = stream(&d);
@@ -65,7 +62,7 @@ fn bytes_go_to_the_device_and_back_in_stream_order() {
 
 #[test]
 fn a_read_on_another_stream_waits_for_the_writers_event() {
-    let _g = SERIAL.lock();
+    let _g = TEST_LOCK.lock();
     let d = driver();
     let (writer, reader) = (stream(&d), stream(&d));
     let (written, read) = (event(&d), event(&d));
@@ -106,7 +103,7 @@ fn a_read_on_another_stream_waits_for_the_writers_event() {
 
 #[test]
 fn an_injected_out_of_memory_is_a_clean_error_once() {
-    let _g = SERIAL.lock();
+    let _g = TEST_LOCK.lock();
     let d = driver();
     fail_next_alloc();
     let mut p: CuDevicePtr = 0;
