@@ -1,5 +1,5 @@
 """Every embedded CUDA module compiles with NVRTC for sm_90, sm_80 and sm_75 with no
-warnings, no spills and no stack frame, and holds every kernel its instantiation macros
+warnings, no spills and no stack frame beyond those listed, and holds every kernel its instantiation macros
 name; the compile cache serves a second process and recompiles a damaged entry."""
 
 import os
@@ -12,13 +12,19 @@ from rsmx.cuda import build, elf, nvrtc
 from rsmx.cuda.cache import KernelCache
 
 ARCHS = ["sm_90", "sm_80", "sm_75"]
-DTYPES = ["f32", "f64", "f16", "u8", "i8", "i32", "i64"]
+DTYPES = {
+    "ALL": ["f32", "f64", "f16", "u8", "i8", "i32", "i64"],
+    "FLOAT": ["f32", "f64", "f16"],
+}
+#: Kernels allowed a stack frame, with its most bytes: the trigonometric functions'
+#: reduction of large arguments keeps a small array on the stack.
+STACK_ALLOWED = {"unary": 64}
 
 
 def expected_kernels(source: str) -> set[str]:
-    """The `extern "C"` names the module's `RSMX_DTYPE_ALL(X, kernel)` lines make."""
-    kernels = re.findall(r"^RSMX_DTYPE_ALL\(\w+, (\w+)\)", source, re.M)
-    return {f"{k}_{d}" for k in kernels for d in DTYPES}
+    """The `extern "C"` names the module's `RSMX_DTYPE_<SET>(X, kernel)` lines make."""
+    kernels = re.findall(r"^RSMX_DTYPE_(ALL|FLOAT)\(\w+, (\w+)\)", source, re.M)
+    return {f"{k}_{d}" for dset, k in kernels for d in DTYPES[dset]}
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +34,7 @@ def sources():
 
 def test_sources_are_embedded(sources):
     headers, modules = sources
-    assert "common.cuh" in headers and "init" in modules
+    assert "common.cuh" in headers and {"init", "elemwise"} <= set(modules)
     for name, text in modules.items():
         assert expected_kernels(text), f"{name} instantiates no kernel"
 
@@ -42,7 +48,9 @@ def test_every_module_compiles_cleanly(sources, arch):
         assert expected_kernels(text) <= elf.function_names(c.code), name
         for kernel in expected_kernels(text):
             r = c.resources[kernel]
-            assert (r.spill_stores, r.spill_loads, r.stack_frame) == (0, 0, 0), (kernel, r)
+            assert (r.spill_stores, r.spill_loads) == (0, 0), (kernel, r)
+            allowed = STACK_ALLOWED.get(kernel.rsplit("_", 1)[0], 0)
+            assert r.stack_frame <= allowed, (kernel, r)
             assert r.registers <= 64, (kernel, r)
 
 

@@ -121,6 +121,7 @@ def run_all_orders(module: HostModule, kernel: str, n: int, dtype, extra: list) 
 
 def test_every_kernel_of_a_module_is_in_its_table(modules):
     assert len(modules["init"].kernels) == 3 * len(DTYPES)
+    assert sorted(modules["elemwise"].kernels) == ["unary_f16", "unary_f32", "unary_f64"]
 
 
 @pytest.mark.parametrize("suffix", DTYPES)
@@ -169,6 +170,60 @@ def test_half_conversion_rounds_as_numpy(modules):
         with np.errstate(over="ignore"):
             want = np.float16(np.float32(v))
         assert out.tobytes() == want.tobytes(), v
+
+
+def unary_codes() -> dict[str, int]:
+    """rsmx's operator name of each code in ``enum rsmx_unary``, in order."""
+    text = build.sources()[1]["elemwise"]
+    body = re.search(r"enum rsmx_unary \{(.*?)\};", text, re.S).group(1)
+    names = [n.strip().removeprefix("RSMX_UNARY_").lower() for n in body.split(",")]
+    return {("_copy" if n == "copy" else n): code for code, n in enumerate(names)}
+
+
+UNARY = unary_codes()
+FLOATS = {"f32": (np.float32, 1e-5), "f64": (np.float64, 1e-12), "f16": (np.float16, 2e-3)}
+
+
+def unary_on_host(module, code, x, out, add=False, clip=(0.0, 0.0), order="forward"):
+    module.launch(f"unary_{DTYPE_SUFFIX[x.dtype.type]}", grid_for(len(x)), BLOCK,
+                  [out, x, ctypes.c_longlong(len(x)), ctypes.c_int(code), ctypes.c_int(add),
+                   ctypes.c_double(clip[0]), ctypes.c_double(clip[1])], order, seed=len(x))
+
+
+DTYPE_SUFFIX = {t: s for s, t in DTYPES.items()}
+
+
+@pytest.mark.parametrize("suffix", FLOATS)
+@pytest.mark.parametrize("op", UNARY)
+def test_unary_matches_the_cpu_operator(modules, op, suffix):
+    import rsmx as mx
+
+    dtype, rtol = FLOATS[suffix]
+    rng = np.random.default_rng(UNARY[op])
+    for n in (1, 33, 1000):
+        x = rng.uniform(-3, 3, n).astype(dtype)
+        x[: n // 3] = np.round(x[: n // 3] * 2) / 2  # halves, for the rounding operators
+        kw = {"a_min": -1.5, "a_max": 2.0} if op == "clip" else {}
+        a = mx.nd.array(x, dtype=dtype)
+        want = (a.copy() if op == "_copy" else getattr(mx.nd, op)(a, **kw)).asnumpy()
+        results = []
+        for order in ORDERS:
+            out = poisoned(n, dtype)
+            unary_on_host(modules["elemwise"], UNARY[op], x, out, clip=(-1.5, 2.0), order=order)
+            results.append(out)
+        assert len({r.tobytes() for r in results}) == 1
+        np.testing.assert_allclose(results[0].astype(np.float64), want.astype(np.float64),
+                                   rtol=rtol, atol=rtol, equal_nan=True, err_msg=f"{op} n={n}")
+
+
+def test_unary_adds_into_its_output_and_runs_in_place(modules):
+    x = np.linspace(-2, 2, 257).astype(np.float32)
+    out = np.full_like(x, 0.5)
+    unary_on_host(modules["elemwise"], UNARY["square"], x, out, add=True)
+    np.testing.assert_allclose(out, 0.5 + x * x, rtol=1e-6)
+    y = x.copy()
+    unary_on_host(modules["elemwise"], UNARY["relu"], y, y)
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
 
 
 @pytest.fixture(scope="module")

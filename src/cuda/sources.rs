@@ -5,7 +5,10 @@
 pub const COMMON_HEADER: (&str, &str) = ("common.cuh", include_str!("../kernels/cuda/common.cuh"));
 
 /// Each module: its name (the file stem) and its source.
-pub const MODULES: &[(&str, &str)] = &[("init", include_str!("../kernels/cuda/init.cu"))];
+pub const MODULES: &[(&str, &str)] = &[
+    ("init", include_str!("../kernels/cuda/init.cu")),
+    ("elemwise", include_str!("../kernels/cuda/elemwise.cu")),
+];
 
 #[cfg(test)]
 mod tests {

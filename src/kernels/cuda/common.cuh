@@ -95,3 +95,9 @@ template <> struct rsmx_num<rsmx_half> {
   X(kernel, rsmx_i8, i8)          \
   X(kernel, rsmx_i32, i32)        \
   X(kernel, rsmx_i64, i64)
+
+// The same for the floating-point dtypes only.
+#define RSMX_DTYPE_FLOAT(X, kernel) \
+  X(kernel, float, f32)             \
+  X(kernel, double, f64)            \
+  X(kernel, rsmx_half, f16)

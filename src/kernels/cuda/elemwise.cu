@@ -1,0 +1,97 @@
+// Kernels of the element-wise unary operators on floating-point arrays: one kernel per
+// dtype, the operator chosen by its code (the order of `enum rsmx_unary`, which the core's
+// launcher follows). `add` accumulates into the output (`req=add`); `a` and `b` are
+// `clip`'s bounds.
+#include "common.cuh"
+
+enum rsmx_unary {
+  RSMX_UNARY_COPY, RSMX_UNARY_NEGATIVE, RSMX_UNARY_ABS, RSMX_UNARY_SIGN, RSMX_UNARY_SQRT,
+  RSMX_UNARY_RSQRT, RSMX_UNARY_CBRT, RSMX_UNARY_RCBRT, RSMX_UNARY_SQUARE,
+  RSMX_UNARY_RECIPROCAL, RSMX_UNARY_EXP, RSMX_UNARY_EXPM1, RSMX_UNARY_LOG, RSMX_UNARY_LOG1P,
+  RSMX_UNARY_LOG2, RSMX_UNARY_LOG10, RSMX_UNARY_SIN, RSMX_UNARY_COS, RSMX_UNARY_TAN,
+  RSMX_UNARY_ARCSIN, RSMX_UNARY_ARCCOS, RSMX_UNARY_ARCTAN, RSMX_UNARY_SINH, RSMX_UNARY_COSH,
+  RSMX_UNARY_TANH, RSMX_UNARY_ARCSINH, RSMX_UNARY_ARCCOSH, RSMX_UNARY_ARCTANH,
+  RSMX_UNARY_DEGREES, RSMX_UNARY_RADIANS, RSMX_UNARY_SIGMOID, RSMX_UNARY_SOFTSIGN,
+  RSMX_UNARY_RELU, RSMX_UNARY_FLOOR, RSMX_UNARY_CEIL, RSMX_UNARY_ROUND, RSMX_UNARY_RINT,
+  RSMX_UNARY_FIX, RSMX_UNARY_TRUNC, RSMX_UNARY_LOGICAL_NOT, RSMX_UNARY_CLIP
+};
+
+// The C math library's float and double functions under one name each.
+#define RSMX_MATH(name, fname)                                              \
+  __device__ __forceinline__ float m_##name(float x) { return fname##f(x); } \
+  __device__ __forceinline__ double m_##name(double x) { return fname(x); }
+RSMX_MATH(sqrt, sqrt) RSMX_MATH(cbrt, cbrt) RSMX_MATH(exp, exp) RSMX_MATH(expm1, expm1)
+RSMX_MATH(log, log) RSMX_MATH(log1p, log1p) RSMX_MATH(log2, log2) RSMX_MATH(log10, log10)
+RSMX_MATH(sin, sin) RSMX_MATH(cos, cos) RSMX_MATH(tan, tan) RSMX_MATH(asin, asin)
+RSMX_MATH(acos, acos) RSMX_MATH(atan, atan) RSMX_MATH(sinh, sinh) RSMX_MATH(cosh, cosh)
+RSMX_MATH(tanh, tanh) RSMX_MATH(asinh, asinh) RSMX_MATH(acosh, acosh)
+RSMX_MATH(atanh, atanh) RSMX_MATH(floor, floor) RSMX_MATH(ceil, ceil)
+RSMX_MATH(round, round) RSMX_MATH(rint, rint) RSMX_MATH(trunc, trunc) RSMX_MATH(fabs, fabs)
+
+template <typename C>
+__device__ __forceinline__ C unary_op(int op, C v, double a, double b) {
+  const C one = (C)1, zero = (C)0;
+  const C pi = (C)3.14159265358979323846;
+  switch (op) {
+    case RSMX_UNARY_COPY: return v;
+    case RSMX_UNARY_NEGATIVE: return -v;
+    case RSMX_UNARY_ABS: return m_fabs(v);
+    case RSMX_UNARY_SIGN: return v > zero ? one : (v < zero ? -one : zero);
+    case RSMX_UNARY_SQRT: return m_sqrt(v);
+    case RSMX_UNARY_RSQRT: return one / m_sqrt(v);
+    case RSMX_UNARY_CBRT: return m_cbrt(v);
+    case RSMX_UNARY_RCBRT: return one / m_cbrt(v);
+    case RSMX_UNARY_SQUARE: return v * v;
+    case RSMX_UNARY_RECIPROCAL: return one / v;
+    case RSMX_UNARY_EXP: return m_exp(v);
+    case RSMX_UNARY_EXPM1: return m_expm1(v);
+    case RSMX_UNARY_LOG: return m_log(v);
+    case RSMX_UNARY_LOG1P: return m_log1p(v);
+    case RSMX_UNARY_LOG2: return m_log2(v);
+    case RSMX_UNARY_LOG10: return m_log10(v);
+    case RSMX_UNARY_SIN: return m_sin(v);
+    case RSMX_UNARY_COS: return m_cos(v);
+    case RSMX_UNARY_TAN: return m_tan(v);
+    case RSMX_UNARY_ARCSIN: return m_asin(v);
+    case RSMX_UNARY_ARCCOS: return m_acos(v);
+    case RSMX_UNARY_ARCTAN: return m_atan(v);
+    case RSMX_UNARY_SINH: return m_sinh(v);
+    case RSMX_UNARY_COSH: return m_cosh(v);
+    case RSMX_UNARY_TANH: return m_tanh(v);
+    case RSMX_UNARY_ARCSINH: return m_asinh(v);
+    case RSMX_UNARY_ARCCOSH: return m_acosh(v);
+    case RSMX_UNARY_ARCTANH: return m_atanh(v);
+    case RSMX_UNARY_DEGREES: return v * ((C)180 / pi);
+    case RSMX_UNARY_RADIANS: return v * (pi / (C)180);
+    case RSMX_UNARY_SIGMOID: return one / (one + m_exp(-v));
+    case RSMX_UNARY_SOFTSIGN: return v / (one + m_fabs(v));
+    case RSMX_UNARY_RELU: return v > zero ? v : zero;
+    case RSMX_UNARY_FLOOR: return m_floor(v);
+    case RSMX_UNARY_CEIL: return m_ceil(v);
+    case RSMX_UNARY_ROUND: return m_round(v);
+    case RSMX_UNARY_RINT: return m_rint(v);
+    case RSMX_UNARY_FIX:
+    case RSMX_UNARY_TRUNC: return m_trunc(v);
+    case RSMX_UNARY_LOGICAL_NOT: return v == zero ? one : zero;
+    case RSMX_UNARY_CLIP: return v < (C)a ? (C)a : (v > (C)b ? (C)b : v);
+    default: return v;
+  }
+}
+
+// out[i] (=|+=) op(in[i]); `in` may be `out` (in place).
+template <typename T>
+__device__ void unary(T* out, const T* in, rsmx_i64 n, int op, int add, double a, double b) {
+  typedef typename rsmx_num<T>::compute C;
+  RSMX_GRID_LOOP(i, n) {
+    C v = unary_op<C>(op, rsmx_num<T>::load(in[i]), a, b);
+    out[i] = rsmx_num<T>::store(add ? rsmx_num<T>::load(out[i]) + v : v);
+  }
+}
+
+#define RSMX_UNARY(kernel, T, suffix)                                                 \
+  extern "C" __global__ void kernel##_##suffix(T* out, const T* in, rsmx_i64 n, int op, \
+                                               int add, double a, double b) {         \
+    kernel<T>(out, in, n, op, add, a, b);                                             \
+  }
+
+RSMX_DTYPE_FLOAT(RSMX_UNARY, unary)
