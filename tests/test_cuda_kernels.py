@@ -121,7 +121,9 @@ def run_all_orders(module: HostModule, kernel: str, n: int, dtype, extra: list) 
 
 def test_every_kernel_of_a_module_is_in_its_table(modules):
     assert len(modules["init"].kernels) == 3 * len(DTYPES)
-    assert sorted(modules["elemwise"].kernels) == ["unary_f16", "unary_f32", "unary_f64"]
+    assert sorted(modules["elemwise"].kernels) == sorted(
+        f"{k}_{d}" for k in ("unary", "binary", "binary_scalar", "broadcast") for d in FLOATS
+    )
 
 
 @pytest.mark.parametrize("suffix", DTYPES)
@@ -172,15 +174,20 @@ def test_half_conversion_rounds_as_numpy(modules):
         assert out.tobytes() == want.tobytes(), v
 
 
-def unary_codes() -> dict[str, int]:
-    """rsmx's operator name of each code in ``enum rsmx_unary``, in order."""
+def op_codes(enum: str) -> dict[str, int]:
+    """The lower-case name of each code in ``enum rsmx_<enum>``, in order."""
     text = build.sources()[1]["elemwise"]
-    body = re.search(r"enum rsmx_unary \{(.*?)\};", text, re.S).group(1)
-    names = [n.strip().removeprefix("RSMX_UNARY_").lower() for n in body.split(",")]
-    return {("_copy" if n == "copy" else n): code for code, n in enumerate(names)}
+    body = re.search(rf"enum rsmx_{enum} \{{(.*?)\}};", text, re.S).group(1)
+    prefix = f"RSMX_{enum.upper()}_"
+    return {n.strip().removeprefix(prefix).lower(): c for c, n in enumerate(body.split(","))}
 
 
-UNARY = unary_codes()
+UNARY = {("_copy" if n == "copy" else n): c for n, c in op_codes("unary").items()}
+BINARY = op_codes("binary")
+SCALAR_NAMES = {"add": "_plus_scalar", "sub": "_minus_scalar", "mul": "_mul_scalar",
+                "div": "_div_scalar"}
+REVERSIBLE = {"sub": "_rminus_scalar", "div": "_rdiv_scalar", "mod": "_rmod_scalar",
+              "power": "_rpower_scalar"}
 FLOATS = {"f32": (np.float32, 1e-5), "f64": (np.float64, 1e-12), "f16": (np.float16, 2e-3)}
 
 
@@ -224,6 +231,107 @@ def test_unary_adds_into_its_output_and_runs_in_place(modules):
     y = x.copy()
     unary_on_host(modules["elemwise"], UNARY["relu"], y, y)
     np.testing.assert_array_equal(y, np.maximum(x, 0))
+
+
+def operands(dtype, shape, seed):
+    """Small integers (equalities, zero divisors) and fractions, some NaN."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-3, 4, shape).astype(np.float64)
+    x[..., ::2] += rng.uniform(-0.5, 0.5, x[..., ::2].shape)
+    flat = x.reshape(-1)
+    flat[::17] = np.nan
+    return x.astype(dtype)
+
+
+def check_orders(module, kernel, args_for, out_shape, dtype) -> np.ndarray:
+    results = []
+    for order in ORDERS:
+        out = poisoned(int(np.prod(out_shape)), dtype)
+        module.launch(kernel, grid_for(out.size), BLOCK, [out, *args_for(out.size)], order,
+                      seed=out.size)
+        results.append(out)
+    assert len({r.tobytes() for r in results}) == 1, kernel
+    return results[0].reshape(out_shape)
+
+
+def close(got, want, rtol, what):
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
+                               atol=rtol, equal_nan=True, err_msg=what)
+
+
+@pytest.mark.parametrize("suffix", FLOATS)
+@pytest.mark.parametrize("op", BINARY)
+def test_binary_matches_the_cpu_operator(modules, op, suffix):
+    import rsmx as mx
+
+    dtype, rtol = FLOATS[suffix]
+    cpu = getattr(mx.nd, f"broadcast_{op}")
+    code = BINARY[op]
+    for n in (1, 33, 1000):
+        a, b = operands(dtype, (n,), n), operands(dtype, (n,), n + 1)
+        got = check_orders(modules["elemwise"], f"binary_{suffix}",
+                           lambda _n, a=a, b=b: [a, b, ctypes.c_longlong(n), ctypes.c_int(code),
+                                                 ctypes.c_int(0)], (n,), dtype)
+        close(got, cpu(mx.nd.array(a, dtype=dtype), mx.nd.array(b, dtype=dtype)).asnumpy(), rtol,
+              f"{op} n={n}")
+
+
+class Broadcast(ctypes.Structure):
+    _fields_ = [("ndim", ctypes.c_int), ("shape", ctypes.c_longlong * 8),
+                ("lhs_stride", ctypes.c_longlong * 8), ("rhs_stride", ctypes.c_longlong * 8)]
+
+
+def broadcast_arg(lshape, rshape) -> tuple[Broadcast, tuple[int, ...]]:
+    out = np.broadcast_shapes(lshape, rshape)
+    b = Broadcast()
+    b.ndim = len(out)
+    for shape, strides in ((lshape, b.lhs_stride), (rshape, b.rhs_stride)):
+        shape = (1,) * (len(out) - len(shape)) + tuple(shape)
+        step = 1
+        for d in reversed(range(len(out))):
+            strides[d] = 0 if shape[d] == 1 else step
+            step *= shape[d]
+    for d, s in enumerate(out):
+        b.shape[d] = s
+    return b, out
+
+
+@pytest.mark.parametrize("suffix", FLOATS)
+@pytest.mark.parametrize("op", ["add", "sub", "div", "power", "maximum", "greater_equal"])
+@pytest.mark.parametrize("lshape, rshape", [((3, 1, 5), (1, 4, 5)), ((4, 1), (2, 4, 3)),
+                                            ((33,), (1,)), ((2, 3, 4, 5), (2, 3, 4, 5))])
+def test_broadcast_matches_the_cpu_operator(modules, op, suffix, lshape, rshape):
+    import rsmx as mx
+
+    dtype, rtol = FLOATS[suffix]
+    a, b = operands(dtype, lshape, 1), operands(dtype, rshape, 2)
+    arg, out_shape = broadcast_arg(lshape, rshape)
+    got = check_orders(modules["elemwise"], f"broadcast_{suffix}",
+                       lambda n: [a, b, ctypes.c_longlong(n), arg, ctypes.c_int(BINARY[op]),
+                                  ctypes.c_int(0)], out_shape, dtype)
+    want = getattr(mx.nd, f"broadcast_{op}")(mx.nd.array(a, dtype=dtype),
+                                              mx.nd.array(b, dtype=dtype)).asnumpy()
+    close(got, want, rtol, f"{op} {lshape} {rshape}")
+
+
+@pytest.mark.parametrize("suffix", FLOATS)
+@pytest.mark.parametrize("op", BINARY)
+def test_binary_scalar_matches_the_cpu_operator(modules, op, suffix):
+    import rsmx as mx
+
+    dtype, rtol = FLOATS[suffix]
+    x = operands(dtype, (257,), 5)
+    cases = [(0, SCALAR_NAMES.get(op, f"_{op}_scalar"))]
+    if op in REVERSIBLE:
+        cases.append((1, REVERSIBLE[op]))
+    for s in (2.0, -1.5, 0.0):
+        for reverse, name in cases:
+            got = check_orders(modules["elemwise"], f"binary_scalar_{suffix}",
+                               lambda n: [x, ctypes.c_longlong(n), ctypes.c_int(BINARY[op]),
+                                          ctypes.c_int(reverse), ctypes.c_int(0),
+                                          ctypes.c_double(s)], (257,), dtype)
+            want = getattr(mx.nd._internal, name)(mx.nd.array(x, dtype=dtype), scalar=s).asnumpy()
+            close(got, want, rtol, f"{name} {s}")
 
 
 @pytest.fixture(scope="module")

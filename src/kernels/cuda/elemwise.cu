@@ -1,7 +1,7 @@
-// Kernels of the element-wise unary operators on floating-point arrays: one kernel per
-// dtype, the operator chosen by its code (the order of `enum rsmx_unary`, which the core's
-// launcher follows). `add` accumulates into the output (`req=add`); `a` and `b` are
-// `clip`'s bounds.
+// Kernels of the element-wise operators on floating-point arrays: unary, binary on equal
+// shapes, binary with a scalar, and binary with broadcasting. One kernel per dtype; the
+// operator is chosen by its code (the order of `enum rsmx_unary` / `enum rsmx_binary`,
+// which the core's launcher follows). `add` accumulates into the output (`req=add`).
 #include "common.cuh"
 
 enum rsmx_unary {
@@ -27,6 +27,11 @@ RSMX_MATH(acos, acos) RSMX_MATH(atan, atan) RSMX_MATH(sinh, sinh) RSMX_MATH(cosh
 RSMX_MATH(tanh, tanh) RSMX_MATH(asinh, asinh) RSMX_MATH(acosh, acosh)
 RSMX_MATH(atanh, atanh) RSMX_MATH(floor, floor) RSMX_MATH(ceil, ceil)
 RSMX_MATH(round, round) RSMX_MATH(rint, rint) RSMX_MATH(trunc, trunc) RSMX_MATH(fabs, fabs)
+
+#define RSMX_MATH2(name, fname)                                                        \
+  __device__ __forceinline__ float m_##name(float x, float y) { return fname##f(x, y); } \
+  __device__ __forceinline__ double m_##name(double x, double y) { return fname(x, y); }
+RSMX_MATH2(fmod, fmod) RSMX_MATH2(pow, pow) RSMX_MATH2(hypot, hypot)
 
 template <typename C>
 __device__ __forceinline__ C unary_op(int op, C v, double a, double b) {
@@ -78,6 +83,99 @@ __device__ __forceinline__ C unary_op(int op, C v, double a, double b) {
   }
 }
 
+enum rsmx_binary {
+  RSMX_BINARY_ADD, RSMX_BINARY_SUB, RSMX_BINARY_MUL, RSMX_BINARY_DIV, RSMX_BINARY_MOD,
+  RSMX_BINARY_POWER, RSMX_BINARY_MAXIMUM, RSMX_BINARY_MINIMUM, RSMX_BINARY_HYPOT,
+  RSMX_BINARY_EQUAL, RSMX_BINARY_NOT_EQUAL, RSMX_BINARY_GREATER, RSMX_BINARY_GREATER_EQUAL,
+  RSMX_BINARY_LESSER, RSMX_BINARY_LESSER_EQUAL, RSMX_BINARY_LOGICAL_AND,
+  RSMX_BINARY_LOGICAL_OR, RSMX_BINARY_LOGICAL_XOR
+};
+
+template <typename C>
+__device__ __forceinline__ C binary_op(int op, C x, C y) {
+  const C one = (C)1, zero = (C)0;
+  switch (op) {
+    case RSMX_BINARY_ADD: return x + y;
+    case RSMX_BINARY_SUB: return x - y;
+    case RSMX_BINARY_MUL: return x * y;
+    case RSMX_BINARY_DIV: return x / y;
+    case RSMX_BINARY_MOD: {  // the sign of the divisor, as numpy; 0 for a zero divisor
+      if (y == zero) return zero;
+      C r = m_fmod(x, y);
+      return (r != zero && ((r < zero) != (y < zero))) ? r + y : r;
+    }
+    case RSMX_BINARY_POWER: return m_pow(x, y);
+    case RSMX_BINARY_MAXIMUM: return (x > y || x != x) ? x : y;
+    case RSMX_BINARY_MINIMUM: return (x < y || x != x) ? x : y;
+    case RSMX_BINARY_HYPOT: return m_hypot(x, y);
+    case RSMX_BINARY_EQUAL: return x == y ? one : zero;
+    case RSMX_BINARY_NOT_EQUAL: return x != y ? one : zero;
+    case RSMX_BINARY_GREATER: return x > y ? one : zero;
+    case RSMX_BINARY_GREATER_EQUAL: return x >= y ? one : zero;
+    case RSMX_BINARY_LESSER: return x < y ? one : zero;
+    case RSMX_BINARY_LESSER_EQUAL: return x <= y ? one : zero;
+    case RSMX_BINARY_LOGICAL_AND: return (x != zero && y != zero) ? one : zero;
+    case RSMX_BINARY_LOGICAL_OR: return (x != zero || y != zero) ? one : zero;
+    case RSMX_BINARY_LOGICAL_XOR: return ((x != zero) != (y != zero)) ? one : zero;
+    default: return x;
+  }
+}
+
+// Writes `v` (compute type) to out[i], or adds it.
+template <typename T>
+__device__ __forceinline__ void put(T* out, rsmx_i64 i, typename rsmx_num<T>::compute v,
+                                    int add) {
+  out[i] = rsmx_num<T>::store(add ? rsmx_num<T>::load(out[i]) + v : v);
+}
+
+// out[i] (=|+=) op(lhs[i], rhs[i]); either input may be `out`.
+template <typename T>
+__device__ void binary(T* out, const T* lhs, const T* rhs, rsmx_i64 n, int op, int add) {
+  typedef typename rsmx_num<T>::compute C;
+  RSMX_GRID_LOOP(i, n) {
+    put(out, i, binary_op<C>(op, rsmx_num<T>::load(lhs[i]), rsmx_num<T>::load(rhs[i])), add);
+  }
+}
+
+// out[i] (=|+=) op(in[i], s), or op(s, in[i]) with `reverse`.
+template <typename T>
+__device__ void binary_scalar(T* out, const T* in, rsmx_i64 n, int op, int reverse, int add,
+                              double s) {
+  typedef typename rsmx_num<T>::compute C;
+  const C c = (C)s;
+  RSMX_GRID_LOOP(i, n) {
+    C v = rsmx_num<T>::load(in[i]);
+    put(out, i, reverse ? binary_op<C>(op, c, v) : binary_op<C>(op, v, c), add);
+  }
+}
+
+#define RSMX_MAX_DIM 8
+
+// The output's shape and each input's element strides over it (0 where it broadcasts).
+struct rsmx_broadcast {
+  int ndim;
+  rsmx_i64 shape[RSMX_MAX_DIM];
+  rsmx_i64 lhs_stride[RSMX_MAX_DIM];
+  rsmx_i64 rhs_stride[RSMX_MAX_DIM];
+};
+
+// out (=|+=) op(lhs, rhs) with numpy broadcasting; `n` is the output's size.
+template <typename T>
+__device__ void broadcast(T* out, const T* lhs, const T* rhs, rsmx_i64 n, rsmx_broadcast b,
+                          int op, int add) {
+  typedef typename rsmx_num<T>::compute C;
+  RSMX_GRID_LOOP(i, n) {
+    rsmx_i64 rest = i, l = 0, r = 0;
+    for (int d = b.ndim - 1; d >= 0; d--) {
+      rsmx_i64 k = rest % b.shape[d];
+      rest /= b.shape[d];
+      l += k * b.lhs_stride[d];
+      r += k * b.rhs_stride[d];
+    }
+    put(out, i, binary_op<C>(op, rsmx_num<T>::load(lhs[l]), rsmx_num<T>::load(rhs[r])), add);
+  }
+}
+
 // out[i] (=|+=) op(in[i]); `in` may be `out` (in place).
 template <typename T>
 __device__ void unary(T* out, const T* in, rsmx_i64 n, int op, int add, double a, double b) {
@@ -94,4 +192,24 @@ __device__ void unary(T* out, const T* in, rsmx_i64 n, int op, int add, double a
     kernel<T>(out, in, n, op, add, a, b);                                             \
   }
 
+#define RSMX_BINARY(kernel, T, suffix)                                                  \
+  extern "C" __global__ void kernel##_##suffix(T* out, const T* lhs, const T* rhs,      \
+                                               rsmx_i64 n, int op, int add) {           \
+    kernel<T>(out, lhs, rhs, n, op, add);                                               \
+  }
+#define RSMX_BINARY_SCALAR(kernel, T, suffix)                                            \
+  extern "C" __global__ void kernel##_##suffix(T* out, const T* in, rsmx_i64 n, int op, \
+                                               int reverse, int add, double s) {        \
+    kernel<T>(out, in, n, op, reverse, add, s);                                         \
+  }
+#define RSMX_BROADCAST(kernel, T, suffix)                                                \
+  extern "C" __global__ void kernel##_##suffix(T* out, const T* lhs, const T* rhs,      \
+                                               rsmx_i64 n, rsmx_broadcast b, int op,    \
+                                               int add) {                               \
+    kernel<T>(out, lhs, rhs, n, b, op, add);                                            \
+  }
+
 RSMX_DTYPE_FLOAT(RSMX_UNARY, unary)
+RSMX_DTYPE_FLOAT(RSMX_BINARY, binary)
+RSMX_DTYPE_FLOAT(RSMX_BINARY_SCALAR, binary_scalar)
+RSMX_DTYPE_FLOAT(RSMX_BROADCAST, broadcast)
