@@ -243,12 +243,13 @@ def operands(dtype, shape, seed):
     return x.astype(dtype)
 
 
-def check_orders(module, kernel, args_for, out_shape, dtype) -> np.ndarray:
+def check_orders(module, kernel, inputs, rest, out_shape, dtype) -> np.ndarray:
+    """Runs ``kernel(out, *inputs, size, *rest)`` in every thread order; all must agree."""
     results = []
     for order in ORDERS:
         out = poisoned(int(np.prod(out_shape)), dtype)
-        module.launch(kernel, grid_for(out.size), BLOCK, [out, *args_for(out.size)], order,
-                      seed=out.size)
+        args = [out, *inputs, ctypes.c_longlong(out.size), *rest]
+        module.launch(kernel, grid_for(out.size), BLOCK, args, order, seed=out.size)
         results.append(out)
     assert len({r.tobytes() for r in results}) == 1, kernel
     return results[0].reshape(out_shape)
@@ -269,9 +270,8 @@ def test_binary_matches_the_cpu_operator(modules, op, suffix):
     code = BINARY[op]
     for n in (1, 33, 1000):
         a, b = operands(dtype, (n,), n), operands(dtype, (n,), n + 1)
-        got = check_orders(modules["elemwise"], f"binary_{suffix}",
-                           lambda _n, a=a, b=b: [a, b, ctypes.c_longlong(n), ctypes.c_int(code),
-                                                 ctypes.c_int(0)], (n,), dtype)
+        got = check_orders(modules["elemwise"], f"binary_{suffix}", [a, b],
+                           [ctypes.c_int(code), ctypes.c_int(0)], (n,), dtype)
         close(got, cpu(mx.nd.array(a, dtype=dtype), mx.nd.array(b, dtype=dtype)).asnumpy(), rtol,
               f"{op} n={n}")
 
@@ -306,9 +306,8 @@ def test_broadcast_matches_the_cpu_operator(modules, op, suffix, lshape, rshape)
     dtype, rtol = FLOATS[suffix]
     a, b = operands(dtype, lshape, 1), operands(dtype, rshape, 2)
     arg, out_shape = broadcast_arg(lshape, rshape)
-    got = check_orders(modules["elemwise"], f"broadcast_{suffix}",
-                       lambda n: [a, b, ctypes.c_longlong(n), arg, ctypes.c_int(BINARY[op]),
-                                  ctypes.c_int(0)], out_shape, dtype)
+    got = check_orders(modules["elemwise"], f"broadcast_{suffix}", [a, b],
+                       [arg, ctypes.c_int(BINARY[op]), ctypes.c_int(0)], out_shape, dtype)
     want = getattr(mx.nd, f"broadcast_{op}")(mx.nd.array(a, dtype=dtype),
                                               mx.nd.array(b, dtype=dtype)).asnumpy()
     close(got, want, rtol, f"{op} {lshape} {rshape}")
@@ -326,10 +325,10 @@ def test_binary_scalar_matches_the_cpu_operator(modules, op, suffix):
         cases.append((1, REVERSIBLE[op]))
     for s in (2.0, -1.5, 0.0):
         for reverse, name in cases:
-            got = check_orders(modules["elemwise"], f"binary_scalar_{suffix}",
-                               lambda n: [x, ctypes.c_longlong(n), ctypes.c_int(BINARY[op]),
-                                          ctypes.c_int(reverse), ctypes.c_int(0),
-                                          ctypes.c_double(s)], (257,), dtype)
+            rest = [ctypes.c_int(BINARY[op]), ctypes.c_int(reverse), ctypes.c_int(0),
+                    ctypes.c_double(s)]
+            got = check_orders(modules["elemwise"], f"binary_scalar_{suffix}", [x], rest, (257,),
+                               dtype)
             want = getattr(mx.nd._internal, name)(mx.nd.array(x, dtype=dtype), scalar=s).asnumpy()
             close(got, want, rtol, f"{name} {s}")
 
