@@ -15,6 +15,7 @@ ARCHS = ["sm_90", "sm_80", "sm_75"]
 DTYPES = {
     "ALL": ["f32", "f64", "f16", "u8", "i8", "i32", "i64"],
     "FLOAT": ["f32", "f64", "f16"],
+    "NUM": ["f32", "f64", "f16", "u8", "i8", "i32", "i64"],
 }
 #: Kernels allowed a stack frame, with its most bytes: the trigonometric functions'
 #: reduction of large arguments keeps a small array on the stack.
@@ -23,7 +24,7 @@ STACK_ALLOWED = {"unary": 64}
 
 def expected_kernels(source: str) -> set[str]:
     """The `extern "C"` names the module's `RSMX_DTYPE_<SET>(X, kernel)` lines make."""
-    kernels = re.findall(r"^RSMX_DTYPE_(ALL|FLOAT)\(\w+, (\w+)\)", source, re.M)
+    kernels = re.findall(r"^RSMX_DTYPE_(ALL|FLOAT|NUM)\(\w+, (\w+)\)", source, re.M)
     return {f"{k}_{d}" for dset, k in kernels for d in DTYPES[dset]}
 
 

@@ -122,7 +122,8 @@ def run_all_orders(module: HostModule, kernel: str, n: int, dtype, extra: list) 
 def test_every_kernel_of_a_module_is_in_its_table(modules):
     assert len(modules["init"].kernels) == 3 * len(DTYPES)
     assert sorted(modules["elemwise"].kernels) == sorted(
-        f"{k}_{d}" for k in ("unary", "binary", "binary_scalar", "broadcast") for d in FLOATS
+        [f"{k}_{d}" for k in ("unary", "binary_scalar") for d in FLOATS]
+        + [f"{k}_{d}" for k in ("binary", "broadcast") for d in DTYPES]
     )
 
 
@@ -233,9 +234,20 @@ def test_unary_adds_into_its_output_and_runs_in_place(modules):
     np.testing.assert_array_equal(y, np.maximum(x, 0))
 
 
+INTS = {s: (t, 0) for s, t in DTYPES.items() if s in ("u8", "i8", "i32", "i64")}
+
+
 def operands(dtype, shape, seed):
-    """Small integers (equalities, zero divisors) and fractions, some NaN."""
+    """Small integers (equalities, zero divisors) and fractions, some NaN; for integer
+    dtypes, small values and the type's extremes (wrapping)."""
     rng = np.random.default_rng(seed)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        x = rng.integers(max(info.min, -3), 4, shape).astype(dtype)
+        flat = x.reshape(-1)
+        flat[::7] = info.max
+        flat[3::11] = info.min
+        return x
     x = rng.integers(-3, 4, shape).astype(np.float64)
     x[..., ::2] += rng.uniform(-0.5, 0.5, x[..., ::2].shape)
     flat = x.reshape(-1)
@@ -260,12 +272,12 @@ def close(got, want, rtol, what):
                                atol=rtol, equal_nan=True, err_msg=what)
 
 
-@pytest.mark.parametrize("suffix", FLOATS)
+@pytest.mark.parametrize("suffix", [*FLOATS, *INTS])
 @pytest.mark.parametrize("op", BINARY)
 def test_binary_matches_the_cpu_operator(modules, op, suffix):
     import rsmx as mx
 
-    dtype, rtol = FLOATS[suffix]
+    dtype, rtol = {**FLOATS, **INTS}[suffix]
     cpu = getattr(mx.nd, f"broadcast_{op}")
     code = BINARY[op]
     for n in (1, 33, 1000):
@@ -296,14 +308,14 @@ def broadcast_arg(lshape, rshape) -> tuple[Broadcast, tuple[int, ...]]:
     return b, out
 
 
-@pytest.mark.parametrize("suffix", FLOATS)
+@pytest.mark.parametrize("suffix", [*FLOATS, *INTS])
 @pytest.mark.parametrize("op", ["add", "sub", "div", "power", "maximum", "greater_equal"])
 @pytest.mark.parametrize("lshape, rshape", [((3, 1, 5), (1, 4, 5)), ((4, 1), (2, 4, 3)),
                                             ((33,), (1,)), ((2, 3, 4, 5), (2, 3, 4, 5))])
 def test_broadcast_matches_the_cpu_operator(modules, op, suffix, lshape, rshape):
     import rsmx as mx
 
-    dtype, rtol = FLOATS[suffix]
+    dtype, rtol = {**FLOATS, **INTS}[suffix]
     a, b = operands(dtype, lshape, 1), operands(dtype, rshape, 2)
     arg, out_shape = broadcast_arg(lshape, rshape)
     got = check_orders(modules["elemwise"], f"broadcast_{suffix}", [a, b],

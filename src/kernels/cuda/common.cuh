@@ -96,6 +96,9 @@ template <> struct rsmx_num<rsmx_half> {
   X(kernel, rsmx_i32, i32)        \
   X(kernel, rsmx_i64, i64)
 
+// The same for the numeric dtypes (all but bool, which rsmx stores apart).
+#define RSMX_DTYPE_NUM(X, kernel) RSMX_DTYPE_ALL(X, kernel)
+
 // The same for the floating-point dtypes only.
 #define RSMX_DTYPE_FLOAT(X, kernel) \
   X(kernel, float, f32)             \

@@ -91,9 +91,27 @@ enum rsmx_binary {
   RSMX_BINARY_LOGICAL_OR, RSMX_BINARY_LOGICAL_XOR
 };
 
+// The comparisons and logical operators: 1 or 0 in the operands' type.
+template <typename C>
+__device__ __forceinline__ C compare_op(int op, C x, C y) {
+  const C one = (C)1, zero = (C)0;
+  switch (op) {
+    case RSMX_BINARY_EQUAL: return x == y ? one : zero;
+    case RSMX_BINARY_NOT_EQUAL: return x != y ? one : zero;
+    case RSMX_BINARY_GREATER: return x > y ? one : zero;
+    case RSMX_BINARY_GREATER_EQUAL: return x >= y ? one : zero;
+    case RSMX_BINARY_LESSER: return x < y ? one : zero;
+    case RSMX_BINARY_LESSER_EQUAL: return x <= y ? one : zero;
+    case RSMX_BINARY_LOGICAL_AND: return (x != zero && y != zero) ? one : zero;
+    case RSMX_BINARY_LOGICAL_OR: return (x != zero || y != zero) ? one : zero;
+    case RSMX_BINARY_LOGICAL_XOR: return ((x != zero) != (y != zero)) ? one : zero;
+    default: return x;
+  }
+}
+
 template <typename C>
 __device__ __forceinline__ C binary_op(int op, C x, C y) {
-  const C one = (C)1, zero = (C)0;
+  const C zero = (C)0;
   switch (op) {
     case RSMX_BINARY_ADD: return x + y;
     case RSMX_BINARY_SUB: return x - y;
@@ -108,24 +126,78 @@ __device__ __forceinline__ C binary_op(int op, C x, C y) {
     case RSMX_BINARY_MAXIMUM: return (x > y || x != x) ? x : y;
     case RSMX_BINARY_MINIMUM: return (x < y || x != x) ? x : y;
     case RSMX_BINARY_HYPOT: return m_hypot(x, y);
-    case RSMX_BINARY_EQUAL: return x == y ? one : zero;
-    case RSMX_BINARY_NOT_EQUAL: return x != y ? one : zero;
-    case RSMX_BINARY_GREATER: return x > y ? one : zero;
-    case RSMX_BINARY_GREATER_EQUAL: return x >= y ? one : zero;
-    case RSMX_BINARY_LESSER: return x < y ? one : zero;
-    case RSMX_BINARY_LESSER_EQUAL: return x <= y ? one : zero;
-    case RSMX_BINARY_LOGICAL_AND: return (x != zero && y != zero) ? one : zero;
-    case RSMX_BINARY_LOGICAL_OR: return (x != zero || y != zero) ? one : zero;
-    case RSMX_BINARY_LOGICAL_XOR: return ((x != zero) != (y != zero)) ? one : zero;
-    default: return x;
+    default: return compare_op<C>(op, x, y);
   }
 }
+
+// Integer arithmetic as the CPU kernels do it: wrapping, a zero divisor giving 0, the
+// remainder taking the divisor's sign, a negative power giving 0 (1 for a base of 1), and
+// hypot computed in double and saturated back. `U` is T's unsigned twin; signs are read
+// from the top bit so that unsigned types need no comparison with zero.
+template <typename T, typename U, bool kSigned>
+__device__ __forceinline__ T int_binary_op(int op, T x, T y) {
+  const int bits = (int)sizeof(T) * 8;
+  const U top = (U)((U)1 << (bits - 1));
+  const T lowest = kSigned ? (T)top : (T)0, highest = (T)(kSigned ? (U)(top - 1) : (U)~(U)0);
+  const bool y_neg = kSigned && ((U)y & top);
+  switch (op) {
+    case RSMX_BINARY_ADD: return (T)((U)x + (U)y);
+    case RSMX_BINARY_SUB: return (T)((U)x - (U)y);
+    case RSMX_BINARY_MUL: return (T)((U)x * (U)y);
+    case RSMX_BINARY_DIV:
+      if (y == (T)0) return (T)0;
+      if (kSigned && x == lowest && (U)y == (U)~(U)0) return x;
+      return (T)(x / y);
+    case RSMX_BINARY_MOD: {
+      if (y == (T)0 || (kSigned && (U)y == (U)~(U)0)) return (T)0;
+      T r = (T)(x % y);
+      const bool r_neg = kSigned && ((U)r & top);
+      return (r != (T)0 && r_neg != y_neg) ? (T)((U)r + (U)y) : r;
+    }
+    case RSMX_BINARY_POWER: {
+      if (y_neg) return x == (T)1 ? (T)1 : (T)0;
+      unsigned int e = (unsigned int)(unsigned long long)(U)y;
+      U base = (U)x, acc = 1;
+      for (; e; e >>= 1) {
+        if (e & 1u) acc = (U)(acc * base);
+        base = (U)(base * base);
+      }
+      return (T)acc;
+    }
+    case RSMX_BINARY_MAXIMUM: return x > y ? x : y;
+    case RSMX_BINARY_MINIMUM: return x < y ? x : y;
+    case RSMX_BINARY_HYPOT: {
+      double h = hypot((double)x, (double)y);
+      if (h != h) return (T)0;
+      if (h >= (double)highest) return highest;
+      return (T)h;  // hypot is never negative
+    }
+    default: return compare_op<T>(op, x, y);
+  }
+}
+
+// The binary operators for storage type T, in its compute type.
+template <typename T> struct binary_of {
+  typedef typename rsmx_num<T>::compute C;
+  __device__ __forceinline__ static C apply(int op, C x, C y) { return binary_op<C>(op, x, y); }
+};
+#define RSMX_INT_BINARY(T, U, kSigned)                                                \
+  template <> struct binary_of<T> {                                                   \
+    __device__ __forceinline__ static T apply(int op, T x, T y) {                     \
+      return int_binary_op<T, U, kSigned>(op, x, y);                                  \
+    }                                                                                 \
+  };
+RSMX_INT_BINARY(rsmx_u8, unsigned char, false)
+RSMX_INT_BINARY(rsmx_i8, unsigned char, true)
+RSMX_INT_BINARY(rsmx_i32, unsigned int, true)
+RSMX_INT_BINARY(rsmx_i64, unsigned long long, true)
 
 // Writes `v` (compute type) to out[i], or adds it.
 template <typename T>
 __device__ __forceinline__ void put(T* out, rsmx_i64 i, typename rsmx_num<T>::compute v,
                                     int add) {
-  out[i] = rsmx_num<T>::store(add ? rsmx_num<T>::load(out[i]) + v : v);
+  out[i] = rsmx_num<T>::store(
+      add ? binary_of<T>::apply(RSMX_BINARY_ADD, rsmx_num<T>::load(out[i]), v) : v);
 }
 
 // out[i] (=|+=) op(lhs[i], rhs[i]); either input may be `out`.
@@ -133,7 +205,8 @@ template <typename T>
 __device__ void binary(T* out, const T* lhs, const T* rhs, rsmx_i64 n, int op, int add) {
   typedef typename rsmx_num<T>::compute C;
   RSMX_GRID_LOOP(i, n) {
-    put(out, i, binary_op<C>(op, rsmx_num<T>::load(lhs[i]), rsmx_num<T>::load(rhs[i])), add);
+    put(out, i, binary_of<T>::apply(op, rsmx_num<T>::load(lhs[i]), rsmx_num<T>::load(rhs[i])),
+        add);
   }
 }
 
@@ -172,7 +245,8 @@ __device__ void broadcast(T* out, const T* lhs, const T* rhs, rsmx_i64 n, rsmx_b
       l += k * b.lhs_stride[d];
       r += k * b.rhs_stride[d];
     }
-    put(out, i, binary_op<C>(op, rsmx_num<T>::load(lhs[l]), rsmx_num<T>::load(rhs[r])), add);
+    put(out, i, binary_of<T>::apply(op, rsmx_num<T>::load(lhs[l]), rsmx_num<T>::load(rhs[r])),
+        add);
   }
 }
 
@@ -210,6 +284,6 @@ __device__ void unary(T* out, const T* in, rsmx_i64 n, int op, int add, double a
   }
 
 RSMX_DTYPE_FLOAT(RSMX_UNARY, unary)
-RSMX_DTYPE_FLOAT(RSMX_BINARY, binary)
+RSMX_DTYPE_NUM(RSMX_BINARY, binary)
 RSMX_DTYPE_FLOAT(RSMX_BINARY_SCALAR, binary_scalar)
-RSMX_DTYPE_FLOAT(RSMX_BROADCAST, broadcast)
+RSMX_DTYPE_NUM(RSMX_BROADCAST, broadcast)
