@@ -130,6 +130,17 @@ __device__ __forceinline__ C binary_op(int op, C x, C y) {
   }
 }
 
+// `v` as an integer type, saturating at its extremes, NaN giving 0 (Rust's `as`).
+template <typename T, typename U, bool kSigned>
+__device__ __forceinline__ T saturate(double v) {
+  const U top = (U)((U)1 << ((int)sizeof(T) * 8 - 1));
+  const T lowest = kSigned ? (T)top : (T)0, highest = (T)(kSigned ? (U)(top - 1) : (U)~(U)0);
+  if (v != v) return (T)0;
+  if (v <= (double)lowest) return lowest;
+  if (v >= (double)highest) return highest;
+  return (T)v;
+}
+
 // Integer arithmetic as the CPU kernels do it: wrapping, a zero divisor giving 0, the
 // remainder taking the divisor's sign, a negative power giving 0 (1 for a base of 1), and
 // hypot computed in double and saturated back. `U` is T's unsigned twin; signs are read
@@ -138,7 +149,7 @@ template <typename T, typename U, bool kSigned>
 __device__ __forceinline__ T int_binary_op(int op, T x, T y) {
   const int bits = (int)sizeof(T) * 8;
   const U top = (U)((U)1 << (bits - 1));
-  const T lowest = kSigned ? (T)top : (T)0, highest = (T)(kSigned ? (U)(top - 1) : (U)~(U)0);
+  const T lowest = kSigned ? (T)top : (T)0;
   const bool y_neg = kSigned && ((U)y & top);
   switch (op) {
     case RSMX_BINARY_ADD: return (T)((U)x + (U)y);
@@ -166,25 +177,27 @@ __device__ __forceinline__ T int_binary_op(int op, T x, T y) {
     }
     case RSMX_BINARY_MAXIMUM: return x > y ? x : y;
     case RSMX_BINARY_MINIMUM: return x < y ? x : y;
-    case RSMX_BINARY_HYPOT: {
-      double h = hypot((double)x, (double)y);
-      if (h != h) return (T)0;
-      if (h >= (double)highest) return highest;
-      return (T)h;  // hypot is never negative
-    }
+    case RSMX_BINARY_HYPOT: return saturate<T, U, kSigned>(hypot((double)x, (double)y));
     default: return compare_op<T>(op, x, y);
   }
 }
 
-// The binary operators for storage type T, in its compute type.
+// The binary operators for storage type T, in its compute type, and a scalar operand
+// as the CPU kernels take it: rounded to T first.
 template <typename T> struct binary_of {
   typedef typename rsmx_num<T>::compute C;
   __device__ __forceinline__ static C apply(int op, C x, C y) { return binary_op<C>(op, x, y); }
+  __device__ __forceinline__ static C scalar(double s) {
+    return rsmx_num<T>::load(rsmx_num<T>::store((C)s));
+  }
 };
 #define RSMX_INT_BINARY(T, U, kSigned)                                                \
   template <> struct binary_of<T> {                                                   \
     __device__ __forceinline__ static T apply(int op, T x, T y) {                     \
       return int_binary_op<T, U, kSigned>(op, x, y);                                  \
+    }                                                                                 \
+    __device__ __forceinline__ static T scalar(double s) {                            \
+      return saturate<T, U, kSigned>(s);                                              \
     }                                                                                 \
   };
 RSMX_INT_BINARY(rsmx_u8, unsigned char, false)
@@ -215,10 +228,10 @@ template <typename T>
 __device__ void binary_scalar(T* out, const T* in, rsmx_i64 n, int op, int reverse, int add,
                               double s) {
   typedef typename rsmx_num<T>::compute C;
-  const C c = (C)s;
+  const C c = binary_of<T>::scalar(s);
   RSMX_GRID_LOOP(i, n) {
     C v = rsmx_num<T>::load(in[i]);
-    put(out, i, reverse ? binary_op<C>(op, c, v) : binary_op<C>(op, v, c), add);
+    put(out, i, reverse ? binary_of<T>::apply(op, c, v) : binary_of<T>::apply(op, v, c), add);
   }
 }
 
@@ -285,5 +298,5 @@ __device__ void unary(T* out, const T* in, rsmx_i64 n, int op, int add, double a
 
 RSMX_DTYPE_FLOAT(RSMX_UNARY, unary)
 RSMX_DTYPE_NUM(RSMX_BINARY, binary)
-RSMX_DTYPE_FLOAT(RSMX_BINARY_SCALAR, binary_scalar)
+RSMX_DTYPE_NUM(RSMX_BINARY_SCALAR, binary_scalar)
 RSMX_DTYPE_NUM(RSMX_BROADCAST, broadcast)
