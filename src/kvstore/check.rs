@@ -15,20 +15,15 @@ pub fn count(op: &str, keys: usize, values: usize) -> Result<()> {
     Ok(())
 }
 
-/// One priority per key.
-fn priorities(op: &str, keys: usize, priorities: usize) -> Result<()> {
+/// One value (or list of values) and one priority per key.
+pub fn lists(op: &str, keys: usize, values: usize, priorities: usize) -> Result<()> {
+    count(op, keys, values)?;
     if keys != priorities {
         return Err(Error::Value(format!(
             "KVStore.{op}: {keys} key(s) but {priorities} priorities"
         )));
     }
     Ok(())
-}
-
-/// One value (or list of values) and one priority per key.
-pub fn lists(op: &str, keys: usize, values: usize, priorities: usize) -> Result<()> {
-    count(op, keys, values)?;
-    self::priorities(op, keys, priorities)
 }
 
 /// The error for a key used before `init`.

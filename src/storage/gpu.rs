@@ -46,7 +46,8 @@ impl Rounding {
         Rounding {
             page: get("GPU_MEM_POOL_PAGE_SIZE", d.page).max(1),
             large_round: get("GPU_MEM_LARGE_ALLOC_ROUND_SIZE", d.large_round).max(1),
-            linear_cutoff: get("GPU_MEM_POOL_ROUND_LINEAR_CUTOFF", 24).min(40) as u32,
+            linear_cutoff: get("GPU_MEM_POOL_ROUND_LINEAR_CUTOFF", d.linear_cutoff as usize).min(40)
+                as u32,
             reserve_percent: get("GPU_MEM_POOL_RESERVE", d.reserve_percent).min(100),
         }
     }

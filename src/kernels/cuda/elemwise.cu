@@ -130,40 +130,45 @@ __device__ __forceinline__ C binary_op(int op, C x, C y) {
   }
 }
 
+// An integer type T with unsigned twin U: its extremes, and its sign read from the top
+// bit so that unsigned types need no comparison with zero.
+template <typename T, typename U, bool kSigned>
+struct int_limits {
+  static constexpr U top = (U)((U)1 << ((int)sizeof(T) * 8 - 1));
+  __device__ __forceinline__ static T lowest() { return kSigned ? (T)top : (T)0; }
+  __device__ __forceinline__ static T highest() { return (T)(kSigned ? (U)(top - 1) : (U)~(U)0); }
+  __device__ __forceinline__ static bool negative(T v) { return kSigned && ((U)v & top); }
+};
+
 // `v` as an integer type, saturating at its extremes, NaN giving 0 (Rust's `as`).
 template <typename T, typename U, bool kSigned>
 __device__ __forceinline__ T saturate(double v) {
-  const U top = (U)((U)1 << ((int)sizeof(T) * 8 - 1));
-  const T lowest = kSigned ? (T)top : (T)0, highest = (T)(kSigned ? (U)(top - 1) : (U)~(U)0);
+  typedef int_limits<T, U, kSigned> L;
   if (v != v) return (T)0;
-  if (v <= (double)lowest) return lowest;
-  if (v >= (double)highest) return highest;
+  if (v <= (double)L::lowest()) return L::lowest();
+  if (v >= (double)L::highest()) return L::highest();
   return (T)v;
 }
 
 // Integer arithmetic as the CPU kernels do it: wrapping, a zero divisor giving 0, the
 // remainder taking the divisor's sign, a negative power giving 0 (1 for a base of 1), and
-// hypot computed in double and saturated back. `U` is T's unsigned twin; signs are read
-// from the top bit so that unsigned types need no comparison with zero.
+// hypot computed in double and saturated back.
 template <typename T, typename U, bool kSigned>
 __device__ __forceinline__ T int_binary_op(int op, T x, T y) {
-  const int bits = (int)sizeof(T) * 8;
-  const U top = (U)((U)1 << (bits - 1));
-  const T lowest = kSigned ? (T)top : (T)0;
-  const bool y_neg = kSigned && ((U)y & top);
+  typedef int_limits<T, U, kSigned> L;
+  const bool y_neg = L::negative(y);
   switch (op) {
     case RSMX_BINARY_ADD: return (T)((U)x + (U)y);
     case RSMX_BINARY_SUB: return (T)((U)x - (U)y);
     case RSMX_BINARY_MUL: return (T)((U)x * (U)y);
     case RSMX_BINARY_DIV:
       if (y == (T)0) return (T)0;
-      if (kSigned && x == lowest && (U)y == (U)~(U)0) return x;
+      if (kSigned && x == L::lowest() && (U)y == (U)~(U)0) return x;
       return (T)(x / y);
     case RSMX_BINARY_MOD: {
       if (y == (T)0 || (kSigned && (U)y == (U)~(U)0)) return (T)0;
       T r = (T)(x % y);
-      const bool r_neg = kSigned && ((U)r & top);
-      return (r != (T)0 && r_neg != y_neg) ? (T)((U)r + (U)y) : r;
+      return (r != (T)0 && L::negative(r) != y_neg) ? (T)((U)r + (U)y) : r;
     }
     case RSMX_BINARY_POWER: {
       if (y_neg) return x == (T)1 ? (T)1 : (T)0;
