@@ -24,6 +24,10 @@ pub const OUT_OF_MEMORY: CuResult = 2;
 pub const STREAM_NON_BLOCKING: c_uint = 1;
 /// `CU_EVENT_DISABLE_TIMING`.
 pub const EVENT_DISABLE_TIMING: c_uint = 2;
+/// `CUDA_ERROR_NOT_FOUND`: a named symbol (kernel) is not in a module.
+pub const NOT_FOUND: CuResult = 500;
+/// `CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`.
+pub const ATTRIBUTE_SM_COUNT: i32 = 16;
 
 macro_rules! driver_table {
     ($($field:ident = $symbol:literal: fn($($arg:ty),*);)*) => {
@@ -91,6 +95,16 @@ driver_table! {
     event_query = "cuEventQuery": fn(Handle);
     event_synchronize = "cuEventSynchronize": fn(Handle);
     event_destroy = "cuEventDestroy_v2": fn(Handle);
+    init = "cuInit": fn(c_uint);
+    device_get_attribute = "cuDeviceGetAttribute": fn(*mut i32, i32, CuDevice);
+    memcpy_peer_async = "cuMemcpyPeerAsync": fn(CuDevicePtr, Handle, CuDevicePtr, Handle, usize, Handle);
+    module_load_data = "cuModuleLoadData": fn(*mut Handle, *const c_void);
+    module_unload = "cuModuleUnload": fn(Handle);
+    module_get_function = "cuModuleGetFunction": fn(*mut Handle, Handle, *const c_char);
+    launch_kernel = "cuLaunchKernel": fn(
+        Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle,
+        *mut *mut c_void, *mut *mut c_void
+    );
 }
 
 impl Driver {

@@ -94,6 +94,13 @@ pub fn driver() -> Driver {
         event_query,
         event_synchronize,
         event_destroy,
+        init,
+        device_get_attribute,
+        memcpy_peer_async,
+        module_load_data,
+        module_unload,
+        module_get_function,
+        launch_kernel,
     }
 }
 
@@ -409,6 +416,65 @@ unsafe extern "C" fn event_destroy(event: Handle) -> CuResult {
     // SAFETY: the handle holds one strong count, released here once.
     drop(unsafe { Arc::from_raw(event as *const Event) });
     0
+}
+
+unsafe extern "C" fn init(_: c_uint) -> CuResult {
+    0
+}
+
+/// Multiprocessors of a fake device: few, so that grid-stride loops run long.
+pub const SM_COUNT: i32 = 4;
+
+unsafe extern "C" fn device_get_attribute(out: *mut i32, attribute: i32, _: CuDevice) -> CuResult {
+    if attribute != super::driver::ATTRIBUTE_SM_COUNT {
+        return INVALID_VALUE;
+    }
+    // SAFETY: the caller passes a writable pointer.
+    unsafe { *out = SM_COUNT };
+    0
+}
+
+unsafe extern "C" fn memcpy_peer_async(
+    dst: CuDevicePtr,
+    _: Handle,
+    src: CuDevicePtr,
+    _: Handle,
+    bytes: usize,
+    stream: Handle,
+) -> CuResult {
+    // SAFETY: forwarded from the caller; every fake device's memory is host memory.
+    unsafe { copy_async(dst as usize, src as usize, bytes, stream) }
+}
+
+const NOT_SUPPORTED: CuResult = 801;
+
+unsafe extern "C" fn module_load_data(_: *mut Handle, _: *const c_void) -> CuResult {
+    NOT_SUPPORTED
+}
+
+unsafe extern "C" fn module_unload(_: Handle) -> CuResult {
+    NOT_SUPPORTED
+}
+
+unsafe extern "C" fn module_get_function(_: *mut Handle, _: Handle, _: *const c_char) -> CuResult {
+    NOT_SUPPORTED
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn launch_kernel(
+    _: Handle,
+    _: c_uint,
+    _: c_uint,
+    _: c_uint,
+    _: c_uint,
+    _: c_uint,
+    _: c_uint,
+    _: c_uint,
+    _: Handle,
+    _: *mut *mut c_void,
+    _: *mut *mut c_void,
+) -> CuResult {
+    NOT_SUPPORTED
 }
 
 /// Tests that read the process-wide counters or change the capacity hold this lock.
