@@ -173,12 +173,13 @@ fn push_kernel(
     };
     let name = op.name();
     engine::get().push_sync(
-        Box::new(move |_| {
+        Box::new(move |rctx| {
             let mut guard = rng.map(|r| r.lock());
             let mut octx = OpContext {
                 is_train,
                 device: ctx,
                 rng: guard.as_deref_mut().map(|g| g.as_mut()),
+                stream: rctx.stream,
             };
             call_kernel(kernel, op.as_ref(), &mut octx, &in_blobs, &out_blobs, &req)
                 .map_err(|e| e.in_op(name))

@@ -32,7 +32,7 @@ class Context:
             self.device_typeid = self.devstr2type[device_type]
             self.device_id = int(device_id)
             if self.device_typeid == 2:
-                _explain_missing_gpus()
+                _start_gpus()
         self._old_ctx: Context | None = None
 
     @property
@@ -89,34 +89,19 @@ def gpu(device_id: int = 0) -> Context:
     return Context("gpu", device_id)
 
 
-_gpu_reason_given = False
+def _start_gpus() -> int:
+    """Starts the GPU backend once (``rsmx.cuda``), when a GPU context is first made or
+    GPUs are first counted; without a usable GPU the core keeps the reason for its
+    errors."""
+    from .cuda.start import ensure_started
 
-
-def _explain_missing_gpus() -> None:
-    """Hands the core the reason no GPU is usable, found once, when a GPU context is first
-    made, so that errors about GPU arrays say what is missing."""
-    global _gpu_reason_given
-    if _gpu_reason_given:
-        return
-    _gpu_reason_given = True
-    from . import _core
-
-    if _core.num_gpus() > 0:
-        return
-    try:
-        from .cuda import find
-
-        reason = find().why_unusable() or "rsmx does not run kernels on GPUs yet"
-    except Exception as e:  # discovery must never make a context unusable
-        reason = f"CUDA discovery failed ({type(e).__name__}: {e})"
-    _core._set_no_gpu_reason(reason)
+    return ensure_started()
 
 
 def num_gpus() -> int:
-    """Number of usable GPUs: those the core was given (0 without a CUDA driver)."""
-    from . import _core
-
-    return _core.num_gpus()
+    """Number of usable GPUs (0 without a CUDA driver); ``RSMX_FAKE_GPU=N`` gives N fake
+    GPUs on host memory, for testing."""
+    return _start_gpus()
 
 
 def current_context() -> Context:

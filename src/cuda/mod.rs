@@ -3,4 +3,7 @@
 
 pub mod driver;
 pub mod fake;
+pub mod memcpy;
+pub mod runtime;
 pub mod sources;
+pub mod sync;

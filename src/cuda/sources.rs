@@ -10,6 +10,11 @@ pub const MODULES: &[(&str, &str)] = &[
     ("elemwise", include_str!("../kernels/cuda/elemwise.cu")),
 ];
 
+/// The source of module `name`.
+pub fn module(name: &str) -> Option<&'static str> {
+    MODULES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

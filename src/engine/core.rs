@@ -61,11 +61,16 @@ impl<P: Placement> Engine for DependencyEngine<P> {
         push(self, Body::Sync(f), spec);
     }
 
+    /// After the engine's wait, the host also waits for the GPU work the op enqueued.
     fn wait_for_var(&self, var: &Var) -> Result<()> {
-        self.shared.wait_var(var)
+        self.shared.wait_var(var)?;
+        crate::cuda::sync::host_wait(var, false)
     }
 
+    /// After the engine's wait, every GPU stream is synchronised (never the context).
     fn wait_for_all(&self) -> Result<()> {
-        self.shared.wait_all()
+        let r = self.shared.wait_all();
+        let synced = crate::cuda::runtime::get().map_or(Ok(()), |rt| rt.synchronize_all());
+        r.and(synced)
     }
 }

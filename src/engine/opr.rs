@@ -6,7 +6,8 @@ use super::pool::Pool;
 use super::shared::EngineShared;
 use super::var::Granted;
 use super::{AsyncFn, FnProperty, OnComplete, PushSpec, RunContext, SyncFn, Var};
-use crate::context::Context;
+use crate::context::{Context, DeviceType};
+use crate::cuda::sync::GpuOp;
 use crate::error::{Error, Result};
 use crossbeam_utils::Backoff;
 use parking_lot::{Condvar, Mutex};
@@ -236,15 +237,43 @@ impl OprBlock {
                 return;
             }
         }
-        let rctx = RunContext::new(self.ctx);
+        let mut rctx = RunContext::new(self.ctx);
+        let gpu = if self.runs_on_gpu(&body) {
+            match GpuOp::start(self.ctx, &self.const_vars, &self.mutable_vars) {
+                Ok(g) => {
+                    rctx.stream = Some(g.stream);
+                    Some(Arc::new(g))
+                }
+                Err(e) => {
+                    drop(body);
+                    let e = e.in_op(self.name);
+                    self.finish(Some(ErrorCell::new(e)), true);
+                    return;
+                }
+            }
+        } else {
+            None
+        };
         match body {
             Body::Sync(f) => {
-                let r = catch_unwind(AssertUnwindSafe(move || f(rctx)))
+                let mut r = catch_unwind(AssertUnwindSafe(move || f(rctx)))
                     .unwrap_or_else(|p| Err(panic_error(self.name, p)));
+                if let (Ok(()), Some(g)) = (&r, &gpu) {
+                    r = self.finish_gpu(g);
+                }
                 self.finish(r.err().map(ErrorCell::new), true);
             }
             Body::Async(f) => {
-                let done = OnComplete::for_opr(self.clone());
+                let mut done = OnComplete::for_opr(self.clone());
+                if let Some(g) = gpu {
+                    // The event goes on the stream when the op reports its completion, so
+                    // that it covers everything the op enqueued.
+                    let me = self.clone();
+                    done = OnComplete::new(move |r| {
+                        let r = r.and_then(|()| me.finish_gpu(&g));
+                        me.complete_async(r);
+                    });
+                }
                 let me = Arc::as_ptr(&self) as usize;
                 let outer = RUNNING_ASYNC.with(|c| c.replace(me));
                 let r = catch_unwind(AssertUnwindSafe(move || f(rctx, done)));
@@ -271,6 +300,20 @@ impl OprBlock {
                 slot.notify();
             }
         }
+    }
+
+    /// True when the op is GPU work, whose stream the engine prepares and whose
+    /// completion it records as an event.
+    fn runs_on_gpu(&self, body: &Body) -> bool {
+        self.ctx.dev_type == DeviceType::Gpu
+            && self.prop != FnProperty::DeleteVar
+            && !matches!(body, Body::Signal(_))
+    }
+
+    fn finish_gpu(&self, g: &GpuOp) -> Result<()> {
+        let naive = matches!(self.runner, Runner::Inline(_));
+        g.finish(&self.const_vars, &self.mutable_vars, naive)
+            .map_err(|e| e.in_op(self.name))
     }
 
     /// Called by a read variable that lets this op through carrying an error.

@@ -8,7 +8,9 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use crate::cuda::sync::GpuSync;
 
 /// A handle to an engine variable. Clones refer to the same variable.
 #[derive(Clone, Default)]
@@ -24,6 +26,8 @@ pub(crate) struct VarInner {
     /// The error of the last failed op that wrote this variable, until it is raised
     /// (here or anywhere else that shares the cell).
     error: Mutex<Option<ErrorRef>>,
+    /// CUDA events of the GPU work on the variable; set by its first GPU op.
+    gpu: OnceLock<Box<Mutex<GpuSync>>>,
 }
 
 /// The dependency state of a variable.
@@ -57,6 +61,16 @@ impl Var {
     /// True if both handles name the same variable.
     pub fn same(&self, other: &Var) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The CUDA events of GPU work on the variable, if any GPU op touched it.
+    pub fn gpu_sync(&self) -> Option<&Mutex<GpuSync>> {
+        self.0.gpu.get().map(|b| &**b)
+    }
+
+    /// As [`Var::gpu_sync`], made empty on first use.
+    pub fn gpu_sync_or_init(&self) -> &Mutex<GpuSync> {
+        self.0.gpu.get_or_init(Default::default)
     }
 
     /// The stored error, if any, without clearing it.

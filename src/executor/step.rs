@@ -2,7 +2,7 @@
 //! contexts, pushed to the engine with its dependencies worked out at bind time.
 
 use crate::context::Context;
-use crate::engine::{self, PushSpec, Var};
+use crate::engine::{self, PushSpec, RunContext, Var};
 use crate::error::Result;
 use crate::kernels::{call_kernel, kernel_for, KernelFn};
 use crate::ndarray::{NDArray, TBlob};
@@ -96,12 +96,13 @@ impl OpStep {
     }
 
     /// Runs the kernel now, on the calling thread.
-    pub fn run(&self, is_train: bool) -> Result<()> {
+    pub fn run(&self, is_train: bool, rctx: RunContext) -> Result<()> {
         let mut guard = self.rng.map(|r| r.lock());
         let mut octx = OpContext {
             is_train,
             device: self.ctx,
             rng: guard.as_deref_mut().map(|g| g.as_mut()),
+            stream: rctx.stream,
         };
         call_kernel(
             self.kernel,
@@ -122,7 +123,7 @@ impl Step {
             Step::Op(s) => {
                 let step = s.clone();
                 engine::get().push_sync(
-                    Box::new(move |_| step.run(is_train)),
+                    Box::new(move |rctx| step.run(is_train, rctx)),
                     PushSpec::new(s.op.name(), s.ctx, &s.const_vars, &s.mutable_vars),
                 );
             }
@@ -147,9 +148,9 @@ impl Step {
         let steps: Vec<Arc<OpStep>> = steps.to_vec();
         let ctx = first.ctx;
         engine::get().push_sync(
-            Box::new(move |_| {
+            Box::new(move |rctx| {
                 for s in &steps {
-                    s.run(is_train)?;
+                    s.run(is_train, rctx)?;
                 }
                 Ok(())
             }),

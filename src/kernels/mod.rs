@@ -3,6 +3,7 @@
 //! a GPU backend registers its kernels in the same table under `DeviceType::Gpu`.
 
 pub mod cpu;
+pub mod gpu;
 
 use crate::context::{no_gpu_error, num_gpus, Context, DeviceType};
 use crate::error::{Error, Result};
@@ -103,6 +104,7 @@ fn table() -> &'static Kernels {
     TABLE.get_or_init(|| {
         let mut k = Kernels::default();
         cpu::register_kernels(&mut k);
+        gpu::register_kernels(&mut k);
         k
     })
 }
@@ -169,7 +171,7 @@ mod tests {
 
     #[test]
     fn every_host_device_type_finds_the_cpu_kernel() {
-        let op = build("exp");
+        let op = build("sum");
         for dev in [
             DeviceType::Cpu,
             DeviceType::CpuPinned,

@@ -49,17 +49,29 @@ impl Drop for Chunk {
     fn drop(&mut self) {
         let block = self.block.take();
         if self.var.is_idle() {
-            drop(block);
+            release(block, &self.var);
         } else {
             // Memory returns to the pool only after every queued op on it has run.
+            let var = self.var.clone();
             engine::get().delete_variable(
                 Box::new(move |_| {
-                    drop(block);
+                    release(block, &var);
                     Ok(())
                 }),
                 self.ctx,
                 &self.var,
             );
         }
+    }
+}
+
+/// Returns a chunk's memory to its pool once the engine is done with it: GPU memory only
+/// after the device has also finished the work enqueued on it.
+fn release(block: Option<Block>, var: &Var) {
+    match block {
+        Some(b) if !b.context().is_cpu() => {
+            storage::free_after(b, crate::cuda::sync::fence_of(var))
+        }
+        other => drop(other),
     }
 }

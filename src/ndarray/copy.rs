@@ -4,8 +4,9 @@
 //! touches another device's memory.
 
 use super::{NDArray, TBlob};
-use crate::context::{no_gpu_error, Context, DeviceType};
-use crate::engine::{self, FnProperty, PushSpec};
+use crate::context::{Context, DeviceType};
+use crate::cuda::memcpy;
+use crate::engine::{self, FnProperty, PushSpec, RunContext};
 use crate::error::{Error, Result};
 use crate::shape::fmt_shape;
 use rayon::prelude::*;
@@ -49,26 +50,37 @@ fn host_copy(src: &[u8], dst: &mut [u8]) {
     }
 }
 
-/// Moves the bytes of `src` into `dst` (same size) inside an engine op, by device pair.
-fn move_bytes(src: &TBlob, dst: &TBlob) -> Result<()> {
-    match (side(src.context()), side(dst.context())) {
+/// Moves the bytes of `src` into `dst` (same size) inside an engine op running as
+/// `rctx`, by device pair.
+fn move_bytes(src: &TBlob, dst: &TBlob, rctx: RunContext) -> Result<()> {
+    let n = src.size() * src.dtype.size();
+    let (from, to) = (src.context(), dst.context());
+    match (side(from), side(to)) {
         (Side::Host, Side::Host) => {
             host_copy(src.bytes(), dst.bytes_mut());
             Ok(())
         }
-        (Side::Gpu, _) => Err(no_gpu_error(src.context())),
-        (_, Side::Gpu) => Err(no_gpu_error(dst.context())),
+        (Side::Host, Side::Gpu) => memcpy::host_to_device(to, rctx.stream, dst.ptr(), src.ptr(), n),
+        (Side::Gpu, Side::Host) => {
+            memcpy::device_to_host(from, rctx.stream, dst.ptr(), src.ptr(), n)
+        }
+        (Side::Gpu, Side::Gpu) => {
+            memcpy::device_to_device(from, to, rctx.stream, dst.ptr(), src.ptr(), n)
+        }
     }
 }
 
-/// Sets every byte of `dst` to zero inside an engine op.
-fn zero_bytes(dst: &TBlob) -> Result<()> {
+/// Sets every byte of `dst` to zero inside an engine op running as `rctx`.
+fn zero_bytes(dst: &TBlob, rctx: RunContext) -> Result<()> {
     match side(dst.context()) {
         Side::Host => {
             dst.bytes_mut().fill(0);
             Ok(())
         }
-        Side::Gpu => Err(no_gpu_error(dst.context())),
+        Side::Gpu => {
+            let n = dst.size() * dst.dtype.size();
+            memcpy::fill_bytes(dst.context(), rctx.stream, dst.ptr(), 0, n)
+        }
     }
 }
 
@@ -121,7 +133,7 @@ fn copy_at(src: &NDArray, dst: &NDArray, priority: i32, prioritized: bool) -> Re
     }
     let (s, d) = (src.blob(), dst.blob());
     engine::get().push_sync(
-        Box::new(move |_| move_bytes(&s, &d)),
+        Box::new(move |rctx| move_bytes(&s, &d, rctx)),
         PushSpec::new(
             "_copyto",
             run_on,
@@ -138,7 +150,7 @@ fn copy_at(src: &NDArray, dst: &NDArray, priority: i32, prioritized: bool) -> Re
 pub fn fill_zeros(dst: &NDArray) {
     let d = dst.blob();
     engine::get().push_sync(
-        Box::new(move |_| zero_bytes(&d)),
+        Box::new(move |rctx| zero_bytes(&d, rctx)),
         PushSpec::new(
             "_zeros",
             dst.context(),
@@ -167,9 +179,9 @@ pub fn write_from_host(dst: &NDArray, data: Vec<u8>) -> Result<()> {
     let d = dst.blob();
     let src_ctx = Context::cpu(0);
     engine::get().push_sync(
-        Box::new(move |_| {
+        Box::new(move |rctx| {
             let s = TBlob::on_device(data.as_ptr() as *mut u8, d.shape.clone(), d.dtype, src_ctx);
-            move_bytes(&s, &d)
+            move_bytes(&s, &d, rctx)
         }),
         PushSpec::new(
             "_sync_copyfrom",
@@ -186,6 +198,10 @@ pub fn write_from_host(dst: &NDArray, data: Vec<u8>) -> Result<()> {
 /// has none (a new array).
 pub fn write_from_host_now(dst: &NDArray, data: &[u8]) -> Result<()> {
     check_len(dst, data.len())?;
+    if side(dst.context()) == Side::Gpu {
+        write_from_host(dst, data.to_vec())?;
+        return dst.wait_to_read();
+    }
     if !dst.var().is_idle() {
         dst.wait_to_write()?;
     }
@@ -196,7 +212,7 @@ pub fn write_from_host_now(dst: &NDArray, data: &[u8]) -> Result<()> {
         d.dtype,
         Context::cpu(0),
     );
-    move_bytes(&s, &d)
+    move_bytes(&s, &d, RunContext::new(Context::cpu(0)))
 }
 
 /// Copies the contents of `src` into host memory `out` (exactly its size in bytes) once
@@ -211,10 +227,43 @@ pub fn read_to_host(src: &NDArray, out: &mut [u8]) -> Result<()> {
             out.len()
         )));
     }
+    if side(src.context()) == Side::Gpu {
+        return read_gpu_to_host(src, out);
+    }
     src.wait_to_read()?;
     let s = src.blob();
     let d = TBlob::on_device(out.as_mut_ptr(), s.shape.clone(), s.dtype, Context::cpu(0));
-    move_bytes(&s, &d)
+    move_bytes(&s, &d, RunContext::new(Context::cpu(0)))
+}
+
+/// `read_to_host` for a GPU array: a copy op on the GPU's copy workers, waited for here.
+fn read_gpu_to_host(src: &NDArray, out: &mut [u8]) -> Result<()> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let s = src.blob();
+    let (ptr, shape) = (out.as_mut_ptr() as usize, s.shape.clone());
+    engine::get().push_sync(
+        Box::new(move |rctx| {
+            let d = TBlob::on_device(ptr as *mut u8, shape, s.dtype, Context::cpu(0));
+            // The outcome goes to the waiting caller; the op writes nothing to fail.
+            let _ = tx.send(move_bytes(&s, &d, rctx));
+            Ok(())
+        }),
+        PushSpec::new(
+            "_copyto",
+            src.context(),
+            std::slice::from_ref(src.var()),
+            &[],
+        )
+        .prop(FnProperty::CopyFromGpu),
+    );
+    match rx.recv() {
+        Ok(r) => r,
+        // Not run: an earlier write failed, and waiting raises its error.
+        Err(_) => src.wait_to_read().and(Err(Error::Runtime(format!(
+            "copying {} to the host did not run",
+            src.context()
+        )))),
+    }
 }
 
 /// The contents of `src` as host bytes (waits for pending writes).
@@ -280,7 +329,7 @@ mod tests {
             DType::F32,
             Context::cpu(0),
         );
-        let e = move_bytes(&blob, &host).unwrap_err();
+        let e = move_bytes(&blob, &host, RunContext::new(Context::gpu(0))).unwrap_err();
         assert!(e.message().contains("gpu(0)"), "{e}");
         let r = std::panic::catch_unwind(|| blob.slice::<f32>().len());
         assert!(r.is_err(), "a host slice of GPU memory must be refused");

@@ -55,6 +55,8 @@ pub struct OpContext<'a> {
     pub device: Context,
     /// The device's random generator, for ops that ask for one.
     pub rng: Option<&'a mut (dyn DeviceRng + 'static)>,
+    /// The stream a GPU kernel enqueues on (the running op's); `None` on the CPU.
+    pub stream: Option<crate::engine::StreamHandle>,
 }
 
 impl<'a> OpContext<'a> {
@@ -64,6 +66,7 @@ impl<'a> OpContext<'a> {
             is_train,
             device,
             rng: None,
+            stream: None,
         }
     }
 

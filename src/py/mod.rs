@@ -1,5 +1,6 @@
 //! The Python extension module `rsmx._core`: the only code that touches pyo3.
 
+mod cuda;
 mod errors;
 mod executor;
 mod kvstore;
@@ -185,6 +186,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_sources, m)?)?;
     m.add_function(wrap_pyfunction!(_set_no_gpu_reason, m)?)?;
     add_io_functions(m)?;
+    cuda::add_functions(m)?;
     Ok(())
 }
 

@@ -96,11 +96,13 @@ impl Source for DeviceMemory {
             cu!(self.driver, ctx_set_current(self.context))
                 .and_then(|_| cu!(self.driver, mem_alloc(&mut p, bucket)))
         };
+        crate::cuda::runtime::count_alloc(false);
         r.ok().and_then(|_| NonNull::new(p as *mut u8))
     }
 
     fn free(&self, ptr: NonNull<u8>, _bucket: usize) {
         // A failed free leaves the block to the driver, which frees it with the context.
+        crate::cuda::runtime::count_alloc(true);
         // SAFETY: `ptr` came from `alloc` on this device and is freed once.
         let _ = unsafe {
             cu!(self.driver, ctx_set_current(self.context))

@@ -2,6 +2,7 @@
 //! and a release-all (`pooled`), over host memory (`cpu`) or a GPU's (`gpu`).
 
 mod cpu;
+mod fenced;
 pub mod gpu;
 mod pooled;
 
@@ -9,6 +10,7 @@ pub use cpu::CpuPool;
 pub use pooled::{Pooled, Source};
 
 use crate::context::Context;
+use crate::engine::env_var;
 use crate::error::Result;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -126,8 +128,7 @@ impl Drop for Block {
 static POOLS: OnceLock<Mutex<HashMap<Context, &'static dyn Pool>>> = OnceLock::new();
 
 fn pool_kind_from_env() -> PoolKind {
-    let name = crate::engine::env_var("RSMX_CPU_MEM_POOL_TYPE", "MXNET_CPU_MEM_POOL_TYPE")
-        .unwrap_or_default();
+    let name = env_var("RSMX_CPU_MEM_POOL_TYPE", "MXNET_CPU_MEM_POOL_TYPE").unwrap_or_default();
     PoolKind::from_name(&name).unwrap_or(PoolKind::Round)
 }
 
@@ -137,17 +138,43 @@ pub fn pool(ctx: Context) -> Result<&'static dyn Pool> {
     if let Some(p) = pools.get(&ctx) {
         return Ok(*p);
     }
-    if !ctx.is_cpu() {
-        return Err(crate::context::no_gpu_error(ctx));
-    }
-    let p: &'static dyn Pool = Box::leak(Box::new(CpuPool::new(ctx, pool_kind_from_env())));
+    let p: &'static dyn Pool = if ctx.is_cpu() {
+        Box::leak(Box::new(CpuPool::new(ctx, pool_kind_from_env())))
+    } else {
+        let (rt, _) = crate::cuda::runtime::for_context(ctx)?;
+        let name = env_var("RSMX_GPU_MEM_POOL_TYPE", "MXNET_GPU_MEM_POOL_TYPE").unwrap_or_default();
+        let kind = PoolKind::from_name(&name).unwrap_or(PoolKind::Naive);
+        Box::leak(Box::new(gpu::GpuPool::new(
+            ctx,
+            kind,
+            rt.driver,
+            gpu::Rounding::from_env(),
+        )?))
+    };
     pools.insert(ctx, p);
     Ok(p)
 }
 
-/// Allocates `size` bytes on `ctx`.
+/// Allocates `size` bytes on `ctx`. On a GPU, blocks whose fences have passed go back to
+/// the pool first, and when memory runs out, every fenced block is waited for and
+/// returned before one more try.
 pub fn alloc(ctx: Context, size: usize) -> Result<Block> {
-    pool(ctx)?.alloc(size)
+    let pool = pool(ctx)?;
+    if ctx.is_cpu() {
+        return pool.alloc(size);
+    }
+    fenced::reclaim(false);
+    match pool.alloc(size) {
+        Err(e) if e.kind() == crate::error::ErrorKind::OutOfMemory && fenced::reclaim(true) => {
+            pool.alloc(size)
+        }
+        r => r,
+    }
+}
+
+/// Gives `block` back to its pool once every event of `fence` has passed.
+pub fn free_after(block: Block, fence: Vec<crate::cuda::runtime::Event>) {
+    fenced::add(block, fence);
 }
 
 /// Counters of the pool of `ctx`.

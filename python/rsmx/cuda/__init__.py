@@ -1,16 +1,19 @@
 """CUDA support: finding the driver, NVRTC and the CUDA libraries, the compatibility
-policy, and compiling rsmx's kernels with NVRTC into an on-disk cache.
+policy, compiling rsmx's kernels with NVRTC into an on-disk cache, and starting the core's
+GPU backend with them (or the fake GPU, ``RSMX_FAKE_GPU=N``).
 
-Nothing here is imported by ``import rsmx``; ``python -m rsmx.cuda`` prints what was
-found and why a GPU is unusable if it is.
+Nothing here is imported by ``import rsmx``, only when GPUs are first counted or a GPU
+context is made; ``python -m rsmx.cuda`` prints what was found and why a GPU is unusable
+if it is.
 """
 
 from __future__ import annotations
 
 from .discover import Report, find
 from .policy import Incompatible, Plan, plan, version_str
+from .start import stats
 
-__all__ = ["Incompatible", "Plan", "Report", "diagnose", "find", "plan"]
+__all__ = ["Incompatible", "Plan", "Report", "diagnose", "find", "plan", "stats"]
 
 
 def diagnose() -> str:

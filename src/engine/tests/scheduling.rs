@@ -136,10 +136,14 @@ fn prioritized_and_gpu_pools_are_separate() {
                 body,
                 PushSpec::new("elsewhere", ctx, &[], &[v.clone()]).prop(prop),
             );
-            e.wait_for_var(&v).unwrap();
+            match e.wait_for_var(&v) {
+                Ok(()) => assert!(ctx.is_cpu()),
+                // With no GPU backend, a GPU op runs and fails at once, naming the device.
+                Err(err) => assert!(!ctx.is_cpu() && err.message().contains("gpu(0)"), "{err}"),
+            }
         }
         release.send(()).unwrap();
-        e.wait_for_all().unwrap();
+        let _ = e.wait_for_all();
     });
 }
 

@@ -1,0 +1,41 @@
+//! GPU kernels: each launches a CUDA kernel of `src/kernels/cuda/` on the running op's
+//! stream; registered beside the CPU kernels under `DeviceType::Gpu`.
+
+mod elemwise;
+mod init;
+pub mod launch;
+
+use crate::context::DeviceType;
+use crate::error::{Error, Result};
+use crate::kernels::cpu::Blobs;
+use crate::kernels::Kernels;
+use crate::op::elemwise::binary::{Binary, Scalar};
+use crate::op::elemwise::unary::Unary;
+use crate::op::init::Init;
+use crate::op::{OpContext, Operator};
+
+/// An operator's GPU kernel.
+pub trait GpuKernel: Operator {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()>;
+}
+
+/// Registers `K`'s GPU kernel.
+pub fn add<K: GpuKernel>(k: &mut Kernels) {
+    k.add::<K>(DeviceType::Gpu, |op, ctx, inputs, outputs, req| {
+        let Some(kernel) = op.as_any().downcast_ref::<K>() else {
+            return Err(Error::Runtime(format!(
+                "{}: the GPU kernel was registered for another operator type",
+                op.name()
+            )));
+        };
+        kernel.forward(ctx, Blobs::new(inputs, outputs, req))
+    });
+}
+
+/// Registers every GPU kernel.
+pub fn register_kernels(k: &mut Kernels) {
+    add::<Unary>(k);
+    add::<Binary>(k);
+    add::<Scalar>(k);
+    add::<Init>(k);
+}
