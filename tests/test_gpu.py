@@ -1,0 +1,237 @@
+"""Arrays on GPUs: creation, element-wise operators, copies between every pair of
+devices, the engine's stream ordering and host waits, the GPU pool and errors. Runs on
+real GPUs, and in CI on fake ones (``RSMX_FAKE_GPU=2``), which run the same kernels on the
+host under the real engine."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import rsmx as mx
+from rsmx.base import MXNetError
+
+pytestmark = pytest.mark.gpu
+
+SIZES = [0, 1, 31, 257, 100003]
+FLOATS = ["float32", "float64", "float16"]
+NUMERIC = FLOATS + ["uint8", "int8", "int32", "int64"]
+NAIVE = os.environ.get("MXNET_ENGINE_TYPE", os.environ.get("RSMX_ENGINE_TYPE", "")) == "NaiveEngine"
+
+
+def stats() -> dict:
+    from rsmx.cuda import stats as cuda_stats
+
+    return cuda_stats()
+
+
+def gpus() -> list:
+    return [mx.gpu(i) for i in range(mx.context.num_gpus())]
+
+
+def random(shape, dtype, rng, low=-3.0, high=3.0) -> np.ndarray:
+    if np.issubdtype(np.dtype(dtype), np.integer):
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -50), min(info.max, 50), size=shape).astype(dtype)
+    return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def tol(dtype) -> float:
+    return {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12}.get(dtype, 0)
+
+
+def same(gpu_result, cpu_result, dtype) -> None:
+    got, want = gpu_result.asnumpy(), cpu_result.asnumpy()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if tol(dtype):
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=tol(dtype), atol=tol(dtype), equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+def test_creation_matches_the_cpu(dtype):
+    for ctx in gpus():
+        for n in SIZES:
+            for make in (mx.nd.zeros, mx.nd.ones):
+                a = make((n,), ctx=ctx, dtype=dtype)
+                assert a.context == ctx
+                same(a, make((n,), dtype=dtype), dtype)
+            same(mx.nd.full((n,), 7, ctx=ctx, dtype=dtype), mx.nd.full((n,), 7, dtype=dtype), dtype)
+        same(mx.nd.arange(2, 40, 3, repeat=2, ctx=ctx, dtype=dtype),
+             mx.nd.arange(2, 40, 3, repeat=2, dtype=dtype), dtype)
+        eye = mx.nd._internal._eye
+        same(eye(N=5, M=7, k=2, ctx=ctx, dtype=dtype), eye(N=5, M=7, k=2, dtype=dtype), dtype)
+
+
+UNARY = ["exp", "log", "sqrt", "tanh", "relu", "sigmoid", "abs", "negative", "square",
+         "sin", "floor", "round", "reciprocal", "log1p", "expm1", "sign", "rsqrt"]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("op", UNARY)
+def test_unary_operators_match_the_cpu(op, dtype):
+    rng = np.random.default_rng(len(op))
+    low = 0.1 if op in ("log", "sqrt", "rsqrt", "reciprocal", "log1p") else -3.0
+    for n in SIZES:
+        x = random((n,), dtype, rng, low=low)
+        want = getattr(mx.nd, op)(mx.nd.array(x, dtype=dtype))
+        got = getattr(mx.nd, op)(mx.nd.array(x, ctx=mx.gpu(0), dtype=dtype))
+        same(got, want, dtype)
+    x = mx.nd.array(random((33,), dtype, rng), ctx=mx.gpu(0), dtype=dtype)
+    same(mx.nd.clip(x, -1, 2), mx.nd.clip(x.copyto(mx.cpu()), -1, 2), dtype)
+
+
+BINARY = ["__add__", "__sub__", "__mul__", "__truediv__", "__mod__", "__pow__", "__eq__",
+          "__gt__", "__le__"]
+
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+def test_binary_and_scalar_operators_match_the_cpu(dtype):
+    rng = np.random.default_rng(3)
+    for n in (1, 33, 100003):
+        a, b = random((n,), dtype, rng), random((n,), dtype, rng)
+        if dtype in FLOATS:
+            b = np.where(np.abs(b) < 0.5, 1.5, b).astype(dtype)
+            a = np.abs(a).astype(dtype)
+        ca, cb = mx.nd.array(a, dtype=dtype), mx.nd.array(b, dtype=dtype)
+        ga, gb = ca.copyto(mx.gpu(0)), cb.copyto(mx.gpu(0))
+        for op in BINARY:
+            if op == "__pow__" and dtype not in FLOATS:
+                continue
+            same(getattr(ga, op)(gb), getattr(ca, op)(cb), dtype)
+        for op in ("__add__", "__rsub__", "__mul__", "__rtruediv__", "__gt__"):
+            same(getattr(ga, op)(3), getattr(ca, op)(3), dtype)
+        same(mx.nd.maximum(ga, gb), mx.nd.maximum(ca, cb), dtype)
+        same(mx.nd.minimum(ga, 2), mx.nd.minimum(ca, 2), dtype)
+
+
+@pytest.mark.parametrize("lhs, rhs", [((2, 3), (3,)), ((4, 1, 5), (1, 6, 1)), ((7, 1), (1, 9)),
+                                      ((3, 1, 2, 1), (5, 1, 4))])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
+def test_broadcasting_matches_the_cpu(lhs, rhs, dtype):
+    rng = np.random.default_rng(5)
+    a, b = random(lhs, dtype, rng), random(rhs, dtype, rng)
+    ca, cb = mx.nd.array(a, dtype=dtype), mx.nd.array(b, dtype=dtype)
+    ga, gb = ca.copyto(mx.gpu(0)), cb.copyto(mx.gpu(0))
+    for name in ("broadcast_add", "broadcast_mul", "broadcast_maximum", "broadcast_greater"):
+        same(getattr(mx.nd, name)(ga, gb), getattr(mx.nd, name)(ca, cb), dtype)
+
+
+def test_in_place_updates_and_outputs_given():
+    x = mx.nd.array(np.arange(10, dtype=np.float32), ctx=mx.gpu(0))
+    y = mx.nd.ones((10,), ctx=mx.gpu(0))
+    x += y
+    x *= 2
+    out = mx.nd.empty((10,), ctx=mx.gpu(0))
+    mx.nd.elemwise_add(x, y, out=out)
+    np.testing.assert_array_equal(out.asnumpy(), (np.arange(10) + 1) * 2 + 1)
+    np.testing.assert_array_equal(x.asnumpy(), (np.arange(10) + 1) * 2)
+
+
+def test_copies_between_every_pair_of_devices():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((37, 5)).astype(np.float32)
+    devices = [mx.cpu(0), *gpus()]
+    for src in devices:
+        a = mx.nd.array(x, ctx=src)
+        for dst in devices:
+            b = a.copyto(dst)
+            assert b.context == dst
+            np.testing.assert_array_equal(b.asnumpy(), x)
+            c = mx.nd.zeros((37, 5), ctx=dst)
+            a.copyto(c)
+            np.testing.assert_array_equal(c.asnumpy(), x)
+    g = mx.nd.array(x, ctx=mx.gpu(0))
+    np.testing.assert_array_equal(g.as_in_context(mx.cpu()).asnumpy(), x)
+    g[:] = 3.0
+    np.testing.assert_array_equal(g.asnumpy(), np.full_like(x, 3.0))
+
+
+def test_a_dependent_chain_makes_no_host_wait_until_it_is_read():
+    x = mx.nd.zeros((1,), ctx=mx.gpu(0))
+    mx.nd.waitall()
+    before = stats()
+    for _ in range(1000):
+        x = x + 1
+    during = stats()
+    assert during["launches"] - before["launches"] == 1000
+    if not NAIVE:
+        assert during["host_syncs"] == before["host_syncs"]
+    assert x.asnumpy()[0] == 1000.0
+    assert stats()["host_syncs"] > during["host_syncs"] or NAIVE
+
+
+def test_work_on_two_devices_stays_ordered():
+    if len(gpus()) < 2:
+        pytest.skip("needs two GPUs")
+    a = mx.nd.ones((1000,), ctx=mx.gpu(0))
+    for _ in range(50):
+        a = a * 1.01
+        b = a.copyto(mx.gpu(1)) + 1
+        a = b.copyto(mx.gpu(0)) - 1
+    np.testing.assert_allclose(a.asnumpy(), np.full(1000, 1.01 ** 50, np.float32), rtol=1e-4)
+
+
+def test_a_steady_loop_allocates_no_device_memory():
+    w = mx.nd.ones((256, 64), ctx=mx.gpu(0))
+    g = mx.nd.full((256, 64), 0.5, ctx=mx.gpu(0))
+    tmp = mx.nd.empty((256, 64), ctx=mx.gpu(0))
+    for step in range(20):
+        mx.nd._internal._mul_scalar(g, scalar=0.1, out=tmp)
+        w -= tmp
+        if step == 1:
+            mx.nd.waitall()
+            allocs = stats()["allocs"]
+    mx.nd.waitall()
+    assert stats()["allocs"] == allocs
+    np.testing.assert_allclose(w.asnumpy(), np.full((256, 64), 1 - 20 * 0.05), rtol=1e-5)
+    s = mx.storage.stats(mx.gpu(0))
+    assert s["bytes_in_use"] > 0 and s["peak_bytes_in_use"] >= s["bytes_in_use"]
+
+
+def test_waitall_and_wait_to_read():
+    xs = [mx.nd.full((1000,), i, ctx=mx.gpu(0)) * 2 for i in range(20)]
+    mx.nd.waitall()
+    for i, x in enumerate(xs):
+        x.wait_to_read()
+        assert x.asnumpy()[0] == 2 * i
+
+
+def test_save_and_load_gpu_arrays(tmp_path):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    path = str(tmp_path / "a.params")
+    mx.nd.save(path, {"w": mx.nd.array(x, ctx=mx.gpu(0))})
+    back = mx.nd.load(path)
+    np.testing.assert_array_equal(back["w"].asnumpy(), x)
+    np.testing.assert_array_equal(back["w"].as_in_context(mx.gpu(0)).asnumpy(), x)
+
+
+def test_an_operator_without_a_gpu_kernel_names_itself_and_the_device():
+    a = mx.nd.ones((3, 4), ctx=mx.gpu(0))
+    with pytest.raises(MXNetError, match=r"topk.*gpu\(0\)|gpu\(0\).*topk"):
+        mx.nd.topk(a, k=2).wait_to_read()
+    assert (a + 1).asnumpy()[0, 0] == 2
+
+
+def test_arrays_on_different_devices_are_refused():
+    with pytest.raises(MXNetError, match=r"cpu\(0\).*gpu\(0\)|gpu\(0\).*cpu\(0\)"):
+        mx.nd.ones((2,), ctx=mx.gpu(0)) + mx.nd.ones((2,))
+
+
+def test_a_kernel_error_surfaces_at_the_next_wait_and_the_engine_goes_on():
+    x = mx.nd.ones((4,), ctx=mx.gpu(0), dtype="int32")
+    y = mx.nd.exp(x)
+    with pytest.raises(MXNetError, match="exp"):
+        y.asnumpy()
+    z = mx.nd.ones((4,), ctx=mx.gpu(0)) * 3
+    assert z.asnumpy().tolist() == [3.0] * 4
+
+
+def test_out_of_memory_is_a_clean_error():
+    with pytest.raises(MXNetError, match="(?i)memory"):
+        mx.nd.zeros((1 << 42,), ctx=mx.gpu(0), dtype="uint8").wait_to_read()
+    keep = mx.nd.ones((1000,), ctx=mx.gpu(0))
+    assert (keep * 2).asnumpy()[0] == 2.0
