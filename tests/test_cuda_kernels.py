@@ -1,5 +1,5 @@
 """rsmx's CUDA kernels run on the host: each module is compiled by g++ with the emulation
-header in ``tests/cuda/host`` and launched with the argument array ``cuLaunchKernel``
+header (``rsmx.cuda.host``) and launched with the argument array ``cuLaunchKernel``
 takes. Every kernel, for every dtype, must match numpy on fresh inputs of awkward sizes
 with poisoned outputs, and give the same bits whatever order a block's threads run in;
 a kernel with a missing barrier must be caught by that order check."""
@@ -7,13 +7,16 @@ a kernel with a missing barrier must be caught by that order check."""
 from __future__ import annotations
 
 import ctypes
+import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from rsmx.cuda import build
+from rsmx.cuda import build, host
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = ROOT / "tests" / "cuda" / "host"
@@ -29,69 +32,62 @@ BLOCK = 256
 class HostModule:
     """A ``.cu`` module built for the host; ``launch`` runs one of its kernels."""
 
-    def __init__(self, lib: ctypes.CDLL, kernels: list[str]):
-        self.lib = lib
+    def __init__(self, path: Path, kernels: list[str]):
+        self.path = path
+        self.lib = ctypes.CDLL(str(path))
         self.kernels = kernels
         self.lib.rsmx_host_launch.restype = ctypes.c_int
         self.lib.rsmx_host_launch.argtypes = [
-            ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_size_t,
+            ctypes.c_char_p, *[ctypes.c_uint] * 6, ctypes.c_size_t,
             ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_uint,
         ]
+        self.lib.rsmx_host_param_sizes.restype = ctypes.c_int
+        self.lib.rsmx_host_param_sizes.argtypes = [
+            ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_int,
+        ]
 
-    def launch(self, name: str, grid: int, block: int, args: list, order: str = "forward",
-               smem: int = 0, seed: int = 0) -> None:
+    def try_launch(self, name: str, grid, block, args: list, order: str = "forward",
+                   smem: int = 0, seed: int = 0) -> int:
+        """``rsmx_host_launch``'s code; ``grid`` and ``block`` are ints or 3-tuples."""
         holders = []
         for a in args:
             if isinstance(a, np.ndarray):
                 holders.append(ctypes.c_void_p(a.ctypes.data))
             else:
                 holders.append(a)
-        params = (ctypes.c_void_p * len(holders))(
+        params = (ctypes.c_void_p * max(1, len(holders)))(
             *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders]
         )
-        rc = self.lib.rsmx_host_launch(name.encode(), grid, block, smem, params,
-                                        ORDERS[order], seed)
-        assert rc == 0, f"no kernel {name}"
+        g = grid if isinstance(grid, tuple) else (grid, 1, 1)
+        b = block if isinstance(block, tuple) else (block, 1, 1)
+        return self.lib.rsmx_host_launch(name.encode(), *g, *b, smem, params, ORDERS[order],
+                                         seed)
+
+    def launch(self, name: str, grid, block, args: list, order: str = "forward",
+               smem: int = 0, seed: int = 0) -> None:
+        rc = self.try_launch(name, grid, block, args, order, smem, seed)
+        assert rc == 0, f"launch of {name} failed: {rc}"
+
+    def param_sizes(self, name: str) -> list[int] | None:
+        sizes = (ctypes.c_size_t * 32)()
+        n = self.lib.rsmx_host_param_sizes(name.encode(), sizes, 32)
+        return None if n < 0 else list(sizes[:n])
 
 
 def build_host_module(source: str, name: str, workdir: Path) -> HostModule:
     """Compiles ``source`` with the emulation header and a table of its kernels."""
     headers, _ = build.sources()
-    for hname, text in headers.items():
-        (workdir / hname).write_text(text)
-    (workdir / f"{name}.cu").write_text(source)
-    flags = ["-std=c++17", "-O1", f"-I{workdir}", f"-I{HOST}", "-include", "cuda_host.h"]
-    pre = subprocess.run(["g++", *flags, "-x", "c++", "-E", str(workdir / f"{name}.cu")],
-                         capture_output=True, text=True, check=True).stdout
-    kernels = re.findall(r'extern "C" __attribute__\(\(used\)\) void (\w+)\s*\(', pre)
-    table = workdir / f"{name}_host.cpp"
-    table.write_text(
-        f'#include "{name}.cu"\n'
-        "#include <cstring>\n"
-        'extern "C" int rsmx_host_launch(const char* name, unsigned grid, unsigned block,\n'
-        "    std::size_t smem, void** params, int order, unsigned seed) {\n"
-        + "".join(
-            f'  if (std::strcmp(name, "{k}") == 0) return rsmx_host::launch(\n'
-            f"      [](void** p) {{ rsmx_host::call_with({k}, p); }}, dim3(grid), dim3(block),\n"
-            "      smem, params, order, seed);\n"
-            for k in kernels
-        )
-        + "  return -1;\n}\n"
-    )
-    lib = workdir / f"{name}.so"
-    subprocess.run(["g++", *flags, "-shared", "-fPIC", "-o", str(lib), str(table)],
-                   capture_output=True, text=True, check=True)
-    return HostModule(ctypes.CDLL(str(lib)), kernels)
+    return HostModule(host.build_module(name, source, headers, workdir),
+                      host.kernel_names(name, source, headers))
 
 
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
     """Every embedded module, built for the host once per test run."""
-    _, sources = build.sources()
-    out = {}
-    for name, text in sources.items():
-        out[name] = build_host_module(text, name, tmp_path_factory.mktemp(name))
-    return out
+    headers, sources = build.sources()
+    paths = host.build_all(tmp_path_factory.mktemp("host-cache"))
+    return {name: HostModule(paths[name], host.kernel_names(name, text, headers))
+            for name, text in sources.items()}
 
 
 def poisoned(n: int, dtype) -> np.ndarray:
@@ -129,6 +125,19 @@ def test_every_kernel_of_a_module_is_in_its_table(modules):
         [f"unary_{d}" for d in FLOATS]
         + [f"{k}_{d}" for k in ("binary", "binary_scalar", "broadcast") for d in DTYPES]
     )
+    for m in modules.values():
+        for k in m.kernels:
+            assert m.param_sizes(k) is not None, k
+        assert m.param_sizes("no_such_kernel") is None
+        assert m.try_launch("no_such_kernel", 1, 1, []) == -1
+
+
+def test_the_table_knows_each_parameters_size(modules):
+    e = modules["elemwise"]
+    assert e.param_sizes("binary_f16") == [8, 8, 8, 8, 4, 4]
+    assert e.param_sizes("broadcast_i8") == [8, 8, 8, 8, ctypes.sizeof(Broadcast), 4, 4]
+    assert e.param_sizes("unary_f64") == [8, 8, 8, 4, 4, 8, 8]
+    assert modules["init"].param_sizes("fill_u8") == [8, 8, 8]
 
 
 @pytest.mark.parametrize("suffix", DTYPES)
@@ -357,3 +366,90 @@ def test_a_missing_barrier_is_caught(block_sum):
     x = np.random.default_rng(1).standard_normal(4096).astype(np.float32)
     got = sums(block_sum, "block_sum_racy_f32", x)
     assert len({v.tobytes() for v in got.values()}) > 1, "the race went unnoticed"
+
+
+def test_block_sums_on_several_os_threads_at_once_keep_their_shared_memory_apart(block_sum):
+    # ctypes lets go of the GIL during the call, so the launches overlap.
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(2)
+    xs = [rng.standard_normal(64 * BLOCK).astype(np.float32) for _ in range(4)]
+
+    def run(i):
+        return sums(block_sum, "block_sum_f32", xs[i])["shuffled"]
+
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(run, [0, 1, 2, 3] * 3))
+    for i, g in enumerate(got):
+        want = xs[i % 4].astype(np.float64).reshape(-1, BLOCK).sum(axis=1)
+        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def barriers(tmp_path_factory):
+    text = (HOST / "barriers.cu").read_text()
+    return build_host_module(text, "barriers", tmp_path_factory.mktemp("barriers"))
+
+
+def test_a_kernel_that_reached_no_barrier_runs_without_fibers_until_it_does(barriers):
+    out = np.zeros(2 * 64, np.int32)
+    want = np.tile(np.arange(64, dtype=np.int32), 2)
+    # The first launch runs with fibers and learns that no thread reached a barrier.
+    barriers.launch("maybe_sync", 2, 64, [out, ctypes.c_int(0)])
+    np.testing.assert_array_equal(out, want)
+    out[:] = 0
+    barriers.launch("maybe_sync", 2, 64, [out, ctypes.c_int(0)])
+    np.testing.assert_array_equal(out, want)
+    # Threads run as plain calls now, so a barrier cannot be honoured: the launch fails...
+    assert barriers.try_launch("maybe_sync", 2, 64, [out, ctypes.c_int(1)]) == 1
+    # ...and the kernel runs with fibers from then on.
+    out[:] = 0
+    barriers.launch("maybe_sync", 2, 64, [out, ctypes.c_int(1)])
+    np.testing.assert_array_equal(out, want)
+    # The other orders always use fibers, whatever was learnt.
+    barriers.launch("maybe_sync", 2, 64, [out, ctypes.c_int(1)], "shuffled", seed=1)
+
+
+def test_a_barrier_that_only_some_threads_reach_fails_the_launch(barriers):
+    out = np.zeros(32, np.int32)
+    for order in ORDERS:
+        assert barriers.try_launch("divergent", 1, 32, [out], order) == 1
+
+
+def test_bad_launch_shapes_fail_without_running(barriers):
+    out = np.zeros(8, np.int32)
+    assert barriers.try_launch("divergent", 0, 32, [out]) == 1
+    assert barriers.try_launch("divergent", 1, (32, 0, 1), [out]) == 1
+    assert barriers.try_launch("divergent", 1, (32, 32, 2), [out]) == 1
+    assert not out.any()
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_three_dimensional_grids_give_every_thread_its_indices(barriers, order):
+    grid, block = (3, 2, 2), (4, 3, 2)
+    want = np.array([(tx << 40) | (ty << 32) | (tz << 24) | (bx << 16) | (by << 8) | bz
+                     for bz in range(grid[2]) for by in range(grid[1]) for bx in range(grid[0])
+                     for tz in range(block[2]) for ty in range(block[1]) for tx in range(block[0])],
+                    np.int64)
+    for _ in range(2):  # with fibers, then (forward) without
+        out = np.full(want.size, -1, np.int64)
+        barriers.launch("where", grid, block, [out], order, seed=5)
+        np.testing.assert_array_equal(out, want)
+
+
+def test_host_libraries_are_cached_across_processes(tmp_path):
+    script = ("import json, sys; from rsmx.cuda import host; "
+              "print(json.dumps({k: str(v) for k, v in host.build_all(sys.argv[1]).items()}))")
+    env = {k: v for k, v in os.environ.items() if k != "RSMX_CUDA_CACHE"}
+
+    def build_in_a_new_process():
+        r = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                           text=True, env=env, check=True)
+        return {k: Path(v) for k, v in json.loads(r.stdout).items()}
+
+    first = build_in_a_new_process()
+    assert set(first) == set(build.sources()[1])
+    stamps = {k: (p.stat().st_ino, p.stat().st_mtime_ns) for k, p in first.items()}
+    assert build_in_a_new_process() == first
+    assert {k: (p.stat().st_ino, p.stat().st_mtime_ns) for k, p in first.items()} == stamps
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in first.values())

@@ -1,20 +1,39 @@
 //! A CUDA driver on host memory, for testing the GPU path without a GPU: device memory
 //! is host memory, each stream is a FIFO worker thread, events are sequence numbers. It
-//! counts what it is asked to do (allocations, frees, host synchronisations) and can be
-//! told to fail the next allocation. It refuses the legacy NULL stream.
+//! counts what it is asked to do (allocations, frees, host synchronisations, kernel
+//! launches) and can be told to fail the next allocation or launch. It refuses the legacy
+//! NULL stream.
+//!
+//! Kernels are rsmx's `.cu` sources built for the host by `rsmx.cuda.host`: the "image"
+//! `cuModuleLoadData` takes is the NUL-terminated path of such a shared library, which is
+//! loaded and asked, through `rsmx_host_param_sizes`, how many bytes each kernel parameter
+//! has. `cuLaunchKernel` copies the arguments at once, as the real driver does, and queues
+//! `rsmx_host_launch` on the stream's thread. A launch that fails there is a sticky error,
+//! as on a GPU: no kernel runs after it, and later launches, stream and event
+//! synchronisations and event queries return `CUDA_ERROR_LAUNCH_FAILED` until
+//! [`clear_sticky_error`].
 
-use super::driver::{CuDevice, CuDevicePtr, CuResult, Driver, Handle, NOT_READY, OUT_OF_MEMORY};
+use super::driver::{
+    CuDevice, CuDevicePtr, CuResult, Driver, Handle, NOT_FOUND, NOT_READY, OUT_OF_MEMORY,
+};
+use libloading::Library;
 use parking_lot::{Condvar, Mutex};
 use std::alloc::Layout;
 use std::collections::HashMap;
-use std::ffi::{c_char, c_uint, c_void};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, LazyLock};
 use std::thread::JoinHandle;
 
 const INVALID_VALUE: CuResult = 1;
 const INVALID_HANDLE: CuResult = 400;
+/// `CUDA_ERROR_INVALID_IMAGE`: the module image is not a loadable host library.
+pub const INVALID_IMAGE: CuResult = 200;
+/// `CUDA_ERROR_LAUNCH_FAILED`: a kernel failed; sticky until [`clear_sticky_error`].
+pub const LAUNCH_FAILED: CuResult = 719;
+/// The most threads a block may have.
+const MAX_BLOCK_THREADS: u64 = 1024;
 /// Device allocations are aligned as `cuMemAlloc`'s are.
 const ALIGN: usize = 256;
 
@@ -25,6 +44,8 @@ pub struct Stats {
     pub frees: u64,
     /// Host waits on device work: stream and event synchronisations.
     pub host_syncs: u64,
+    /// Kernel launches queued.
+    pub launches: u64,
 }
 
 struct State {
@@ -35,7 +56,11 @@ struct State {
     allocs: AtomicU64,
     frees: AtomicU64,
     host_syncs: AtomicU64,
+    launches: AtomicU64,
     fail_next_alloc: AtomicBool,
+    fail_next_launch: AtomicBool,
+    /// 0, or the error a failed kernel left for every later synchronisation.
+    sticky: AtomicI32,
 }
 
 /// The fake device's memory unless [`set_capacity`] says otherwise.
@@ -48,7 +73,10 @@ static STATE: LazyLock<State> = LazyLock::new(|| State {
     allocs: AtomicU64::default(),
     frees: AtomicU64::default(),
     host_syncs: AtomicU64::default(),
+    launches: AtomicU64::default(),
     fail_next_alloc: AtomicBool::default(),
+    fail_next_launch: AtomicBool::default(),
+    sticky: AtomicI32::default(),
 });
 
 /// Sets how many bytes of device memory the fake device has.
@@ -62,12 +90,32 @@ pub fn stats() -> Stats {
         allocs: STATE.allocs.load(Ordering::Relaxed),
         frees: STATE.frees.load(Ordering::Relaxed),
         host_syncs: STATE.host_syncs.load(Ordering::Relaxed),
+        launches: STATE.launches.load(Ordering::Relaxed),
     }
 }
 
 /// Makes the next device allocation fail with `CUDA_ERROR_OUT_OF_MEMORY`.
 pub fn fail_next_alloc() {
     STATE.fail_next_alloc.store(true, Ordering::Relaxed);
+}
+
+/// Makes the next `cuLaunchKernel` return `CUDA_ERROR_LAUNCH_FAILED` at once, running
+/// nothing.
+pub fn fail_next_launch() {
+    STATE.fail_next_launch.store(true, Ordering::Relaxed);
+}
+
+/// Forgets the sticky error a failed kernel left, so kernels run again.
+pub fn clear_sticky_error() {
+    STATE.sticky.store(0, Ordering::SeqCst);
+}
+
+/// `result`, unless a kernel has failed: then the sticky error.
+fn unless_sticky(result: CuResult) -> CuResult {
+    match STATE.sticky.load(Ordering::SeqCst) {
+        0 => result,
+        sticky => sticky,
+    }
 }
 
 /// The fake driver's table.
@@ -188,6 +236,9 @@ unsafe extern "C" fn get_error_name(code: CuResult, out: *mut *const c_char) -> 
         OUT_OF_MEMORY => b"CUDA_ERROR_OUT_OF_MEMORY\0",
         INVALID_HANDLE => b"CUDA_ERROR_INVALID_HANDLE\0",
         NOT_READY => b"CUDA_ERROR_NOT_READY\0",
+        INVALID_IMAGE => b"CUDA_ERROR_INVALID_IMAGE\0",
+        NOT_FOUND => b"CUDA_ERROR_NOT_FOUND\0",
+        LAUNCH_FAILED => b"CUDA_ERROR_LAUNCH_FAILED\0",
         _ => return INVALID_VALUE,
     };
     // SAFETY: the caller passes a writable pointer.
@@ -371,7 +422,7 @@ unsafe extern "C" fn stream_synchronize(stream: Handle) -> CuResult {
     if rx.recv().is_err() {
         return INVALID_HANDLE;
     }
-    0
+    unless_sticky(0)
 }
 
 unsafe extern "C" fn event_create(out: *mut Handle, _flags: c_uint) -> CuResult {
@@ -397,11 +448,9 @@ unsafe extern "C" fn event_query(event: Handle) -> CuResult {
     // SAFETY: the caller passes a live event handle.
     let ev = unsafe { event_ref(event) };
     let target = ev.recorded.load(Ordering::Acquire);
-    if *ev.done.lock() >= target {
-        0
-    } else {
-        NOT_READY
-    }
+    // Read after `done`: a kernel that failed before the event set the error first.
+    let done = *ev.done.lock() >= target;
+    unless_sticky(if done { 0 } else { NOT_READY })
 }
 
 unsafe extern "C" fn event_synchronize(event: Handle) -> CuResult {
@@ -409,7 +458,7 @@ unsafe extern "C" fn event_synchronize(event: Handle) -> CuResult {
     let ev = unsafe { event_ref(event) };
     STATE.host_syncs.fetch_add(1, Ordering::Relaxed);
     ev.wait_for(ev.recorded.load(Ordering::Acquire));
-    0
+    unless_sticky(0)
 }
 
 unsafe extern "C" fn event_destroy(event: Handle) -> CuResult {
@@ -446,35 +495,250 @@ unsafe extern "C" fn memcpy_peer_async(
     unsafe { copy_async(dst as usize, src as usize, bytes, stream) }
 }
 
-const NOT_SUPPORTED: CuResult = 801;
+/// `rsmx_host_launch(name, gx, gy, gz, bx, by, bz, smem, params, order, seed)`.
+type HostLaunch = unsafe extern "C" fn(
+    *const c_char,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    usize,
+    *mut *mut c_void,
+    c_int,
+    c_uint,
+) -> c_int;
+/// `rsmx_host_param_sizes(name, sizes, max)`.
+type HostParamSizes = unsafe extern "C" fn(*const c_char, *mut usize, c_int) -> c_int;
 
-unsafe extern "C" fn module_load_data(_: *mut Handle, _: *const c_void) -> CuResult {
-    NOT_SUPPORTED
+/// A loaded host library: kept by its module and by every launch queued from it.
+struct HostLibrary {
+    launch: HostLaunch,
+    param_sizes: HostParamSizes,
+    /// Keeps the functions above loaded; dropped (unloaded) last.
+    _library: Library,
 }
 
-unsafe extern "C" fn module_unload(_: Handle) -> CuResult {
-    NOT_SUPPORTED
+impl HostLibrary {
+    /// Loads the host library at `path` and resolves its two entry points.
+    fn load(path: &str) -> Option<HostLibrary> {
+        // A bare name would make the loader search its paths: insist on a file.
+        let path = std::fs::canonicalize(path).ok()?;
+        if !path.is_file() {
+            return None;
+        }
+        // SAFETY: loading runs the library's initialisers; a host library built by
+        // `rsmx.cuda.host` has only the C++ runtime's.
+        let library = unsafe { Library::new(path.to_str()?) }.ok()?;
+        // SAFETY: `rsmx.cuda.host` defines both symbols with exactly these signatures;
+        // the copied function pointers live as long as `library`, which is kept beside
+        // them.
+        let (launch, param_sizes) = unsafe {
+            (
+                *library.get::<HostLaunch>(b"rsmx_host_launch\0").ok()?,
+                *library
+                    .get::<HostParamSizes>(b"rsmx_host_param_sizes\0")
+                    .ok()?,
+            )
+        };
+        Some(HostLibrary {
+            launch,
+            param_sizes,
+            _library: library,
+        })
+    }
+
+    /// Each parameter's size in bytes, or `None` for a kernel the library lacks.
+    fn param_sizes(&self, name: &CStr) -> Option<Vec<usize>> {
+        // SAFETY: `name` is NUL-terminated; with no buffer the library only counts.
+        let n = unsafe { (self.param_sizes)(name.as_ptr(), std::ptr::null_mut(), 0) };
+        let n = usize::try_from(n).ok()?;
+        let mut sizes = vec![0usize; n];
+        let max = c_int::try_from(n).ok()?;
+        // SAFETY: `sizes` has room for the `max` sizes the library writes.
+        let again = unsafe { (self.param_sizes)(name.as_ptr(), sizes.as_mut_ptr(), max) };
+        (again == max).then_some(sizes)
+    }
 }
 
-unsafe extern "C" fn module_get_function(_: *mut Handle, _: Handle, _: *const c_char) -> CuResult {
-    NOT_SUPPORTED
+/// A module: its library and the functions looked up in it so far, which live as long as
+/// the module (as `CUfunction`s do).
+struct Module {
+    library: Arc<HostLibrary>,
+    functions: Mutex<HashMap<CString, Box<Function>>>,
 }
+
+/// A kernel of a module.
+struct Function {
+    library: Arc<HostLibrary>,
+    name: CString,
+    param_sizes: Vec<usize>,
+}
+
+unsafe extern "C" fn module_load_data(out: *mut Handle, image: *const c_void) -> CuResult {
+    if out.is_null() || image.is_null() {
+        return INVALID_VALUE;
+    }
+    // SAFETY: for the fake driver the image is a NUL-terminated path.
+    let path = unsafe { CStr::from_ptr(image.cast::<c_char>()) };
+    let Some(library) = path.to_str().ok().and_then(HostLibrary::load) else {
+        return INVALID_IMAGE;
+    };
+    let module = Module {
+        library: Arc::new(library),
+        functions: Mutex::default(),
+    };
+    // SAFETY: the caller passes a writable pointer.
+    unsafe { *out = Box::into_raw(Box::new(module)).cast() };
+    0
+}
+
+unsafe extern "C" fn module_unload(module: Handle) -> CuResult {
+    if module.is_null() {
+        return INVALID_HANDLE;
+    }
+    // SAFETY: the handle came from `module_load_data` and is unloaded once. Its function
+    // handles go with it; launches already queued keep the library loaded.
+    drop(unsafe { Box::from_raw(module.cast::<Module>()) });
+    0
+}
+
+unsafe extern "C" fn module_get_function(
+    out: *mut Handle,
+    module: Handle,
+    name: *const c_char,
+) -> CuResult {
+    if module.is_null() {
+        return INVALID_HANDLE;
+    }
+    if out.is_null() || name.is_null() {
+        return INVALID_VALUE;
+    }
+    // SAFETY: the caller passes a live module handle and a NUL-terminated name.
+    let (m, name) = unsafe { (&*module.cast::<Module>(), CStr::from_ptr(name)) };
+    let mut functions = m.functions.lock();
+    let f = match functions.get(name) {
+        Some(f) => f,
+        None => {
+            let Some(param_sizes) = m.library.param_sizes(name) else {
+                return NOT_FOUND;
+            };
+            let f = Box::new(Function {
+                library: m.library.clone(),
+                name: name.to_owned(),
+                param_sizes,
+            });
+            functions.entry(name.to_owned()).or_insert(f)
+        }
+    };
+    // SAFETY: the caller passes a writable pointer; the boxed function stays at its
+    // address until the module is unloaded.
+    unsafe { *out = (&**f as *const Function).cast_mut().cast() };
+    0
+}
+
+/// Storage for copied kernel arguments, aligned for any parameter type.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Chunk([u8; 16]);
 
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn launch_kernel(
-    _: Handle,
-    _: c_uint,
-    _: c_uint,
-    _: c_uint,
-    _: c_uint,
-    _: c_uint,
-    _: c_uint,
-    _: c_uint,
-    _: Handle,
-    _: *mut *mut c_void,
-    _: *mut *mut c_void,
+    f: Handle,
+    gx: c_uint,
+    gy: c_uint,
+    gz: c_uint,
+    bx: c_uint,
+    by: c_uint,
+    bz: c_uint,
+    smem: c_uint,
+    stream: Handle,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
 ) -> CuResult {
-    NOT_SUPPORTED
+    if STATE.fail_next_launch.swap(false, Ordering::Relaxed) {
+        return LAUNCH_FAILED;
+    }
+    let sticky = unless_sticky(0);
+    if sticky != 0 {
+        return sticky;
+    }
+    if f.is_null() || stream.is_null() {
+        return INVALID_HANDLE;
+    }
+    let threads = u64::from(bx) * u64::from(by) * u64::from(bz);
+    if [gx, gy, gz, bx, by, bz].contains(&0) || threads > MAX_BLOCK_THREADS || !extra.is_null() {
+        return INVALID_VALUE;
+    }
+    // SAFETY: the caller passes a live function handle.
+    let f = unsafe { &*f.cast::<Function>() };
+    if params.is_null() && !f.param_sizes.is_empty() {
+        return INVALID_VALUE;
+    }
+    // Copy every argument now: the caller may change or free them once this returns.
+    let mut offsets = Vec::with_capacity(f.param_sizes.len());
+    let mut chunks = 0;
+    for &size in &f.param_sizes {
+        offsets.push(chunks * size_of::<Chunk>());
+        chunks += size.div_ceil(size_of::<Chunk>()).max(1);
+    }
+    let mut args = vec![Chunk([0; 16]); chunks];
+    let base = args.as_mut_ptr().cast::<u8>();
+    for (i, (&size, &offset)) in f.param_sizes.iter().zip(&offsets).enumerate() {
+        // SAFETY: `params` holds a pointer for each of the kernel's parameters.
+        let src = unsafe { *params.add(i) };
+        if src.is_null() {
+            return INVALID_VALUE;
+        }
+        // SAFETY: `src` points to `size` readable bytes (the parameter's type), and
+        // `args` has room for them at `offset`.
+        unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), base.add(offset), size) };
+    }
+    let (library, name) = (f.library.clone(), f.name.clone());
+    let job = move || {
+        // After a failure the device runs nothing more until the error is cleared.
+        if STATE.sticky.load(Ordering::SeqCst) != 0 {
+            return;
+        }
+        let base = args.as_mut_ptr().cast::<u8>();
+        // SAFETY: each offset is inside `args`.
+        let mut ptrs: Vec<*mut c_void> = offsets
+            .iter()
+            .map(|&o| unsafe { base.add(o) }.cast())
+            .collect();
+        // SAFETY: the library is loaded while `library` lives; `ptrs` points to a copy of
+        // each argument, aligned for its type; device pointers among them stay valid by
+        // stream order, as for copies. Forward order (0) with seed 0 lets the emulation
+        // run kernels without barriers as plain calls.
+        let rc = unsafe {
+            (library.launch)(
+                name.as_ptr(),
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                smem as usize,
+                ptrs.as_mut_ptr(),
+                0,
+                0,
+            )
+        };
+        if rc != 0 {
+            let _ =
+                STATE
+                    .sticky
+                    .compare_exchange(0, LAUNCH_FAILED, Ordering::SeqCst, Ordering::SeqCst);
+        }
+    };
+    // SAFETY: the caller passes a live stream handle (null was refused above).
+    let r = unsafe { enqueue(stream, job) };
+    if r == 0 {
+        STATE.launches.fetch_add(1, Ordering::Relaxed);
+    }
+    r
 }
 
 /// Tests that read the process-wide counters or change the capacity hold this lock.
