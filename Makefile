@@ -42,6 +42,8 @@ test-python: build
 	for e in $(ENGINES); do \
 		echo "== pytest under $$e"; \
 		RSMX_CHECK_BORROWS=1 RSMX_ENGINE_TYPE=$$e $(PY) -m pytest -q -p no:cacheprovider tests || exit 1; \
+		echo "== GPU tests on two fake GPUs under $$e"; \
+		RSMX_FAKE_GPU=2 RSMX_ENGINE_TYPE=$$e $(PY) -m pytest -q -p no:cacheprovider -m gpu tests || exit 1; \
 	done
 
 test: lint test-rust test-python

