@@ -235,3 +235,49 @@ def test_out_of_memory_is_a_clean_error():
         mx.nd.zeros((1 << 42,), ctx=mx.gpu(0), dtype="uint8").wait_to_read()
     keep = mx.nd.ones((1000,), ctx=mx.gpu(0))
     assert (keep * 2).asnumpy()[0] == 2.0
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_matrix_products_match_the_cpu(dtype):
+    rng = np.random.default_rng(11)
+    rtol = {"float16": 3e-2, "float32": 1e-4, "float64": 1e-10}[dtype]
+    cases = [((7, 5), (5, 3), False, False), ((5, 7), (5, 3), True, False),
+             ((7, 5), (3, 5), False, True), ((2, 3, 4), (4, 6), False, False), ((1, 0), (0, 4), False, False)]
+    for ls, rs, ta, tb in cases:
+        a, b = random(ls, dtype, rng, -1, 1), random(rs, dtype, rng, -1, 1)
+        want = mx.nd.dot(mx.nd.array(a, dtype=dtype), mx.nd.array(b, dtype=dtype), transpose_a=ta,
+                         transpose_b=tb).asnumpy()
+        got = mx.nd.dot(mx.nd.array(a, ctx=mx.gpu(0), dtype=dtype),
+                        mx.nd.array(b, ctx=mx.gpu(0), dtype=dtype), transpose_a=ta, transpose_b=tb)
+        np.testing.assert_allclose(got.asnumpy().astype(np.float64), want.astype(np.float64),
+                                   rtol=rtol, atol=rtol)
+    a, b = random((4, 3, 5), dtype, rng, -1, 1), random((4, 5, 2), dtype, rng, -1, 1)
+    want = mx.nd.batch_dot(mx.nd.array(a, dtype=dtype), mx.nd.array(b, dtype=dtype)).asnumpy()
+    got = mx.nd.batch_dot(mx.nd.array(a, ctx=mx.gpu(0), dtype=dtype),
+                          mx.nd.array(b, ctx=mx.gpu(0), dtype=dtype)).asnumpy()
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("no_bias", [False, True])
+def test_fully_connected_forward_and_backward_match_the_cpu(no_bias):
+    rng = np.random.default_rng(12)
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(data, num_hidden=6, no_bias=no_bias, name="fc")
+    shapes = {"data": (5, 2, 4)}
+    values = {}
+    results = []
+    for ctx in (mx.cpu(), mx.gpu(0)):
+        ex = net.simple_bind(ctx, **shapes)
+        for name, arr in ex.arg_dict.items():
+            if name not in values:
+                values[name] = rng.uniform(-1, 1, arr.shape).astype(np.float32)
+            arr[:] = values[name]
+        out = ex.forward(is_train=True)[0]
+        head = np.linspace(-1, 1, out.size, dtype=np.float32).reshape(out.shape)
+        ex.backward(mx.nd.array(head, ctx=ctx))
+        results.append((out.asnumpy(), {k: v.asnumpy() for k, v in ex.grad_dict.items()}))
+    (cpu_out, cpu_grads), (gpu_out, gpu_grads) = results
+    np.testing.assert_allclose(gpu_out, cpu_out, rtol=1e-5, atol=1e-5)
+    assert cpu_grads.keys() == gpu_grads.keys()
+    for k in cpu_grads:
+        np.testing.assert_allclose(gpu_grads[k], cpu_grads[k], rtol=1e-5, atol=1e-5, err_msg=k)

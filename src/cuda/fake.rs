@@ -745,5 +745,7 @@ unsafe extern "C" fn launch_kernel(
 #[cfg(test)]
 pub(crate) static TEST_LOCK: Mutex<()> = Mutex::new(());
 
+pub mod blas;
+
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 //! modules (loaded on first use, on the thread that needs them, from the images
 //! `rsmx.cuda` compiled), the stream each thread enqueues on, and a pool of events.
 
+use super::blas::Blas;
 use super::driver::{
     Driver, Handle, ATTRIBUTE_SM_COUNT, EVENT_DISABLE_TIMING, STREAM_NON_BLOCKING,
 };
@@ -25,8 +26,8 @@ pub struct Device {
     /// driver, the NUL-terminated path of the host build).
     images: HashMap<String, Vec<u8>>,
     modules: Mutex<HashMap<String, Handle>>,
-    /// `module/kernel` to the loaded function.
-    functions: RwLock<HashMap<String, Handle>>,
+    /// Loaded functions by module, then kernel name.
+    functions: RwLock<HashMap<String, HashMap<String, Handle>>>,
     free_events: Mutex<Vec<Handle>>,
     /// Every stream made for this device, for `waitall`.
     streams: Mutex<Vec<Handle>>,
@@ -41,6 +42,8 @@ unsafe impl Sync for Device {}
 /// The CUDA state of the process, installed once.
 pub struct Runtime {
     pub driver: &'static Driver,
+    /// cuBLAS, when it was found.
+    pub blas: Option<Blas>,
     devices: Vec<Device>,
     /// True for the fake driver on host memory.
     pub fake: bool,
@@ -106,13 +109,15 @@ pub fn for_context(ctx: Context) -> Result<(&'static Runtime, &'static Device)> 
 /// the number of devices. Only the first call installs anything.
 pub fn install(
     driver: &'static Driver,
+    blas: Option<Blas>,
     images: Vec<HashMap<String, Vec<u8>>>,
     fake: bool,
 ) -> Result<usize> {
     if let Some(rt) = get() {
         return Ok(rt.devices.len());
     }
-    let rt = Runtime::start(driver, images, fake)?;
+    let mut rt = Runtime::start(driver, images, fake)?;
+    rt.blas = blas;
     let n = rt.devices.len();
     let _ = RUNTIME.set(rt);
     crate::context::set_num_gpus(n);
@@ -154,8 +159,18 @@ impl Runtime {
         }
         Ok(Runtime {
             driver,
+            blas: None,
             devices,
             fake,
+        })
+    }
+
+    /// cuBLAS, or the error naming what is missing.
+    pub fn blas(&self) -> Result<&Blas> {
+        self.blas.as_ref().ok_or_else(|| {
+            Error::Runtime(
+                "cuBLAS was not found: pip install nvidia-cublas (or rsmx[cuda13])".into(),
+            )
         })
     }
 
@@ -235,8 +250,7 @@ impl Device {
 
     /// The kernel `name` of module `module`, loading the module on first use.
     pub fn function(&self, driver: &Driver, module: &str, name: &str) -> Result<Handle> {
-        let key = format!("{module}/{name}");
-        if let Some(f) = self.functions.read().get(&key) {
+        if let Some(f) = self.functions.read().get(module).and_then(|m| m.get(name)) {
             return Ok(*f);
         }
         let m = self.module(driver, module)?;
@@ -249,7 +263,11 @@ impl Device {
                 self.ordinal
             ))
         })?;
-        self.functions.write().insert(key, f);
+        self.functions
+            .write()
+            .entry(module.to_string())
+            .or_default()
+            .insert(name.to_string(), f);
         Ok(f)
     }
 

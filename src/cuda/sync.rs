@@ -88,6 +88,14 @@ pub fn host_wait(var: &Var, for_write: bool) -> Result<()> {
     Ok(())
 }
 
+/// Gives a new variable the fence of the memory it guards: its first write waits for
+/// those earlier users as it would for readers.
+pub fn adopt_fence(var: &Var, fence: Vec<Event>) {
+    if !fence.is_empty() {
+        var.gpu_sync_or_init().lock().readers.extend(fence);
+    }
+}
+
 /// The events after which memory guarded by `var` is free of GPU work.
 pub fn fence_of(var: &Var) -> Vec<Event> {
     var.gpu_sync()

@@ -15,9 +15,10 @@ pub struct Chunk {
 impl Chunk {
     /// A chunk of `bytes` bytes on `ctx`, taken from the device's pool.
     pub fn alloc(ctx: Context, bytes: usize) -> Result<Chunk> {
+        let var = engine::get().new_variable();
         Ok(Chunk {
-            block: Some(storage::alloc(ctx, bytes)?),
-            var: engine::get().new_variable(),
+            block: Some(storage::alloc_for(ctx, bytes, &var)?),
+            var,
             ctx,
         })
     }

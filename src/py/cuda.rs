@@ -2,7 +2,7 @@
 //! points (or asks for the fake driver) and the kernel images, once, and reads counters.
 
 use super::errors::{guard, IntoPy};
-use crate::cuda::{driver, fake, runtime};
+use crate::cuda::{blas, driver, fake, runtime};
 use crate::error::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -20,21 +20,36 @@ pub fn cuda_driver_symbols() -> Vec<&'static str> {
 /// Starts the GPU backend on the real driver: `symbols` maps each name of
 /// `cuda_driver_symbols()` to its address; `images[i]` holds device i's modules.
 /// Returns the number of GPUs.
+/// `blas_symbols`, when cuBLAS was found, maps each name of `cuda_blas_symbols()` to its
+/// address.
 #[pyfunction]
+#[pyo3(signature = (symbols, images, blas_symbols=None))]
 pub fn cuda_init(
     py: Python<'_>,
     symbols: HashMap<String, usize>,
     images: Images,
+    blas_symbols: Option<HashMap<String, usize>>,
 ) -> PyResult<usize> {
     guard("cuda_init", || {
         py.detach(|| {
             // SAFETY: `rsmx.cuda` resolved every address with cuGetProcAddress for the
             // CUDA 12.0 ABI the table declares.
             let table = unsafe { driver::Driver::from_symbols(&symbols) }?;
-            runtime::install(Box::leak(Box::new(table)), images, false)
+            // SAFETY: the addresses are cuBLAS's functions of those names, from the
+            // library `rsmx.cuda` loaded.
+            let blas = blas_symbols
+                .map(|s| unsafe { blas::Blas::from_symbols(&s) })
+                .transpose()?;
+            runtime::install(Box::leak(Box::new(table)), blas, images, false)
         })
         .py()
     })
+}
+
+/// The cuBLAS functions the core calls.
+#[pyfunction]
+pub fn cuda_blas_symbols() -> Vec<&'static str> {
+    blas::SYMBOLS.to_vec()
 }
 
 /// Starts the GPU backend on the fake driver: one fake device per entry of `images`,
@@ -48,7 +63,8 @@ pub fn cuda_init_fake(py: Python<'_>, images: Images) -> PyResult<usize> {
                     "a fake GPU backend needs at least one device".into(),
                 ));
             }
-            runtime::install(Box::leak(Box::new(fake::driver())), images, true)
+            let blas = Some(fake::blas::blas());
+            runtime::install(Box::leak(Box::new(fake::driver())), blas, images, true)
         })
         .py()
     })
@@ -81,6 +97,7 @@ pub fn _cuda_fake_fail_next_alloc() -> PyResult<()> {
 pub fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_driver_symbols, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_init, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_blas_symbols, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_init_fake, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_stats, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_fake_fail_next_alloc, m)?)?;

@@ -1,51 +1,26 @@
-//! GPU blocks freed while the device may still use them: each waits for the events of
-//! its last users before it goes back to its pool, so that no later op can reuse memory
-//! an earlier kernel still reads or writes.
+//! The fences of GPU blocks back in their pool: the events of the last users of a freed
+//! block, which its next user's stream waits for on the device before touching it. A
+//! block is reusable at once; ordering is carried by events, never by a host wait.
 
-use super::Block;
 use crate::cuda::runtime::Event;
 use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::LazyLock;
 
-static PENDING: Mutex<Vec<(Block, Vec<Event>)>> = Mutex::new(Vec::new());
+static FENCES: LazyLock<Mutex<HashMap<usize, Vec<Event>>>> = LazyLock::new(Mutex::default);
 
-/// Holds `block` until `fence` has passed (at once when it has no events).
-pub fn add(block: Block, fence: Vec<Event>) {
-    if fence.is_empty() {
-        drop(block);
-    } else {
-        PENDING.lock().push((block, fence));
+/// Records that the block at `ptr` is in use by the GPU work before `fence`.
+pub fn set(ptr: *mut u8, fence: Vec<Event>) {
+    if !fence.is_empty() {
+        FENCES.lock().insert(ptr as usize, fence);
     }
 }
 
-/// Returns the blocks whose fences have passed; with `wait`, waits for every fence
-/// first. True if any block went back.
-pub fn reclaim(wait: bool) -> bool {
-    let mut done = Vec::new();
-    {
-        let mut pending = PENDING.lock();
-        if pending.is_empty() {
-            return false;
-        }
-        let mut i = 0;
-        while i < pending.len() {
-            let passed = pending[i].1.iter().all(|e| {
-                if wait {
-                    // Waited for, or failed: either way no work will touch it again.
-                    let _ = e.synchronize();
-                    true
-                } else {
-                    // A failed device gives its memory back too: nothing will run there.
-                    e.is_done().unwrap_or(true)
-                }
-            });
-            if passed {
-                done.push(pending.swap_remove(i));
-            } else {
-                i += 1;
-            }
-        }
+/// The fence of the block at `ptr` (empty for none), now its new owner's to honour.
+pub fn take(ptr: *mut u8) -> Vec<Event> {
+    let mut fences = FENCES.lock();
+    if fences.is_empty() {
+        return Vec::new();
     }
-    let any = !done.is_empty();
-    drop(done);
-    any
+    fences.remove(&(ptr as usize)).unwrap_or_default()
 }

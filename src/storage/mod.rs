@@ -155,26 +155,45 @@ pub fn pool(ctx: Context) -> Result<&'static dyn Pool> {
     Ok(p)
 }
 
-/// Allocates `size` bytes on `ctx`. On a GPU, blocks whose fences have passed go back to
-/// the pool first, and when memory runs out, every fenced block is waited for and
-/// returned before one more try.
+/// Allocates `size` bytes on `ctx`, ready for host code: on a GPU, the host waits for
+/// the block's earlier users.
 pub fn alloc(ctx: Context, size: usize) -> Result<Block> {
-    let pool = pool(ctx)?;
-    if ctx.is_cpu() {
-        return pool.alloc(size);
-    }
-    fenced::reclaim(false);
-    match pool.alloc(size) {
-        Err(e) if e.kind() == crate::error::ErrorKind::OutOfMemory && fenced::reclaim(true) => {
-            pool.alloc(size)
+    let block = pool(ctx)?.alloc(size)?;
+    if !ctx.is_cpu() {
+        for e in fenced::take(block.ptr()) {
+            e.synchronize()?;
         }
-        r => r,
     }
+    Ok(block)
 }
 
-/// Gives `block` back to its pool once every event of `fence` has passed.
+/// Allocates `size` bytes on `ctx` for an array whose accesses `var` orders: on a GPU,
+/// the events of the block's earlier users become the variable's, so the first GPU op
+/// writing it waits for them on the device.
+pub fn alloc_for(ctx: Context, size: usize, var: &crate::engine::Var) -> Result<Block> {
+    let block = pool(ctx)?.alloc(size)?;
+    if !ctx.is_cpu() {
+        crate::cuda::sync::adopt_fence(var, fenced::take(block.ptr()));
+    }
+    Ok(block)
+}
+
+/// Allocates `size` bytes on GPU `ctx` with the events of the block's earlier users,
+/// which the new user's stream must wait for before touching it.
+pub fn alloc_fenced(
+    ctx: Context,
+    size: usize,
+) -> Result<(Block, Vec<crate::cuda::runtime::Event>)> {
+    let block = pool(ctx)?.alloc(size)?;
+    let fence = fenced::take(block.ptr());
+    Ok((block, fence))
+}
+
+/// Returns `block` to its pool, reusable at once by a user that first waits for every
+/// event of `fence` (the GPU work still using it).
 pub fn free_after(block: Block, fence: Vec<crate::cuda::runtime::Event>) {
-    fenced::add(block, fence);
+    fenced::set(block.ptr(), fence);
+    drop(block);
 }
 
 /// Counters of the pool of `ctx`.

@@ -50,6 +50,22 @@ def resolve_driver_symbols(driver_mod) -> dict[str, int]:
     return out
 
 
+def resolve_blas_symbols() -> dict[str, int] | None:
+    """The address of every cuBLAS function the core calls, from the library
+    cuda-pathfinder loads; ``None`` when cuBLAS is not installed (products on the GPU
+    then raise an error saying so)."""
+    import ctypes
+
+    try:
+        from cuda import pathfinder
+
+        lib = ctypes.CDLL(pathfinder.load_nvidia_dynamic_lib("cublas").abs_path)
+        return {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+                for name in _core.cuda_blas_symbols()}
+    except Exception:
+        return None
+
+
 def _images_for(report) -> list[dict[str, bytes]]:
     from .build import compile_all
 
@@ -76,7 +92,7 @@ def start_real() -> tuple[int, str]:
     from cuda.bindings import driver
 
     symbols = resolve_driver_symbols(driver)
-    return _core.cuda_init(symbols, _images_for(report)), ""
+    return _core.cuda_init(symbols, _images_for(report), resolve_blas_symbols()), ""
 
 
 _started = False

@@ -4,6 +4,8 @@
 mod elemwise;
 mod init;
 pub mod launch;
+mod linalg;
+mod temp;
 
 use crate::context::DeviceType;
 use crate::error::{Error, Result};
@@ -12,6 +14,8 @@ use crate::kernels::Kernels;
 use crate::op::elemwise::binary::{Binary, Scalar};
 use crate::op::elemwise::unary::Unary;
 use crate::op::init::Init;
+use crate::op::linalg::{BatchDot, Dot};
+use crate::op::nn::dense::{Fc, FcBackward};
 use crate::op::{OpContext, Operator};
 
 /// An operator's GPU kernel.
@@ -38,4 +42,8 @@ pub fn register_kernels(k: &mut Kernels) {
     add::<Binary>(k);
     add::<Scalar>(k);
     add::<Init>(k);
+    add::<Dot>(k);
+    add::<BatchDot>(k);
+    add::<Fc>(k);
+    add::<FcBackward>(k);
 }
