@@ -138,6 +138,16 @@ pub const SYMBOLS: &[&str] = &[
     "cublasGemmStridedBatchedEx",
 ];
 
+/// The function at `addr`, typed as `F` (a function pointer).
+///
+/// # Safety
+/// `addr` must be a function with `F`'s signature.
+unsafe fn fn_at<F: Copy>(addr: usize) -> F {
+    assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<usize>());
+    // SAFETY: same size (checked); the caller vouches for the signature.
+    unsafe { std::mem::transmute_copy(&addr) }
+}
+
 impl Blas {
     /// The table from the address of every symbol in [`SYMBOLS`].
     ///
@@ -159,15 +169,15 @@ impl Blas {
         // SAFETY: the caller vouches for each address and its signature; none is 0.
         unsafe {
             Ok(Blas {
-                create: std::mem::transmute::<usize, _>(at("cublasCreate_v2")),
-                set_stream: std::mem::transmute::<usize, _>(at("cublasSetStream_v2")),
-                set_math_mode: std::mem::transmute::<usize, _>(at("cublasSetMathMode")),
-                sgemm: std::mem::transmute::<usize, _>(at("cublasSgemm_v2")),
-                dgemm: std::mem::transmute::<usize, _>(at("cublasDgemm_v2")),
-                gemm_ex: std::mem::transmute::<usize, _>(at("cublasGemmEx")),
-                sgemm_batched: std::mem::transmute::<usize, _>(at("cublasSgemmStridedBatched")),
-                dgemm_batched: std::mem::transmute::<usize, _>(at("cublasDgemmStridedBatched")),
-                gemm_batched_ex: std::mem::transmute::<usize, _>(at("cublasGemmStridedBatchedEx")),
+                create: fn_at(at("cublasCreate_v2")),
+                set_stream: fn_at(at("cublasSetStream_v2")),
+                set_math_mode: fn_at(at("cublasSetMathMode")),
+                sgemm: fn_at(at("cublasSgemm_v2")),
+                dgemm: fn_at(at("cublasDgemm_v2")),
+                gemm_ex: fn_at(at("cublasGemmEx")),
+                sgemm_batched: fn_at(at("cublasSgemmStridedBatched")),
+                dgemm_batched: fn_at(at("cublasDgemmStridedBatched")),
+                gemm_batched_ex: fn_at(at("cublasGemmStridedBatchedEx")),
             })
         }
     }
