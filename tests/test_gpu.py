@@ -281,3 +281,17 @@ def test_fully_connected_forward_and_backward_match_the_cpu(no_bias):
     assert cpu_grads.keys() == gpu_grads.keys()
     for k in cpu_grads:
         np.testing.assert_allclose(gpu_grads[k], cpu_grads[k], rtol=1e-5, atol=1e-5, err_msg=k)
+
+
+def test_random_draws_on_the_gpu_follow_the_seed():
+    mx.random.seed(42)
+    a = mx.nd.random.uniform(-1, 1, shape=(10000,), ctx=mx.gpu(0)).asnumpy()
+    mx.random.seed(42)
+    b = mx.nd.random.uniform(-1, 1, shape=(10000,), ctx=mx.gpu(0)).asnumpy()
+    np.testing.assert_array_equal(a, b)
+    assert a.min() >= -1 and a.max() <= 1 and abs(a.mean()) < 0.05
+    n = mx.nd.random.normal(2, 3, shape=(20000,), ctx=mx.gpu(0), dtype="float64").asnumpy()
+    assert abs(n.mean() - 2) < 0.1 and abs(n.std() - 3) < 0.1
+    w = mx.nd.zeros((64, 32), ctx=mx.gpu(0))
+    mx.init.Xavier()(mx.init.InitDesc("fc_weight"), w)
+    assert np.abs(w.asnumpy()).max() > 0

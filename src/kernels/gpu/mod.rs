@@ -5,6 +5,7 @@ mod elemwise;
 mod init;
 pub mod launch;
 mod linalg;
+mod random;
 mod temp;
 
 use crate::context::DeviceType;
@@ -16,6 +17,7 @@ use crate::op::elemwise::unary::Unary;
 use crate::op::init::Init;
 use crate::op::linalg::{BatchDot, Dot};
 use crate::op::nn::dense::{Fc, FcBackward};
+use crate::op::random::Random;
 use crate::op::{OpContext, Operator};
 
 /// An operator's GPU kernel.
@@ -46,4 +48,5 @@ pub fn register_kernels(k: &mut Kernels) {
     add::<BatchDot>(k);
     add::<Fc>(k);
     add::<FcBackward>(k);
+    add::<Random>(k);
 }
