@@ -9,6 +9,7 @@ pub const MODULES: &[(&str, &str)] = &[
     ("init", include_str!("../kernels/cuda/init.cu")),
     ("elemwise", include_str!("../kernels/cuda/elemwise.cu")),
     ("optim", include_str!("../kernels/cuda/optim.cu")),
+    ("nn", include_str!("../kernels/cuda/nn.cu")),
 ];
 
 /// The source of module `name`.

@@ -4,6 +4,7 @@
 mod elemwise;
 mod init;
 pub mod launch;
+mod nn;
 mod optim;
 
 use crate::context::DeviceType;
@@ -40,4 +41,10 @@ pub fn register_kernels(k: &mut Kernels) {
     add::<Scalar>(k);
     add::<Init>(k);
     add::<crate::op::optim::UpdateOp>(k);
+    add::<crate::op::nn::activation::Activation>(k);
+    add::<crate::op::nn::activation::ActivationBackward>(k);
+    add::<crate::op::nn::leaky_relu::LeakyRelu>(k);
+    add::<crate::op::nn::leaky_relu::LeakyReluBackward>(k);
+    add::<crate::op::nn::dropout::Dropout>(k);
+    add::<crate::op::nn::dropout::DropoutBackward>(k);
 }
