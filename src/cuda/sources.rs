@@ -10,6 +10,7 @@ pub const MODULES: &[(&str, &str)] = &[
     ("elemwise", include_str!("../kernels/cuda/elemwise.cu")),
     ("optim", include_str!("../kernels/cuda/optim.cu")),
     ("nn", include_str!("../kernels/cuda/nn.cu")),
+    ("grad", include_str!("../kernels/cuda/grad.cu")),
 ];
 
 /// The source of module `name`.

@@ -2,6 +2,7 @@
 //! stream; registered beside the CPU kernels under `DeviceType::Gpu`.
 
 mod elemwise;
+mod grad;
 mod init;
 pub mod launch;
 mod nn;
@@ -47,4 +48,9 @@ pub fn register_kernels(k: &mut Kernels) {
     add::<crate::op::nn::leaky_relu::LeakyReluBackward>(k);
     add::<crate::op::nn::dropout::Dropout>(k);
     add::<crate::op::nn::dropout::DropoutBackward>(k);
+    add::<crate::op::elemwise::add_n::AddN>(k);
+    add::<crate::op::elemwise::add_n::AddNBackward>(k);
+    add::<crate::op::grad::elemwise::UnaryBackward>(k);
+    add::<crate::op::grad::elemwise::ScalarBackward>(k);
+    add::<crate::op::grad::binary::BinaryBackward>(k);
 }
