@@ -9,6 +9,9 @@ pub const MODULES: &[(&str, &str)] = &[
     ("init", include_str!("../kernels/cuda/init.cu")),
     ("elemwise", include_str!("../kernels/cuda/elemwise.cu")),
     ("random", include_str!("../kernels/cuda/random.cu")),
+    ("optim", include_str!("../kernels/cuda/optim.cu")),
+    ("nn", include_str!("../kernels/cuda/nn.cu")),
+    ("grad", include_str!("../kernels/cuda/grad.cu")),
 ];
 
 /// The source of module `name`.

@@ -2,9 +2,12 @@
 //! stream; registered beside the CPU kernels under `DeviceType::Gpu`.
 
 mod elemwise;
+mod grad;
 mod init;
 pub mod launch;
 mod linalg;
+mod nn;
+mod optim;
 mod random;
 mod temp;
 
@@ -49,4 +52,16 @@ pub fn register_kernels(k: &mut Kernels) {
     add::<Fc>(k);
     add::<FcBackward>(k);
     add::<Random>(k);
+    add::<crate::op::optim::UpdateOp>(k);
+    add::<crate::op::nn::activation::Activation>(k);
+    add::<crate::op::nn::activation::ActivationBackward>(k);
+    add::<crate::op::nn::leaky_relu::LeakyRelu>(k);
+    add::<crate::op::nn::leaky_relu::LeakyReluBackward>(k);
+    add::<crate::op::nn::dropout::Dropout>(k);
+    add::<crate::op::nn::dropout::DropoutBackward>(k);
+    add::<crate::op::elemwise::add_n::AddN>(k);
+    add::<crate::op::elemwise::add_n::AddNBackward>(k);
+    add::<crate::op::grad::elemwise::UnaryBackward>(k);
+    add::<crate::op::grad::elemwise::ScalarBackward>(k);
+    add::<crate::op::grad::binary::BinaryBackward>(k);
 }
