@@ -13,8 +13,8 @@ type Images = Vec<HashMap<String, Vec<u8>>>;
 
 /// The driver functions the core calls, by the names `cuGetProcAddress` resolves.
 #[pyfunction]
-pub fn cuda_driver_symbols() -> Vec<&'static str> {
-    driver::SYMBOLS.to_vec()
+pub fn cuda_driver_symbols() -> PyResult<Vec<&'static str>> {
+    guard("cuda_driver_symbols", || Ok(driver::SYMBOLS.to_vec()))
 }
 
 /// Starts the GPU backend on the real driver: `symbols` maps each name of
@@ -48,8 +48,8 @@ pub fn cuda_init(
 
 /// The cuBLAS functions the core calls.
 #[pyfunction]
-pub fn cuda_blas_symbols() -> Vec<&'static str> {
-    blas::SYMBOLS.to_vec()
+pub fn cuda_blas_symbols() -> PyResult<Vec<&'static str>> {
+    guard("cuda_blas_symbols", || Ok(blas::SYMBOLS.to_vec()))
 }
 
 /// Starts the GPU backend on the fake driver: one fake device per entry of `images`,
