@@ -295,3 +295,17 @@ def test_random_draws_on_the_gpu_follow_the_seed():
     w = mx.nd.zeros((64, 32), ctx=mx.gpu(0))
     mx.init.Xavier()(mx.init.InitDesc("fc_weight"), w)
     assert np.abs(w.asnumpy()).max() > 0
+
+
+def test_a_failed_launch_is_an_error_at_the_next_wait_naming_the_operator():
+    if not stats()["fake"]:
+        pytest.skip("launch failures are injected through the fake driver")
+    from rsmx import _core
+
+    x = mx.nd.ones((8,), ctx=mx.gpu(0))
+    mx.nd.waitall()
+    _core._cuda_fake_fail_next_launch()
+    y = mx.nd.exp(x)
+    with pytest.raises(MXNetError, match=r"exp.*CUDA_ERROR_LAUNCH_FAILED"):
+        y.asnumpy()
+    np.testing.assert_allclose(mx.nd.exp(x).asnumpy(), np.full(8, np.e, np.float32), rtol=1e-6)

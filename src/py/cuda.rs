@@ -94,6 +94,15 @@ pub fn _cuda_fake_fail_next_alloc() -> PyResult<()> {
     })
 }
 
+/// Fault injection for tests on the fake driver: the next kernel launch fails.
+#[pyfunction]
+pub fn _cuda_fake_fail_next_launch() -> PyResult<()> {
+    guard("_cuda_fake_fail_next_launch", || {
+        fake::fail_next_launch();
+        Ok(())
+    })
+}
+
 pub fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_driver_symbols, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_init, m)?)?;
@@ -101,5 +110,6 @@ pub fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_init_fake, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_stats, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_fake_fail_next_alloc, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_fake_fail_next_launch, m)?)?;
     Ok(())
 }
