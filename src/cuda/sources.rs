@@ -8,6 +8,7 @@ pub const COMMON_HEADER: (&str, &str) = ("common.cuh", include_str!("../kernels/
 pub const MODULES: &[(&str, &str)] = &[
     ("init", include_str!("../kernels/cuda/init.cu")),
     ("elemwise", include_str!("../kernels/cuda/elemwise.cu")),
+    ("reduce", include_str!("../kernels/cuda/reduce.cu")),
 ];
 
 /// The source of module `name`.
