@@ -4,6 +4,7 @@
 mod elemwise;
 mod init;
 pub mod launch;
+mod reduce;
 
 use crate::context::DeviceType;
 use crate::error::{Error, Result};
@@ -38,4 +39,5 @@ pub fn register_kernels(k: &mut Kernels) {
     add::<Binary>(k);
     add::<Scalar>(k);
     add::<Init>(k);
+    reduce::register_kernels(k);
 }
