@@ -1,6 +1,7 @@
-"""The reduction kernels (``reduce.cu``) run on the host: every kernel and dtype against
-numpy in float64 (or exact integer arithmetic) on fresh inputs of awkward sizes, with
-poisoned outputs, and the same bits whatever order a block's threads run in."""
+"""The reduction and softmax kernels (``reduce.cu``, ``softmax.cu``) run on the host: every
+kernel and dtype against numpy in float64 (or exact integer arithmetic) on fresh inputs of
+awkward sizes, with poisoned outputs, and the same bits whatever order a block's threads
+run in."""
 
 from __future__ import annotations
 
@@ -57,6 +58,11 @@ def host_module(name: str) -> HostModule:
 @pytest.fixture(scope="module")
 def red():
     return host_module("reduce")
+
+
+@pytest.fixture(scope="module")
+def sm():
+    return host_module("softmax")
 
 
 def groups(shape, mask):
@@ -487,3 +493,231 @@ def test_scatter_adds_through_a_view_that_reads_each_element_once(red):
             results.append(o)
         assert len({v.tobytes() for v in results}) == 1
         np.testing.assert_array_equal(results[0].reshape(-1), want)
+
+
+# ---- softmax.cu ---------------------------------------------------------------------------
+
+SM_FLOATS = {"f32": (np.float32, 1e-5), "f64": (np.float64, 1e-12), "f16": (np.float16, 2e-3)}
+LEN_DTYPES = {"u8": np.uint8, "i8": np.int8, "i32": np.int32, "i64": np.int64}
+
+
+def sm_lengths(outer, n, inner, suffix, seed):
+    rng = np.random.default_rng(seed)
+    lens = rng.integers(-2, n + 3, outer * inner)
+    if suffix == "u8":
+        lens = np.abs(lens)
+    return lens.astype(LEN_DTYPES[suffix])
+
+
+def sm_reference(x3, t, log, lens):
+    """Softmax along axis 1 in float64; past a position's valid length 0."""
+    outer, n, inner = x3.shape
+    f = x3.astype(np.float64)
+    valid = np.arange(n)[None, :, None] < (
+        n if lens is None else np.clip(lens.astype(np.int64), 0, n).reshape(outer, 1, inner))
+    m = np.fmax.reduce(np.where(valid, f, -np.inf), axis=1, initial=-np.inf, keepdims=True)
+    with np.errstate(all="ignore"):
+        z = (f - m) / t
+        e = np.where(valid, np.exp(z), 0)
+        s = e.sum(1, keepdims=True)
+        y = z - np.log(s) if log else e / s
+    return np.where(valid, y, 0)
+
+
+def sm_launch(sm, kernel, out, ins, layout, cols, rest, block):
+    outer, n, inner = layout
+    results = []
+    for order in ORDERS:
+        o = out.copy()
+        sm.launch(kernel, max(1, min(-(-outer * inner // cols), 3)), block,
+                  [o, *ins, L(outer * inner), L(n), L(inner), ctypes.c_int(cols), *rest], order,
+                  seed=n)
+        results.append(o)
+    assert len({v.tobytes() for v in results}) == 1, kernel
+    return results[0]
+
+
+LAYOUTS = [(1, n, 1) for n in SIZES] + [(3, 7, 5), (4, 33, 1), (2, 40, 17), (5, 1, 3)]
+
+
+@pytest.mark.parametrize("i_sfx", SM_FLOATS)
+@pytest.mark.parametrize("o_sfx", SM_FLOATS)
+def test_softmax_forward(sm, i_sfx, o_sfx):
+    (it, itol), (ot, otol) = SM_FLOATS[i_sfx], SM_FLOATS[o_sfx]
+    rng = np.random.default_rng(7)
+    for k, layout in enumerate(LAYOUTS):
+        x = (rng.standard_normal(layout) * 3).astype(it)
+        if x.size > 40:
+            x.reshape(-1)[::37] = -np.inf
+        log, t = k % 2 == 1, [1.0, 0.7, 2.5][k % 3]
+        lens, len_code = None, -1
+        if k % 4 == 2:
+            len_sfx = list(LEN_DTYPES)[k % 16 // 4]
+            lens = sm_lengths(layout[0], layout[1], layout[2], len_sfx, k)
+            len_code = CODE[len_sfx]
+        block = block_for(x.size)
+        cols = tile(layout[1], layout[2] if layout[2] > 1 else None, block)
+        rest = [ctypes.c_double(t), ctypes.c_int(log),
+                ctypes.c_void_p(None if lens is None else lens.ctypes.data),
+                ctypes.c_int(len_code), ctypes.c_int(0)]
+        got = sm_launch(sm, f"softmax_{i_sfx}_{o_sfx}", poisoned(x.size, ot), [x], layout, cols,
+                        rest, block)
+        want = sm_reference(x, t, log, lens)
+        tol = max(itol if log else 0, otol, 1e-6 if "f32" in (i_sfx, o_sfx) else 0)
+        np.testing.assert_allclose(got.reshape(layout).astype(np.float64), want, rtol=tol,
+                                   atol=tol, err_msg=f"{layout} log={log} t={t}")
+
+
+def test_softmax_adds_and_runs_in_place(sm):
+    x = np.random.default_rng(8).standard_normal((2, 50, 3)).astype(np.float32)
+    want = sm_reference(x, 1.0, False, None)
+    rest = [ctypes.c_double(1.0), ctypes.c_int(0), ctypes.c_void_p(None), ctypes.c_int(-1)]
+    base = np.full(x.size, 0.25, np.float32)
+    got = sm_launch(sm, "softmax_f32_f32", base, [x], x.shape, 4, [*rest, ctypes.c_int(1)], 32)
+    np.testing.assert_allclose(got.reshape(x.shape), want + 0.25, rtol=1e-5, atol=1e-6)
+    for cols in (4, 32):
+        y = x.copy()
+        for order in ORDERS:
+            y[:] = x
+            sm.launch("softmax_f32_f32", 2, 32, [y, y, L(6), L(50), L(3), ctypes.c_int(cols),
+                                                 *rest, ctypes.c_int(0)], order, seed=3)
+            np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    h = x.astype(np.float16)
+    base = np.full(x.size, 0.1, np.float16)
+    got = sm_launch(sm, "softmax_f16_f16", base, [h], h.shape, 4, [*rest, ctypes.c_int(1)], 32)
+    y = sm_reference(h, 1.0, False, None).astype(np.float32).astype(np.float16)
+    np.testing.assert_array_equal(got, (y.reshape(-1).astype(np.float32)
+                                        + np.float32(base[0])).astype(np.float16))
+
+
+@pytest.mark.parametrize("o_sfx", SM_FLOATS)
+@pytest.mark.parametrize("d_sfx", SM_FLOATS)
+def test_softmax_backward(sm, o_sfx, d_sfx):
+    (ot, otol), (dt, dtol) = SM_FLOATS[o_sfx], SM_FLOATS[d_sfx]
+    rng = np.random.default_rng(9)
+    for k, layout in enumerate(LAYOUTS):
+        x = rng.standard_normal(layout)
+        log, t = k % 2 == 0, [1.0, 0.5, 3.0][k % 3]
+        lens, len_code = None, -1
+        if k % 4 == 1:
+            len_sfx = list(LEN_DTYPES)[k % 16 // 4]
+            lens = sm_lengths(layout[0], layout[1], layout[2], len_sfx, k)
+            len_code = CODE[len_sfx]
+        y = sm_reference(x, t, log, lens).astype(ot)
+        g = rng.uniform(-1, 1, layout).astype(ot)
+        n = layout[1]
+        valid = np.arange(n)[None, :, None] < (
+            n if lens is None else np.clip(lens.astype(np.int64), 0, n)
+            .reshape(layout[0], 1, layout[2]))
+        yf, gf = y.astype(np.float64), g.astype(np.float64)
+        if log:
+            s = np.where(valid, gf, 0).sum(1, keepdims=True)
+            want = (gf - np.exp(yf) * s) / t
+        else:
+            s = np.where(valid, gf * yf, 0).sum(1, keepdims=True)
+            want = yf * (gf - s) / t
+        want = np.where(valid, want, 0)
+        block = block_for(x.size)
+        cols = tile(n, layout[2] if layout[2] > 1 else None, block)
+        rest = [ctypes.c_double(t), ctypes.c_int(log),
+                ctypes.c_void_p(None if lens is None else lens.ctypes.data),
+                ctypes.c_int(len_code), ctypes.c_int(0)]
+        got = sm_launch(sm, f"softmax_backward_{o_sfx}_{d_sfx}", poisoned(x.size, dt), [g, y],
+                        layout, cols, rest, block)
+        tol = max(otol, dtol) * (10 if n > 1000 else 1)
+        scale = np.abs(gf).max() if gf.size else 1
+        np.testing.assert_allclose(got.reshape(layout).astype(np.float64), want, rtol=tol,
+                                   atol=tol * scale, err_msg=f"{layout} log={log}")
+
+
+class OutputSpec(ctypes.Structure):
+    _fields_ = [("n", L), ("inner", L), ("positions", L), ("ignore", L),
+                ("scale", ctypes.c_double), ("on", ctypes.c_double), ("off", ctypes.c_double),
+                ("label_dtype", ctypes.c_int), ("prob_labels", ctypes.c_int),
+                ("use_ignore", ctypes.c_int), ("smooth", ctypes.c_int), ("valid", ctypes.c_int),
+                ("has_ograd", ctypes.c_int)]
+
+
+@pytest.mark.parametrize("suffix", SM_FLOATS)
+def test_softmax_output_backward(sm, suffix):
+    dtype, tol = SM_FLOATS[suffix]
+    rng = np.random.default_rng(10)
+    cases = [  # (outer, n, inner), label dtype, prob labels, use_ignore, valid, alpha, ograd
+        ((4, 5, 1), "f32", False, False, False, 0.0, False),
+        ((6, 7, 1), "i32", False, True, True, 0.0, True),
+        ((3, 4, 5), "u8", False, True, False, 0.0, False),
+        ((2, 9, 1), "f64", False, False, True, 0.3, False),
+        ((5, 6, 1), "f32", True, False, True, 0.0, True),
+        ((1, 257, 1), "i64", False, False, False, 0.1, False),
+        ((300, 3, 1), "f16", False, True, True, 0.0, False),
+    ]
+    for (outer, n, inner), lsfx, prob, use_ignore, valid, alpha, ograd in cases:
+        total = outer * n * inner
+        y = rng.uniform(0, 1, total).astype(dtype)
+        g = rng.uniform(-1, 1, total).astype(dtype)
+        if prob:
+            labels = rng.uniform(0, 1, total).astype(DTYPES[lsfx])
+        else:
+            labels = rng.integers(-1, n + 1, outer * inner).astype(DTYPES[lsfx])
+        ignore = 1
+        count = int((labels[: outer * inner].astype(np.float64).astype(np.int64) != ignore).sum())
+        scale = 1.5 / (max(count, 1) if valid else 1)
+        off = alpha / (n - 1) if n > 1 else 0.0
+        spec = OutputSpec(n, inner, outer * inner, ignore, 1.5, 1 - alpha, off, CODE[lsfx],
+                          int(prob), int(use_ignore), int(alpha > 0), int(valid), int(ograd))
+        y3, g3 = y.reshape(outer, n, inner).astype(np.float64), g.reshape(outer, n, inner)
+        if prob:
+            target = labels.reshape(outer, n, inner).astype(np.float64)
+            skip = np.zeros((outer, 1, inner), bool)
+        else:
+            lab = labels.astype(np.float64).astype(np.int64).reshape(outer, 1, inner)
+            onehot = np.arange(n)[None, :, None] == lab
+            target = np.where(onehot, 1 - alpha, off if alpha > 0 else 0.0)
+            skip = (lab == ignore) if use_ignore else np.zeros_like(lab, bool)
+        want = (y3 - target) * scale * (g3.astype(np.float64) if ograd else 1)
+        want = np.where(skip, 0, want)
+        results = []
+        for order in ORDERS:
+            o = poisoned(total, dtype)
+            sm.launch(f"softmax_output_backward_{suffix}", 3, SMALL,
+                      [o, y, g if ograd else ctypes.c_void_p(None), labels, L(total), spec,
+                       ctypes.c_int(0)], order, seed=total)
+            results.append(o)
+        assert len({v.tobytes() for v in results}) == 1
+        np.testing.assert_allclose(results[0].reshape(outer, n, inner).astype(np.float64), want,
+                                   rtol=tol, atol=tol, err_msg=f"{(outer, n, inner)} {lsfx}")
+
+
+@pytest.mark.parametrize("suffix", SM_FLOATS)
+def test_regression_outputs(sm, suffix):
+    dtype, tol = SM_FLOATS[suffix]
+    for n in SIZES:
+        rng = np.random.default_rng(n)
+        x = rng.uniform(-5, 5, n).astype(dtype)
+        label = rng.uniform(-5, 5, n).astype(dtype)
+        if n > 3:
+            label[:3] = x[:3]  # MAE takes -1 where they are equal
+        for logistic in (0, 1):
+            want = 1 / (1 + np.exp(-x.astype(np.float64))) if logistic else x.astype(np.float64)
+            results = []
+            for order in ORDERS:
+                o = poisoned(n, dtype)
+                sm.launch(f"regression_{suffix}", 2, SMALL,
+                          [o, x, L(n), ctypes.c_int(logistic), ctypes.c_int(0)], order)
+                results.append(o)
+            assert len({v.tobytes() for v in results}) == 1
+            np.testing.assert_allclose(results[0].astype(np.float64), want, rtol=tol, atol=tol)
+        for mae in (0, 1):
+            d = x.astype(np.float64) - label.astype(np.float64)
+            want = (np.where(d > 0, 1.0, -1.0) if mae else d) * 0.25
+            base = rng.uniform(-1, 1, n).astype(dtype)
+            results = []
+            for order in ORDERS:
+                o = base.copy()
+                sm.launch(f"regression_backward_{suffix}", 2, SMALL,
+                          [o, x, label, L(n), ctypes.c_int(mae), ctypes.c_double(0.25),
+                           ctypes.c_int(1)], order)
+                results.append(o)
+            assert len({v.tobytes() for v in results}) == 1
+            np.testing.assert_allclose(results[0].astype(np.float64),
+                                       base.astype(np.float64) + want, rtol=tol, atol=tol)

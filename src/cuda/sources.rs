@@ -9,6 +9,7 @@ pub const MODULES: &[(&str, &str)] = &[
     ("init", include_str!("../kernels/cuda/init.cu")),
     ("elemwise", include_str!("../kernels/cuda/elemwise.cu")),
     ("reduce", include_str!("../kernels/cuda/reduce.cu")),
+    ("softmax", include_str!("../kernels/cuda/softmax.cu")),
 ];
 
 /// The source of module `name`.
