@@ -5,6 +5,7 @@ mod elemwise;
 mod init;
 pub mod launch;
 mod reduce;
+mod softmax;
 
 use crate::context::DeviceType;
 use crate::error::{Error, Result};
@@ -40,4 +41,5 @@ pub fn register_kernels(k: &mut Kernels) {
     add::<Scalar>(k);
     add::<Init>(k);
     reduce::register_kernels(k);
+    softmax::register_kernels(k);
 }
