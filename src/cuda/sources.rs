@@ -12,6 +12,8 @@ pub const MODULES: &[(&str, &str)] = &[
     ("optim", include_str!("../kernels/cuda/optim.cu")),
     ("nn", include_str!("../kernels/cuda/nn.cu")),
     ("grad", include_str!("../kernels/cuda/grad.cu")),
+    ("reduce", include_str!("../kernels/cuda/reduce.cu")),
+    ("softmax", include_str!("../kernels/cuda/softmax.cu")),
 ];
 
 /// The source of module `name`.

@@ -104,3 +104,17 @@ template <> struct rsmx_num<rsmx_half> {
   X(kernel, float, f32)             \
   X(kernel, double, f64)            \
   X(kernel, rsmx_half, f16)
+
+// `v` rounded to float16 once (to nearest even), as a direct conversion from double
+// rounds: first to float rounding to odd, which keeps enough bits for the second rounding
+// to give the same result.
+__device__ __forceinline__ rsmx_half rsmx_double_to_half(double v) {
+  float f = (float)v;
+  double back = (double)f;
+  if (back != v && v == v) {
+    int bits = __float_as_int(f);
+    if (v > 0 ? back > v : back < v) bits -= 1;  // one step toward zero: the truncation
+    f = __int_as_float(bits | 1);
+  }
+  return rsmx_float_to_half(f);
+}

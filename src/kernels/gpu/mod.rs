@@ -9,6 +9,8 @@ mod linalg;
 mod nn;
 mod optim;
 mod random;
+mod reduce;
+mod softmax;
 mod temp;
 
 use crate::context::DeviceType;
@@ -64,4 +66,6 @@ pub fn register_kernels(k: &mut Kernels) {
     add::<crate::op::grad::elemwise::UnaryBackward>(k);
     add::<crate::op::grad::elemwise::ScalarBackward>(k);
     add::<crate::op::grad::binary::BinaryBackward>(k);
+    reduce::register_kernels(k);
+    softmax::register_kernels(k);
 }
