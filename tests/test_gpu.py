@@ -309,3 +309,29 @@ def test_a_failed_launch_is_an_error_at_the_next_wait_naming_the_operator():
     with pytest.raises(MXNetError, match=r"exp.*CUDA_ERROR_LAUNCH_FAILED"):
         y.asnumpy()
     np.testing.assert_allclose(mx.nd.exp(x).asnumpy(), np.full(8, np.e, np.float32), rtol=1e-6)
+
+
+@pytest.mark.parametrize("n_gpus", [1, 2])
+def test_module_fit_of_the_mlp_on_gpus(n_gpus):
+    if len(gpus()) < n_gpus:
+        pytest.skip(f"needs {n_gpus} GPUs")
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    order = np.random.RandomState(0).permutation(len(digits.data))
+    x = (digits.data / 16).astype(np.float32)[order]
+    y = digits.target.astype(np.float32)[order]
+    mx.random.seed(1)
+    np.random.seed(1)
+    net = mx.sym.Variable("data")
+    net = mx.sym.Activation(mx.sym.FullyConnected(net, num_hidden=128, name="fc1"), act_type="relu")
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, num_hidden=10, name="fc2"), name="softmax")
+    train = mx.io.NDArrayIter(x[:1437], y[:1437], batch_size=32, shuffle=True)
+    val = mx.io.NDArrayIter(x[1437:], y[1437:], batch_size=32)
+    mod = mx.mod.Module(net, context=gpus()[:n_gpus])
+    mod.fit(train, num_epoch=15, optimizer="sgd", kvstore="device",
+            initializer=mx.init.Xavier(magnitude=2.0),
+            optimizer_params={"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4})
+    acc = dict(mod.score(val, "acc"))["accuracy"]
+    assert acc >= 0.95, acc
+    assert mod.get_params()[0]["fc1_weight"].context == mx.cpu()

@@ -4,7 +4,7 @@
 use super::Comm;
 use crate::context::Context;
 use crate::engine::{self, FnProperty, PushSpec, Var};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::kernels::{call_kernel, kernel_for};
 use crate::ndarray::copy::copy_prioritized;
 use crate::ndarray::{NDArray, TBlob};
@@ -12,7 +12,7 @@ use crate::op::{self, Attrs, OpContext, OpRef, OpReq};
 use smallvec::SmallVec;
 
 /// Keeps every key on `cpu(0)` and sums there (`local`, `local_allreduce_cpu`,
-/// `local_update_cpu`). Arrays outside host memory are refused.
+/// `local_update_cpu`), copying values from other devices next to it first.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CommCpu;
 
@@ -26,18 +26,24 @@ impl Comm for CommCpu {
     }
 
     fn reduce(&self, values: &[NDArray], target: &NDArray, priority: i32) -> Result<()> {
-        if values.iter().any(|v| !v.context().is_cpu()) || !target.context().is_cpu() {
-            return Err(Error::NotImplemented(
-                "KVStore: reduction of arrays outside host memory is not available in this build"
-                    .to_string(),
-            ));
-        }
         if let [only] = values {
             if only.same_chunk(target) && only.offset() == target.offset() {
                 return Ok(());
             }
         }
         let ctx = target.context();
+        // Values on other devices are first copied next to the target.
+        let values = values
+            .iter()
+            .map(|v| {
+                if v.context() == ctx {
+                    return Ok(v.clone());
+                }
+                let near = NDArray::empty(v.shape(), v.dtype(), ctx)?;
+                copy_prioritized(v, &near, priority)?;
+                Ok(near)
+            })
+            .collect::<Result<Vec<_>>>()?;
         let sum = add_n(values.len())?;
         let kernel = kernel_for(sum.as_ref(), ctx)?;
         let ins: SmallVec<[TBlob; 8]> = values.iter().map(|v| v.blob()).collect();
@@ -48,9 +54,15 @@ impl Comm for CommCpu {
             [OpReq::Write]
         };
         let reads: SmallVec<[Var; 8]> = values.iter().map(|v| v.var().clone()).collect();
+        let prop = if ctx.is_cpu() {
+            FnProperty::CpuPrioritized
+        } else {
+            FnProperty::Normal
+        };
         engine::get().push_sync(
-            Box::new(move |_| {
+            Box::new(move |rctx| {
                 let mut octx = OpContext::new(ctx, false);
+                octx.stream = rctx.stream;
                 call_kernel(kernel, sum.as_ref(), &mut octx, &ins, &out, &req)
             }),
             PushSpec::new(
@@ -59,7 +71,7 @@ impl Comm for CommCpu {
                 &reads,
                 std::slice::from_ref(target.var()),
             )
-            .prop(FnProperty::CpuPrioritized)
+            .prop(prop)
             .priority(priority),
         );
         Ok(())
@@ -69,12 +81,6 @@ impl Comm for CommCpu {
         for out in outs {
             if out.same_chunk(src) && out.offset() == src.offset() {
                 continue;
-            }
-            if !out.context().is_cpu() || !src.context().is_cpu() {
-                return Err(Error::NotImplemented(
-                    "KVStore: pulls into arrays outside host memory are not available in this build"
-                        .to_string(),
-                ));
             }
             copy_prioritized(src, out, priority)?;
         }

@@ -9,11 +9,11 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 
 /// Keeps a key where it was initialised until its first push, then on the least loaded
-/// of the devices pushing to it (`device`, `local_allreduce_device`). The sums and copies
-/// themselves are the host's until device kernels exist.
+/// of the devices pushing to it (`device`, `local_allreduce_device`), and sums there with
+/// that device's kernels.
 #[derive(Default)]
 pub struct CommDevice {
-    /// Reduces and copies arrays in host memory.
+    /// Reduces on the target's device and copies, as the CPU store does.
     host: CommCpu,
     /// Bytes each device sums.
     load: Mutex<HashMap<Context, usize>>,
