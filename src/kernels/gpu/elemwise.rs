@@ -23,8 +23,9 @@ struct BroadcastShape {
     rhs_stride: [i64; MAX_DIM],
 }
 
-/// The kernel's code of a unary kind (`enum rsmx_unary`), with its two parameters.
-fn unary_code(kind: UnaryKind) -> (i32, f64, f64) {
+/// The kernel's code of a unary kind (`enum rsmx_unary`, and `enum rsmx_unary_grad` of
+/// the gradients, in the same order), with its two parameters.
+pub(super) fn unary_code(kind: UnaryKind) -> (i32, f64, f64) {
     use UnaryKind as U;
     let code = match kind {
         U::Copy => 0,
@@ -72,8 +73,9 @@ fn unary_code(kind: UnaryKind) -> (i32, f64, f64) {
     (code, 0.0, 0.0)
 }
 
-/// The kernel's code of a binary kind (`enum rsmx_binary`, in `BinaryKind` order).
-fn binary_code(kind: BinaryKind) -> i32 {
+/// The kernel's code of a binary kind (`enum rsmx_binary`, and `enum rsmx_binary_grad`
+/// of the gradients, in `BinaryKind` order).
+pub(super) fn binary_code(kind: BinaryKind) -> i32 {
     kind as i32
 }
 

@@ -2,13 +2,12 @@
 //! and `_backward_add_n`, the backward of the unary operators, of the operators with a
 //! scalar operand and of the binary operators (same-shape and broadcasting).
 
+use super::elemwise::{binary_code, unary_code};
 use super::launch::{float_suffix, launch_n, suffix, Args, BLOCK};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::Blobs;
 use crate::ndarray::TBlob;
 use crate::op::elemwise::add_n::{AddN, AddNBackward};
-use crate::op::elemwise::binary::BinaryKind;
-use crate::op::elemwise::unary::UnaryKind;
 use crate::op::grad::binary::BinaryBackward;
 use crate::op::grad::elemwise::{ScalarBackward, UnaryBackward};
 use crate::op::{OpContext, OpReq};
@@ -89,60 +88,6 @@ impl super::GpuKernel for AddNBackward {
         }
         Ok(())
     }
-}
-
-/// The kernel's code of a unary kind (`enum rsmx_unary_grad`), with clip's bounds.
-fn unary_code(kind: UnaryKind) -> (i32, f64, f64) {
-    use UnaryKind as U;
-    let code = match kind {
-        U::Copy => 0,
-        U::Negative => 1,
-        U::Abs => 2,
-        U::Sign => 3,
-        U::Sqrt => 4,
-        U::Rsqrt => 5,
-        U::Cbrt => 6,
-        U::Rcbrt => 7,
-        U::Square => 8,
-        U::Reciprocal => 9,
-        U::Exp => 10,
-        U::Expm1 => 11,
-        U::Log => 12,
-        U::Log1p => 13,
-        U::Log2 => 14,
-        U::Log10 => 15,
-        U::Sin => 16,
-        U::Cos => 17,
-        U::Tan => 18,
-        U::Arcsin => 19,
-        U::Arccos => 20,
-        U::Arctan => 21,
-        U::Sinh => 22,
-        U::Cosh => 23,
-        U::Tanh => 24,
-        U::Arcsinh => 25,
-        U::Arccosh => 26,
-        U::Arctanh => 27,
-        U::Degrees => 28,
-        U::Radians => 29,
-        U::Sigmoid => 30,
-        U::Softsign => 31,
-        U::Relu => 32,
-        U::Floor => 33,
-        U::Ceil => 34,
-        U::Round => 35,
-        U::Rint => 36,
-        U::Fix => 37,
-        U::Trunc => 38,
-        U::LogicalNot => 39,
-        U::Clip(lo, hi) => return (40, lo, hi),
-    };
-    (code, 0.0, 0.0)
-}
-
-/// The kernel's code of a binary kind (`enum rsmx_binary_grad`, in `BinaryKind` order).
-fn binary_code(kind: BinaryKind) -> i32 {
-    kind as i32
 }
 
 fn floating(op: &str, out: &TBlob, inputs: &[&TBlob]) -> Result<&'static str> {
@@ -348,6 +293,8 @@ impl super::GpuKernel for BinaryBackward {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::op::elemwise::binary::BinaryKind;
+    use crate::op::elemwise::unary::UnaryKind;
 
     fn enum_names(name: &str) -> Vec<String> {
         let src = crate::cuda::sources::module(MODULE).expect("embedded");
