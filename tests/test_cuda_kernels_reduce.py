@@ -32,6 +32,12 @@ class ReduceDesc(ctypes.Structure):
                 ("red_shape", L * DIMS), ("red_stride", L * DIMS)]
 
 
+class ReducePlan(ctypes.Structure):
+    _fields_ = [("n_out", L), ("r", L), ("count", L), ("segments", L), ("cols", ctypes.c_int),
+                ("kind", ctypes.c_int), ("out_dtype", ctypes.c_int), ("add", ctypes.c_int),
+                ("partials", ctypes.c_int)]
+
+
 class BcastDesc(ctypes.Structure):
     _fields_ = [("ndim", ctypes.c_int), ("shape", L * DIMS), ("stride", L * DIMS)]
 
@@ -223,10 +229,9 @@ def run_reduce(red, kind, x, mask, cols, suffix, out_dtype=None, out=None, add=0
     for order in ORDERS:
         o = poisoned(n_out, DTYPES[out_suffix]) if out is None else out.copy()
         blocks = max(1, min(-(-n_out // cols), 3))  # fewer blocks than tiles: the tile loop turns
-        red.launch(f"reduce_{suffix}", blocks, block_for(x.size),
-                   [o, x, desc, L(n_out), L(r), ctypes.c_int(cols),
-                    ctypes.c_int(KINDS.index(kind)), ctypes.c_int(CODE[out_suffix]),
-                    ctypes.c_int(add)], order, seed=n_out + r)
+        plan = ReducePlan(n_out, r, r, 1, cols, KINDS.index(kind), CODE[out_suffix], add, 0)
+        red.launch(f"reduce_{suffix}", blocks, block_for(x.size), [o, x, desc, plan], order,
+                   seed=n_out + r)
         results.append(o)
     assert len({v.tobytes() for v in results}) == 1, (kind, suffix, x.shape, mask, cols)
     return results[0].reshape(kept)
@@ -328,6 +333,29 @@ def test_outputs_of_another_dtype_and_adding(red):
     got = run_reduce(red, "mean", h, [False, True], 4, "f16", out=base, add=1)
     mean = (h.astype(np.float32).sum(1, dtype=np.float32) / np.float32(9)).astype(np.float16)
     np.testing.assert_array_equal(got, (base.astype(np.float32) + mean).astype(np.float16))
+
+
+@pytest.mark.parametrize("suffix, kind, partial", [
+    ("f32", "sum", "f32"), ("f16", "mean", "f32"), ("f32", "norm2", "f64"), ("f64", "max", "f64"),
+    ("i32", "mean", "i32"), ("f16", "nansum", "f32"), ("u8", "prod", "u8"), ("f32", "norm1", "f32"),
+])
+def test_long_reductions_run_in_two_stages(red, suffix, kind, partial):
+    """A first launch writes each segment's unfinished result, a second combines them."""
+    x = data(suffix, (3, 40000), 41, kind)
+    n_out, r, segments = 3, 40000, 7
+    desc = reduce_desc(x.shape, [False, True])
+    results = []
+    for order in ORDERS:
+        parts = poisoned(n_out * segments, DTYPES[partial])
+        plan = ReducePlan(n_out, r, r, segments, 1, KINDS.index(kind), CODE[suffix], 0, 0)
+        red.launch(f"reduce_{suffix}", 4, BLOCK, [parts, x, desc, plan], order, seed=2)
+        o = poisoned(n_out, DTYPES[suffix])
+        plan = ReducePlan(n_out, segments, r, 1, 32, KINDS.index(kind), CODE[suffix], 0, 1)
+        red.launch(f"reduce_{partial}", 1, SMALL,
+                   [o, parts, reduce_desc((n_out, segments), [False, True]), plan], order, seed=3)
+        results.append(o)
+    assert len({v.tobytes() for v in results}) == 1
+    check(results[0], reference(kind, x, (1,), suffix), suffix, kind, x, (1,), "two stages")
 
 
 def run_arg(red, x, outer, r, inner, cols, suffix, is_max):

@@ -79,6 +79,10 @@ def test_long_and_empty_reductions(n):
     for kw in ({"axis": 1}, {"axis": (0, 2)}):
         close(mx.nd.sum(gm, **kw), mx.nd.sum(cm, **kw), "float64", scale)
         close(mx.nd.max(gm, **kw), mx.nd.max(cm, **kw), "float64")
+    # No outputs from a long reduction.
+    e = np.zeros((0, n, 2), "float32")
+    close(mx.nd.sum(mx.nd.array(e, ctx=mx.gpu(0)), axis=1), mx.nd.sum(mx.nd.array(e), axis=1),
+          "float32")
     # Many short runs: (2, 40, n) over axis 1, a column reduction.
     if n <= 257:
         w = rng.uniform(-3, 3, (2, 40, n)).astype("float32")

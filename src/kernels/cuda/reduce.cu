@@ -293,36 +293,60 @@ __device__ __forceinline__ A block_combine(A* buf, A acc, int op, int cols, int 
 
 enum rsmx_finish { RSMX_FINISH_NONE, RSMX_FINISH_MEAN, RSMX_FINISH_SQRT };
 
+// How one launch of a reduction runs. A long reduction into few outputs runs in two
+// launches: the first writes the unfinished result of each of `segments` runs of the
+// reduced elements (in the accumulator's type: float for float16, double for a float
+// 2-norm), the second combines them in order (`partials`) and finishes.
+struct rsmx_reduce_plan {
+  rsmx_i64 n_out;     // outputs
+  rsmx_i64 r;         // reduced elements of each output in this launch's input
+  rsmx_i64 count;     // the elements a mean divides by
+  rsmx_i64 segments;  // > 1: write each segment's partial result, at o * segments + s
+  int cols;           // outputs per tile
+  int kind;           // `enum rsmx_reduce_kind`
+  int out_dtype;      // `enum rsmx_dtype_code` of the output
+  int add;            // add into the output
+  int partials;       // the input holds partial results: no element map
+};
+
 // The tile loop of a reduction with accumulator A, combination `op`, element map `map`
 // and finish `fin`.
 template <typename T, typename A>
 __device__ __forceinline__ void reduce_tiles(void* out, const T* in, const rsmx_reduce_desc& d,
-                                             rsmx_i64 n_out, rsmx_i64 r, int cols, int op,
-                                             int map, int fin, int out_dtype, int add, A* buf) {
-  cols = cols < 1 ? 1 : (cols > (int)blockDim.x ? (int)blockDim.x : cols);
+                                             const rsmx_reduce_plan& p, int op, int map,
+                                             int fin, A* buf) {
+  const int cols = p.cols < 1 ? 1 : (p.cols > (int)blockDim.x ? (int)blockDim.x : p.cols);
   const int lanes = blockDim.x / cols, col = threadIdx.x % cols, lane = threadIdx.x / cols;
-  const rsmx_i64 tiles = (n_out + cols - 1) / cols;
+  const rsmx_i64 segments = p.segments > 1 ? p.segments : 1;
+  const rsmx_i64 seg_len = (p.r + segments - 1) / segments;
+  const rsmx_i64 tiles = (p.n_out + cols - 1) / cols * segments;
   for (rsmx_i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const rsmx_i64 o = tile * cols + col;
+    const rsmx_i64 otile = tile / segments, seg = tile - otile * segments;
+    const rsmx_i64 o = otile * cols + col;
+    const rsmx_i64 k1 = seg_len * (seg + 1) < p.r ? seg_len * (seg + 1) : p.r;
     A acc = rd_identity_rt<A>(op);
-    if (o < n_out && lane < lanes) {
+    if (o < p.n_out && lane < lanes) {
       const rsmx_i64 base = kept_offset(d, o);
-      for (rsmx_i64 k = lane; k < r; k += lanes) {
+      for (rsmx_i64 k = seg * seg_len + lane; k < k1; k += lanes) {
         acc = rd_combine_rt<A>(op, acc, rd_map<T, A>(in[base + red_offset(d, k)], map));
       }
     }
     acc = block_combine<A>(buf, acc, op, cols, lanes);
-    if (lane == 0 && o < n_out) {
+    if (lane == 0 && o < p.n_out) {
+      if (p.segments > 1) {
+        ((A*)out)[o * segments + seg] = acc;
+        continue;
+      }
       if (fin == RSMX_FINISH_MEAN) {
         if constexpr (rd_int<A>::is_int) {
-          acc = rd_div(acc, rd_saturate<A>((double)r));
+          acc = rd_div(acc, rd_saturate<A>((double)p.count));
         } else {
-          acc = acc / (A)r;
+          acc = acc / (A)p.count;
         }
       } else if (fin == RSMX_FINISH_SQRT) {
         acc = (A)sqrt((double)acc);
       }
-      store_acc<A>(out, out_dtype, o, acc, add);
+      store_acc<A>(out, p.out_dtype, o, acc, p.add);
     }
   }
 }
@@ -353,30 +377,31 @@ __device__ __forceinline__ void int_norm2(void* out, const T* in, const rsmx_red
   }
 }
 
-// out (=|+=) the reduction `kind` of `in` over the reduced axes of `d`, into an output of
-// dtype `out_dtype` (the input's, or `norm`'s `out_dtype`). The launcher gives integer
-// 2-norms one lane per output (`cols` = blockDim.x).
+// out (=|+=) the reduction `p.kind` of `in` over the reduced axes of `d`, into an output
+// of dtype `p.out_dtype` (the input's, or `norm`'s `out_dtype`), or one stage of it (see
+// `rsmx_reduce_plan`). The launcher gives integer 2-norms one lane per output (`cols` =
+// blockDim.x) and one stage.
 template <typename T>
-__device__ void reduce(void* out, const T* in, const rsmx_reduce_desc& d, rsmx_i64 n_out,
-                       rsmx_i64 r, int cols, int kind, int out_dtype, int add) {
+__device__ void reduce(void* out, const T* in, const rsmx_reduce_desc& d,
+                       const rsmx_reduce_plan& p) {
   typedef typename rsmx_num<T>::compute C;
   // Every launch reaches a barrier, also those with one lane per output: the host
   // emulation runs a kernel without fibers once a launch of it reached none.
   __syncthreads();
-  if (kind == RSMX_REDUCE_NORM2) {
+  if (p.kind == RSMX_REDUCE_NORM2) {
     if constexpr (rd_int<C>::is_int) {
-      int_norm2<T>(out, in, d, n_out, r, out_dtype, add);
+      int_norm2<T>(out, in, d, p.n_out, p.r, p.out_dtype, p.add);
     } else {
       // Squares summed in double precision, as the CPU sums them.
       __shared__ double dbuf[RSMX_REDUCE_THREADS];
-      reduce_tiles<T, double>(out, in, d, n_out, r, cols, RSMX_COMBINE_ADD, RSMX_MAP_SQUARE,
-                              RSMX_FINISH_SQRT, out_dtype, add, dbuf);
+      reduce_tiles<T, double>(out, in, d, p, RSMX_COMBINE_ADD,
+                              p.partials ? RSMX_MAP_ID : RSMX_MAP_SQUARE, RSMX_FINISH_SQRT, dbuf);
     }
     return;
   }
   __shared__ C buf[RSMX_REDUCE_THREADS];
   int op = RSMX_COMBINE_ADD, map = RSMX_MAP_ID;
-  switch (kind) {
+  switch (p.kind) {
     case RSMX_REDUCE_PROD: op = RSMX_COMBINE_MUL; break;
     case RSMX_REDUCE_NANPROD: op = RSMX_COMBINE_MUL; map = RSMX_MAP_NAN_ONE; break;
     case RSMX_REDUCE_MAX: op = RSMX_COMBINE_MAX; break;
@@ -385,9 +410,8 @@ __device__ void reduce(void* out, const T* in, const rsmx_reduce_desc& d, rsmx_i
     case RSMX_REDUCE_NORM1: map = RSMX_MAP_ABS; break;
     default: break;
   }
-  reduce_tiles<T, C>(out, in, d, n_out, r, cols, op, map,
-                     kind == RSMX_REDUCE_MEAN ? RSMX_FINISH_MEAN : RSMX_FINISH_NONE, out_dtype,
-                     add, buf);
+  reduce_tiles<T, C>(out, in, d, p, op, p.partials ? RSMX_MAP_ID : map,
+                     p.kind == RSMX_REDUCE_MEAN ? RSMX_FINISH_MEAN : RSMX_FINISH_NONE, buf);
 }
 
 // ---- index reductions -----------------------------------------------------------------
@@ -541,9 +565,8 @@ __device__ void view_copy(T* out, const T* in, rsmx_i64 n, const rsmx_gather_des
 
 #define RSMX_REDUCE(kernel, T, suffix)                                                     \
   extern "C" __global__ void kernel##_##suffix(void* out, const T* in, rsmx_reduce_desc d, \
-                                               rsmx_i64 n_out, rsmx_i64 r, int cols,       \
-                                               int kind, int out_dtype, int add) {         \
-    kernel<T>(out, in, d, n_out, r, cols, kind, out_dtype, add);                           \
+                                               rsmx_reduce_plan p) {                       \
+    kernel<T>(out, in, d, p);                                                              \
   }
 #define RSMX_ARG_REDUCE(kernel, T, suffix)                                                 \
   extern "C" __global__ void kernel##_##suffix(T* out, const T* in, rsmx_reduce_desc d,    \

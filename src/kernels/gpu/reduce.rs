@@ -10,8 +10,11 @@
 //! combining their results in a fixed tree in shared memory, so the result is the same
 //! on every run. [`tile_cols`] picks `cols`: whole blocks for one long reduced run,
 //! narrower tiles where outputs are contiguous in the input or the reduced length is short.
+//! A long reduction into few outputs is split into segments ([`segments_for`]): a first
+//! launch folds each segment into scratch memory, a second combines them in order.
 
 use super::launch::{launch_n, suffix, Args, BLOCK};
+use crate::cuda::runtime;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::Blobs;
@@ -24,6 +27,7 @@ use crate::op::transform::view::View;
 use crate::op::transform::Gather;
 use crate::op::{OpContext, OpReq};
 use crate::shape::{fmt_shape, strides_of, Shape};
+use crate::storage;
 
 const MODULE: &str = "reduce";
 /// Most merged axes a launch describes (`RSMX_REDUCE_DIMS`).
@@ -33,6 +37,14 @@ const DIMS: usize = 8;
 const CONTIGUOUS_COLS: usize = 32;
 /// The longest reduced run one thread folds alone.
 const SHORT_RUN: usize = 16;
+/// Below this many tiles a long reduction is split into segments (two launches), so that
+/// more blocks share it.
+const FEW_TILES: usize = 256;
+/// Reduced elements of a segment (but at most `MAX_SEGMENTS` of them per output).
+const SEGMENT: usize = 8192;
+const MAX_SEGMENTS: usize = 1024;
+/// Most partial results of a split reduction.
+const MAX_PARTIALS: usize = 1 << 20;
 
 /// `struct rsmx_reduce_desc`: the kept and the reduced axes with their input strides.
 #[repr(C)]
@@ -214,6 +226,34 @@ fn check_out(op: &str, out: &TBlob, n_out: usize) -> Result<()> {
     Ok(())
 }
 
+/// `struct rsmx_reduce_plan`: how one launch of a reduction runs.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq)]
+struct ReducePlan {
+    n_out: i64,
+    r: i64,
+    count: i64,
+    segments: i64,
+    cols: i32,
+    kind: i32,
+    out_dtype: i32,
+    add: i32,
+    partials: i32,
+}
+
+/// The segments a long reduction into few outputs is split into, each folded by a tile
+/// of its own and the results combined by a second launch; 1 to run in one launch. It
+/// depends on the shape alone, so a result is the same on every device.
+fn segments_for(n_out: usize, r: usize, cols: usize) -> usize {
+    if n_out == 0 || n_out.div_ceil(cols) >= FEW_TILES || r < 2 * SEGMENT {
+        return 1;
+    }
+    r.div_ceil(SEGMENT)
+        .min(MAX_SEGMENTS)
+        .min(MAX_PARTIALS / n_out)
+        .max(1)
+}
+
 /// Reduces `x` over the axes in `mask` into `out`, whose dtype may differ (`norm`'s
 /// `out_dtype`).
 pub fn reduce(
@@ -239,17 +279,68 @@ pub fn reduce(
     } else {
         tile_cols(r, inner_kept(&x.shape, mask))
     };
+    let plan = ReducePlan {
+        n_out: n_out as i64,
+        r: r as i64,
+        count: r as i64,
+        segments: 1,
+        cols: cols as i32,
+        kind: kind_code(kind),
+        out_dtype: out_code,
+        add: add_flag(req),
+        partials: 0,
+    };
+    let segments = if int_norm2 {
+        1
+    } else {
+        segments_for(n_out, r, cols)
+    };
+    if segments == 1 {
+        let args = Args::new().ptr(out.ptr()).ptr(x.ptr()).arg(desc).arg(plan);
+        return launch_tiles(ctx, &kernel, n_out.div_ceil(cols), args);
+    }
+    // The partial results' type: the accumulator's.
+    let acc = match x.dtype {
+        DType::F16 | DType::F32 if kind == ReduceKind::Norm2 => DType::F64,
+        DType::F16 => DType::F32,
+        t => t,
+    };
+    let scratch = ctx.temp_space(op, n_out * segments * acc.size())?;
+    let first = ReducePlan {
+        segments: segments as i64,
+        ..plan
+    };
     let args = Args::new()
-        .ptr(out.ptr())
+        .ptr(scratch.ptr())
         .ptr(x.ptr())
         .arg(desc)
-        .arg(n_out as i64)
-        .arg(r as i64)
-        .arg(cols as i32)
-        .arg(kind_code(kind))
-        .arg(out_code)
-        .arg(add_flag(req));
-    launch_tiles(ctx, &kernel, n_out.div_ceil(cols), args)
+        .arg(first);
+    let staged = launch_tiles(ctx, &kernel, n_out.div_ceil(cols) * segments, args).and_then(|()| {
+        let (desc, _, _) = reduce_desc(op, &[n_out, segments], &[false, true])?;
+        let cols = tile_cols(segments, None);
+        let second = ReducePlan {
+            r: segments as i64,
+            cols: cols as i32,
+            partials: 1,
+            ..plan
+        };
+        let args = Args::new()
+            .ptr(out.ptr())
+            .ptr(scratch.ptr())
+            .arg(desc)
+            .arg(second);
+        let kernel = format!("reduce_{}", suffix(op, acc)?);
+        launch_tiles(ctx, &kernel, n_out.div_ceil(cols), args)
+    });
+    // The scratch goes back to the pool once the launches that use it are done.
+    let (rt, dev) = runtime::for_context(ctx.device)?;
+    let stream = ctx.stream.ok_or_else(|| {
+        Error::Runtime(format!(
+            "{op}: a GPU kernel ran outside a GPU op (no stream)"
+        ))
+    })?;
+    storage::free_after(scratch, vec![dev.record(rt.driver, stream)?]);
+    staged
 }
 
 impl super::GpuKernel for Reduce {
@@ -663,6 +754,21 @@ mod tests {
         assert_eq!(tile_cols(100_000, Some(1000)), 32);
         assert_eq!(tile_cols(20, Some(1000)), 32);
         assert_eq!(tile_cols(100, Some(2)), 2);
+    }
+
+    #[test]
+    fn long_reductions_into_few_outputs_are_split() {
+        assert_eq!(segments_for(1, 100_000, 1), 13);
+        assert_eq!(segments_for(1, 1 << 30, 1), MAX_SEGMENTS);
+        assert_eq!(segments_for(64, 100_000, 32), 13);
+        assert_eq!(segments_for(1, 16_000, 1), 1);
+        assert_eq!(segments_for(0, 100_000, 1), 1);
+        assert_eq!(segments_for(4096, 100_000, 1), 1);
+        assert_eq!(segments_for(200, 1 << 20, 1), 128);
+        assert_eq!(segments_for(2000, 1 << 20, 8), 128);
+        assert_eq!(segments_for(2000, 1 << 26, 8), 524);
+        // `struct rsmx_reduce_plan`: four 8-byte fields and five ints, padded to 56.
+        assert_eq!(std::mem::size_of::<ReducePlan>(), 56);
     }
 
     #[test]
