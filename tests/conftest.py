@@ -7,15 +7,17 @@ import rsmx as mx
 
 
 def _contexts() -> list:
+    """The CPU, and the first two GPUs where there are any; GPU cases carry the `gpu` mark
+    so that `-m gpu` selects them."""
     ctxs = [mx.cpu(0)]
-    if mx.context.num_gpus() > 0:
-        ctxs.append(mx.gpu(0))
+    for i in range(min(mx.context.num_gpus(), 2)):
+        ctxs.append(pytest.param(mx.gpu(i), marks=pytest.mark.gpu, id=str(mx.gpu(i))))
     return ctxs
 
 
 @pytest.fixture(params=_contexts(), ids=str)
 def ctx(request):
-    """Runs a device test on the CPU and, when there is one, on a GPU."""
+    """Runs a device test on the CPU and on each of the first two GPUs there are."""
     return request.param
 
 

@@ -122,6 +122,7 @@ pub fn kernel_for(op: &dyn Operator, ctx: Context) -> Result<KernelFn> {
             op.name(),
             ctx.dev_type.name()
         ))
+        .in_op(op.name())
     })
 }
 

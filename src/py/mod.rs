@@ -204,32 +204,29 @@ fn save(
     })
 }
 
-/// Loads `(arrays, names)` from a file in MXNet's format.
+/// Loads `(arrays, names, saved GPU ordinals)` from a file in MXNet's format.
 #[pyfunction]
 fn load(py: Python<'_>, path: String) -> PyResult<Loaded> {
-    let (arrays, names) = guard_detached(py, "load", || crate::ndarray::io::load(&path))?;
-    guard("load", || wrap_loaded(py, arrays, names))
+    let loaded = guard_detached(py, "load", || crate::ndarray::io::load(&path))?;
+    guard("load", || wrap_loaded(py, loaded))
 }
 
-/// Loads `(arrays, names)` from the bytes of a file in MXNet's format.
+/// Loads `(arrays, names, saved GPU ordinals)` from the bytes of a file in MXNet's format.
 #[pyfunction]
 fn load_from_bytes(py: Python<'_>, data: Vec<u8>) -> PyResult<Loaded> {
-    let (arrays, names) = guard_detached(py, "load", || crate::ndarray::io::load_bytes(&data))?;
-    guard("load", || wrap_loaded(py, arrays, names))
+    let loaded = guard_detached(py, "load", || crate::ndarray::io::load_bytes(&data))?;
+    guard("load", || wrap_loaded(py, loaded))
 }
 
-type Loaded = (Vec<Py<PyNDArray>>, Vec<String>);
+type Loaded = (Vec<Py<PyNDArray>>, Vec<String>, Vec<Option<i32>>);
 
-fn wrap_loaded(
-    py: Python<'_>,
-    arrays: Vec<crate::ndarray::NDArray>,
-    names: Vec<String>,
-) -> PyResult<Loaded> {
+fn wrap_loaded(py: Python<'_>, loaded: crate::ndarray::io::Loaded) -> PyResult<Loaded> {
+    let (arrays, names, gpus) = loaded;
     let arrays = arrays
         .into_iter()
         .map(|a| ndarray::wrap(py, a))
         .collect::<PyResult<Vec<_>>>()?;
-    Ok((arrays, names))
+    Ok((arrays, names, gpus))
 }
 
 /// Copies `src` into `dst`.

@@ -39,7 +39,17 @@ def save(fname: str | os.PathLike, data: Any) -> None:
     _core.save(os.fspath(fname), arrays, names)
 
 
-def _result(arrays: list, names: list) -> Any:
+def _result(arrays: list, names: list, gpus: list) -> Any:
+    """Arrays saved from a GPU go back to it where this machine has that GPU (as MXNet
+    does); the rest stay on cpu(0)."""
+    if any(g is not None for g in gpus):
+        from ..context import gpu, num_gpus
+
+        n = num_gpus()
+        arrays = [
+            a if g is None or g >= n else a.as_in_context(gpu(g))
+            for a, g in zip(arrays, gpus, strict=True)
+        ]
     if names:
         return dict(zip(names, arrays, strict=True))
     return arrays
