@@ -150,6 +150,34 @@ def test_copies_between_every_pair_of_devices():
     np.testing.assert_array_equal(g.asnumpy(), np.full_like(x, 3.0))
 
 
+@pytest.mark.parametrize("n", [0, 1, 4 << 20, (3 << 20) + 12345])
+def test_host_copies_through_pinned_blocks_keep_every_byte(n):
+    # Sizes around the 4 MiB staging piece (in float32s: 4, 16 and 12 MiB and a tail).
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    a = mx.nd.array(x)
+    g = a.copyto(mx.gpu(0))
+    a[:] = 7.0  # the source changes as soon as the copy has completed in the engine
+    np.testing.assert_array_equal(g.asnumpy(), x)
+    np.testing.assert_array_equal((g + 1).as_in_context(mx.cpu()).asnumpy(), x + 1)
+
+
+def test_a_copy_to_a_gpu_makes_no_host_wait():
+    x = np.arange(1 << 20, dtype=np.float32)
+    mx.nd.waitall()
+    before = stats()
+    arrays = [mx.nd.array(x + i, ctx=mx.gpu(0)) for i in range(20)]
+    host = mx.nd.array(x)
+    arrays += [host.copyto(mx.gpu(0)) for _ in range(20)]
+    for a in arrays:
+        a.wait_to_read()
+    after = stats()
+    if not NAIVE:
+        # Waiting to read a GPU array waits for its writer's event; no copy waits.
+        assert after["host_syncs"] - before["host_syncs"] <= len(arrays)
+    for i, a in enumerate(arrays):
+        np.testing.assert_array_equal(a.asnumpy(), x + (i if i < 20 else 0))
+
+
 def test_a_dependent_chain_makes_no_host_wait_until_it_is_read():
     x = mx.nd.zeros((1,), ctx=mx.gpu(0))
     mx.nd.waitall()

@@ -1,12 +1,15 @@
-//! Copies and fills of GPU memory, enqueued on the running op's stream. Copies that
-//! touch pageable host memory wait for the device before they return, because the host
-//! side may change as soon as the op completes in the engine.
+//! Copies and fills of GPU memory, enqueued on the running op's stream. Copies to and
+//! from pageable host memory pass through the device's pinned staging blocks: one to a
+//! GPU returns once its bytes are staged; one from a GPU waits for its bytes, because
+//! the host reads them as soon as the op completes in the engine.
 
-use super::runtime::{for_context, Runtime};
+use super::runtime::{for_context, Event, Runtime};
+use super::staging::{Block, CHUNK};
 use crate::context::Context;
 use crate::cu;
 use crate::engine::StreamHandle;
 use crate::error::{Error, Result};
+use std::collections::VecDeque;
 
 fn stream_of(
     ctx: Context,
@@ -21,13 +24,7 @@ fn stream_of(
     Ok((rt, s))
 }
 
-fn synchronize(rt: &Runtime, stream: StreamHandle) -> Result<()> {
-    super::runtime::count_host_sync();
-    // SAFETY: the running op's live stream.
-    unsafe { cu!(rt.driver, stream_synchronize(stream.as_raw())) }
-}
-
-/// Host bytes at `src` to `dst` on GPU `ctx`.
+/// Host bytes at `src` to `dst` on GPU `ctx`, in pieces staged through pinned blocks.
 pub fn host_to_device(
     ctx: Context,
     stream: Option<StreamHandle>,
@@ -36,21 +33,35 @@ pub fn host_to_device(
     n: usize,
 ) -> Result<()> {
     let (rt, s) = stream_of(ctx, stream)?;
-    if n == 0 {
-        return Ok(());
+    let (_, dev) = for_context(ctx)?;
+    for at in (0..n).step_by(CHUNK) {
+        let len = CHUNK.min(n - at);
+        let block = dev.staging.take(rt.driver, len)?;
+        // SAFETY: `src` holds n host bytes, the block at least `len`; they never overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src.add(at), block.ptr(), len) };
+        // SAFETY: `dst` is n bytes of device memory; the block stays out of use until
+        // the event recorded after the copy has passed.
+        let queued = unsafe {
+            cu!(
+                rt.driver,
+                memcpy_htod_async(dst.add(at) as u64, block.ptr().cast(), len, s.as_raw())
+            )
+        };
+        if let Err(e) = queued {
+            dev.staging.give(block, None);
+            return Err(e);
+        }
+        // Without its event a queued copy may use the block at any time: it is not reused.
+        dev.staging.give(block, Some(dev.record(rt.driver, s)?));
     }
-    // SAFETY: `dst` is n bytes of device memory and `src` n host bytes, both kept alive
-    // by the op until the synchronisation below.
-    unsafe {
-        cu!(
-            rt.driver,
-            memcpy_htod_async(dst as u64, src.cast(), n, s.as_raw())
-        )
-    }?;
-    synchronize(rt, s)
+    Ok(())
 }
 
-/// `n` bytes at `src` on GPU `ctx` to host memory at `dst`.
+/// A piece of a copy from a GPU: its block, the event after it, its offset and length.
+type Piece = (Block, Event, usize, usize);
+
+/// `n` bytes at `src` on GPU `ctx` to host memory at `dst`: pieces copy into pinned
+/// blocks, two in flight, and each goes on to `dst` once its event has passed.
 pub fn device_to_host(
     ctx: Context,
     stream: Option<StreamHandle>,
@@ -59,17 +70,60 @@ pub fn device_to_host(
     n: usize,
 ) -> Result<()> {
     let (rt, s) = stream_of(ctx, stream)?;
-    if n == 0 {
-        return Ok(());
+    let (_, dev) = for_context(ctx)?;
+    let mut in_flight: VecDeque<Piece> = VecDeque::new();
+    let land = |(block, fence, at, len): Piece| {
+        fence.synchronize()?;
+        // SAFETY: the block holds `len` bytes the device wrote; `dst` has n bytes.
+        unsafe { std::ptr::copy_nonoverlapping(block.ptr(), dst.add(at), len) };
+        dev.staging.give(block, None);
+        Ok::<(), Error>(())
+    };
+    let mut result = Ok(());
+    for at in (0..n).step_by(CHUNK) {
+        if in_flight.len() == 2 {
+            result = land(in_flight.pop_front().expect("two in flight"));
+            if result.is_err() {
+                break;
+            }
+        }
+        let len = CHUNK.min(n - at);
+        let block = match dev.staging.take(rt.driver, len) {
+            Ok(b) => b,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        };
+        // SAFETY: `src` is n bytes of device memory; the block is kept until its event.
+        let queued = unsafe {
+            cu!(
+                rt.driver,
+                memcpy_dtoh_async(block.ptr().cast(), src.add(at) as u64, len, s.as_raw())
+            )
+        };
+        if let Err(e) = queued {
+            dev.staging.give(block, None);
+            result = Err(e);
+            break;
+        }
+        // Without its event a queued copy may use the block at any time: it is not reused.
+        match dev.record(rt.driver, s) {
+            Ok(fence) => in_flight.push_back((block, fence, at, len)),
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
     }
-    // SAFETY: as for `host_to_device`, the other way round.
-    unsafe {
-        cu!(
-            rt.driver,
-            memcpy_dtoh_async(dst.cast(), src as u64, n, s.as_raw())
-        )
-    }?;
-    synchronize(rt, s)
+    // Every queued piece lands (or waits out its copy) before the blocks are reused.
+    for piece in in_flight {
+        let landed = land(piece);
+        if result.is_ok() {
+            result = landed;
+        }
+    }
+    result
 }
 
 /// `n` bytes from GPU `src_ctx` to GPU `dst_ctx`, on the stream of the op (which runs

@@ -7,4 +7,5 @@ pub mod fake;
 pub mod memcpy;
 pub mod runtime;
 pub mod sources;
+pub mod staging;
 pub mod sync;

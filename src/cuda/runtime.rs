@@ -6,6 +6,7 @@ use super::blas::Blas;
 use super::driver::{
     Driver, Handle, ATTRIBUTE_SM_COUNT, EVENT_DISABLE_TIMING, STREAM_NON_BLOCKING,
 };
+use super::staging::Staging;
 use crate::context::{no_gpu_error, Context};
 use crate::cu;
 use crate::engine::StreamHandle;
@@ -31,6 +32,8 @@ pub struct Device {
     free_events: Mutex<Vec<Handle>>,
     /// Every stream made for this device, for `waitall`.
     streams: Mutex<Vec<Handle>>,
+    /// Pinned blocks that copies to and from pageable host memory pass through.
+    pub staging: Staging,
 }
 
 // SAFETY: every handle is an opaque driver token valid on any thread (the driver is
@@ -155,6 +158,7 @@ impl Runtime {
                 functions: RwLock::default(),
                 free_events: Mutex::default(),
                 streams: Mutex::default(),
+                staging: Staging::default(),
             });
         }
         Ok(Runtime {

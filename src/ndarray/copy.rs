@@ -195,12 +195,12 @@ pub fn write_from_host(dst: &NDArray, data: Vec<u8>) -> Result<()> {
 }
 
 /// Overwrites `dst` from host bytes now: waits for pending work on it first unless it
-/// has none (a new array).
+/// has none (a new array). A GPU array gets an owned copy of the bytes, written by a
+/// copy op that the caller does not wait for.
 pub fn write_from_host_now(dst: &NDArray, data: &[u8]) -> Result<()> {
     check_len(dst, data.len())?;
     if side(dst.context()) == Side::Gpu {
-        write_from_host(dst, data.to_vec())?;
-        return dst.wait_to_read();
+        return write_from_host(dst, data.to_vec());
     }
     if !dst.var().is_idle() {
         dst.wait_to_write()?;
