@@ -24,27 +24,27 @@ fn stream_of(
     Ok((rt, s))
 }
 
-/// Host bytes at `src` to `dst` on GPU `ctx`, in pieces staged through pinned blocks.
+/// Host bytes `src` to `dst` on GPU `ctx`, in pieces staged through pinned blocks.
 pub fn host_to_device(
     ctx: Context,
     stream: Option<StreamHandle>,
     dst: *mut u8,
-    src: *const u8,
-    n: usize,
+    src: &[u8],
 ) -> Result<()> {
     let (rt, s) = stream_of(ctx, stream)?;
+    let n = src.len();
     let (_, dev) = for_context(ctx)?;
     for at in (0..n).step_by(CHUNK) {
         let len = CHUNK.min(n - at);
         let block = dev.staging.take(rt.driver, len)?;
-        // SAFETY: `src` holds n host bytes, the block at least `len`; they never overlap.
-        unsafe { std::ptr::copy_nonoverlapping(src.add(at), block.ptr(), len) };
+        // SAFETY: the block has at least `len` bytes and is no part of `src`.
+        unsafe { std::ptr::copy_nonoverlapping(src[at..].as_ptr(), block.ptr(), len) };
         // SAFETY: `dst` is n bytes of device memory; the block stays out of use until
         // the event recorded after the copy has passed.
         let queued = unsafe {
             cu!(
                 rt.driver,
-                memcpy_htod_async(dst.add(at) as u64, block.ptr().cast(), len, s.as_raw())
+                memcpy_htod_async(dst as u64 + at as u64, block.ptr().cast(), len, s.as_raw())
             )
         };
         if let Err(e) = queued {
@@ -65,17 +65,17 @@ type Piece = (Block, Event, usize, usize);
 pub fn device_to_host(
     ctx: Context,
     stream: Option<StreamHandle>,
-    dst: *mut u8,
+    dst: &mut [u8],
     src: *const u8,
-    n: usize,
 ) -> Result<()> {
     let (rt, s) = stream_of(ctx, stream)?;
+    let n = dst.len();
     let (_, dev) = for_context(ctx)?;
     let mut in_flight: VecDeque<Piece> = VecDeque::new();
-    let land = |(block, fence, at, len): Piece| {
+    let mut land = |(block, fence, at, len): Piece| {
         fence.synchronize()?;
-        // SAFETY: the block holds `len` bytes the device wrote; `dst` has n bytes.
-        unsafe { std::ptr::copy_nonoverlapping(block.ptr(), dst.add(at), len) };
+        // SAFETY: the block holds `len` bytes the device wrote, and is no part of `dst`.
+        unsafe { std::ptr::copy_nonoverlapping(block.ptr(), dst[at..].as_mut_ptr(), len) };
         dev.staging.give(block, None);
         Ok::<(), Error>(())
     };
@@ -99,7 +99,7 @@ pub fn device_to_host(
         let queued = unsafe {
             cu!(
                 rt.driver,
-                memcpy_dtoh_async(block.ptr().cast(), src.add(at) as u64, len, s.as_raw())
+                memcpy_dtoh_async(block.ptr().cast(), src as u64 + at as u64, len, s.as_raw())
             )
         };
         if let Err(e) = queued {

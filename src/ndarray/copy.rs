@@ -60,9 +60,9 @@ fn move_bytes(src: &TBlob, dst: &TBlob, rctx: RunContext) -> Result<()> {
             host_copy(src.bytes(), dst.bytes_mut());
             Ok(())
         }
-        (Side::Host, Side::Gpu) => memcpy::host_to_device(to, rctx.stream, dst.ptr(), src.ptr(), n),
+        (Side::Host, Side::Gpu) => memcpy::host_to_device(to, rctx.stream, dst.ptr(), src.bytes()),
         (Side::Gpu, Side::Host) => {
-            memcpy::device_to_host(from, rctx.stream, dst.ptr(), src.ptr(), n)
+            memcpy::device_to_host(from, rctx.stream, dst.bytes_mut(), src.ptr())
         }
         (Side::Gpu, Side::Gpu) => {
             memcpy::device_to_device(from, to, rctx.stream, dst.ptr(), src.ptr(), n)
