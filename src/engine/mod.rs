@@ -241,6 +241,11 @@ pub trait Engine: Send + Sync {
     fn wait_for_all(&self) -> Result<()>;
 }
 
+/// True on the engine's own worker threads.
+pub fn is_worker_thread() -> bool {
+    pool::current_pool_id().is_some()
+}
+
 /// Reads an environment variable by its rsmx name, then by MXNet's.
 pub fn env_var(rsmx_name: &str, mxnet_name: &str) -> Option<String> {
     std::env::var(rsmx_name)

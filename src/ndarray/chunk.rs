@@ -54,9 +54,14 @@ impl Drop for Chunk {
         } else {
             // Memory returns to the pool only after every queued op on it has run.
             let var = self.var.clone();
+            let on_its_way = block
+                .as_ref()
+                .filter(|b| !b.context().is_cpu())
+                .map(storage::queued_return);
             engine::get().delete_variable(
                 Box::new(move |_| {
                     release(block, &var);
+                    drop(on_its_way);
                     Ok(())
                 }),
                 self.ctx,

@@ -5,9 +5,11 @@ mod cpu;
 mod fenced;
 pub mod gpu;
 mod pooled;
+mod queued;
 
 pub use cpu::CpuPool;
 pub use pooled::{Pooled, Source};
+pub use queued::OnItsWay;
 
 use crate::context::Context;
 use crate::engine::env_var;
@@ -62,6 +64,10 @@ pub struct Stats {
 pub trait Pool: Send + Sync {
     /// A block of at least `size` bytes.
     fn alloc(&'static self, size: usize) -> Result<Block>;
+    /// A free pooled block for `size` bytes (more than 0), never new memory.
+    fn reuse(&'static self, size: usize) -> Option<Block>;
+    /// The bucket (bytes actually reserved) a request of `size` bytes falls in.
+    fn bucket_of(&self, size: usize) -> usize;
     /// Returns a block's memory to the pool (called by `Block::drop`).
     fn free(&self, ptr: NonNull<u8>, bucket: usize);
     /// Gives every pooled free block back to the system.
@@ -171,11 +177,33 @@ pub fn alloc(ctx: Context, size: usize) -> Result<Block> {
 /// the events of the block's earlier users become the variable's, so the first GPU op
 /// writing it waits for them on the device.
 pub fn alloc_for(ctx: Context, size: usize, var: &crate::engine::Var) -> Result<Block> {
-    let block = pool(ctx)?.alloc(size)?;
-    if !ctx.is_cpu() {
-        crate::cuda::sync::adopt_fence(var, fenced::take(block.ptr()));
+    let pool = pool(ctx)?;
+    if ctx.is_cpu() {
+        return pool.alloc(size);
     }
+    let block = match reuse_queued(pool, size) {
+        Some(b) => b,
+        None => pool.alloc(size)?,
+    };
+    crate::cuda::sync::adopt_fence(var, fenced::take(block.ptr()));
     Ok(block)
+}
+
+/// On a host thread that runs ahead of the engine: a pooled block of `size`'s bucket,
+/// waiting briefly for one whose return is queued. Engine workers never wait here, since
+/// the queued returns may be theirs to run.
+fn reuse_queued(pool: &'static dyn Pool, size: usize) -> Option<Block> {
+    if size == 0 || crate::engine::is_worker_thread() {
+        return None;
+    }
+    let bucket = pool.bucket_of(size);
+    pool.reuse(size)
+        .or_else(|| queued::wait_for(pool.context(), bucket, || pool.reuse(size)))
+}
+
+/// Marks a block as on its way back to its pool until the returned guard is dropped.
+pub fn queued_return(block: &Block) -> queued::OnItsWay {
+    queued::OnItsWay::new(block.context(), block.bucket)
 }
 
 /// Allocates `size` bytes on GPU `ctx` with the events of the block's earlier users,

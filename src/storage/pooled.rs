@@ -55,11 +55,6 @@ impl<S: Source> Pooled<S> {
         }
     }
 
-    /// The bucket (bytes actually reserved) a request of `size` bytes falls in.
-    pub fn bucket_of(&self, size: usize) -> usize {
-        self.source.bucket_of(self.kind, size)
-    }
-
     /// The memory source.
     pub fn source(&self) -> &S {
         &self.source
@@ -93,28 +88,33 @@ impl<S: Source> Pool for Pooled<S> {
                 self.ctx
             )));
         }
+        if let Some(b) = self.reuse(size) {
+            return Ok(b);
+        }
         let bucket = self.bucket_of(size);
-        let reused = {
-            let mut inner = self.inner.lock();
-            let ptr = inner.free.get_mut(&bucket).and_then(|l| l.pop());
-            let s = &mut inner.stats;
-            if ptr.is_some() {
-                s.bytes_pooled -= bucket;
-                s.pool_hits += 1;
-            } else {
-                s.system_allocs += 1;
-            }
-            ptr
-        };
-        let ptr = match reused {
-            Some(p) => p,
-            None => self.new_block(bucket, size)?,
-        };
+        self.inner.lock().stats.system_allocs += 1;
+        let ptr = self.new_block(bucket, size)?;
         let mut inner = self.inner.lock();
         let s = &mut inner.stats;
         s.bytes_in_use += bucket;
         s.peak_bytes_in_use = s.peak_bytes_in_use.max(s.bytes_in_use);
         Ok(Block::new(ptr, size, bucket, self))
+    }
+
+    fn reuse(&'static self, size: usize) -> Option<Block> {
+        let bucket = self.bucket_of(size);
+        let mut inner = self.inner.lock();
+        let ptr = inner.free.get_mut(&bucket).and_then(|l| l.pop())?;
+        let s = &mut inner.stats;
+        s.bytes_pooled -= bucket;
+        s.pool_hits += 1;
+        s.bytes_in_use += bucket;
+        s.peak_bytes_in_use = s.peak_bytes_in_use.max(s.bytes_in_use);
+        Some(Block::new(ptr, size, bucket, self))
+    }
+
+    fn bucket_of(&self, size: usize) -> usize {
+        self.source.bucket_of(self.kind, size)
     }
 
     fn free(&self, ptr: NonNull<u8>, bucket: usize) {
