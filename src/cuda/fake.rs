@@ -19,7 +19,7 @@ use super::driver::{
 use libloading::Library;
 use parking_lot::{Condvar, Mutex};
 use std::alloc::Layout;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
@@ -183,19 +183,21 @@ impl Drop for Stream {
     }
 }
 
-/// An event: `recorded` counts records, `done` the last one its stream reached.
+/// An event: `recorded` numbers its records, `pending` holds those their streams have
+/// not reached. Records may be on different streams and so finish out of order; a wait
+/// is for one record (the latest when the wait was made), as with the real driver.
 #[derive(Default)]
 struct Event {
     recorded: AtomicU64,
-    done: Mutex<u64>,
+    pending: Mutex<HashSet<u64>>,
     reached: Condvar,
 }
 
 impl Event {
-    fn wait_for(&self, target: u64) {
-        let mut done = self.done.lock();
-        while *done < target {
-            self.reached.wait(&mut done);
+    fn wait_for(&self, record: u64) {
+        let mut pending = self.pending.lock();
+        while pending.contains(&record) {
+            self.reached.wait(&mut pending);
         }
     }
 }
@@ -434,22 +436,29 @@ unsafe extern "C" fn event_create(out: *mut Handle, _flags: c_uint) -> CuResult 
 unsafe extern "C" fn event_record(event: Handle, stream: Handle) -> CuResult {
     // SAFETY: the caller passes a live event handle.
     let ev = unsafe { event_ref(event) };
-    let target = ev.recorded.fetch_add(1, Ordering::AcqRel) + 1;
+    let mut pending = ev.pending.lock();
+    let record = ev.recorded.fetch_add(1, Ordering::AcqRel) + 1;
+    pending.insert(record);
+    drop(pending);
+    let reach_ev = ev.clone();
     let reach = move || {
-        let mut done = ev.done.lock();
-        *done = (*done).max(target);
-        ev.reached.notify_all();
+        reach_ev.pending.lock().remove(&record);
+        reach_ev.reached.notify_all();
     };
     // SAFETY: the caller passes a stream handle.
-    unsafe { enqueue(stream, reach) }
+    let queued = unsafe { enqueue(stream, reach) };
+    if queued != 0 {
+        ev.pending.lock().remove(&record);
+    }
+    queued
 }
 
 unsafe extern "C" fn event_query(event: Handle) -> CuResult {
     // SAFETY: the caller passes a live event handle.
     let ev = unsafe { event_ref(event) };
-    let target = ev.recorded.load(Ordering::Acquire);
-    // Read after `done`: a kernel that failed before the event set the error first.
-    let done = *ev.done.lock() >= target;
+    let latest = ev.recorded.load(Ordering::Acquire);
+    // Read after `pending`: a kernel that failed before the event set the error first.
+    let done = !ev.pending.lock().contains(&latest);
     unless_sticky(if done { 0 } else { NOT_READY })
 }
 
