@@ -16,7 +16,7 @@ from rsmx.cuda import build, host
 from test_cuda_kernels import BLOCK, DTYPES, ORDERS, SIZES, HostModule, poisoned
 
 L = ctypes.c_longlong
-I = ctypes.c_int
+C_INT = ctypes.c_int
 D = ctypes.c_double
 # Index and data dtypes: the numeric ones and bool (suffix b8).
 ALL = {**DTYPES, "b8": np.bool_}
@@ -150,7 +150,7 @@ def test_index_fix_follows_the_cpu_conversions(ix, sfx):
                     continue
                 out = np.zeros(count, np.int64)
                 (got,) = run(ix, f"index_fix_{sfx}", [out],
-                             [0, v, L(count), L(n), I(mode)], count)
+                             [0, v, L(count), L(n), C_INT(mode)], count)
                 want = np.array([fix(x, n, mode) for x in v], np.int64)
                 assert np.array_equal(got, want), (sfx, count, n, mode)
 
@@ -234,11 +234,11 @@ def test_take_gathers_rows(ix, sfx):
         want = a[:, idx, :]
         size = outer * m * inner
         (got,) = run(ix, f"take_{sfx}", [np.zeros(want.shape, want.dtype)],
-                     [0, a, idx, L(outer), L(n), L(m), L(inner), I(0)], size)
+                     [0, a, idx, L(outer), L(n), L(m), L(inner), C_INT(0)], size)
         assert np.array_equal(got, want)
         base = data(rng, ALL[sfx], want.shape)
         (got,) = run(ix, f"take_{sfx}", [base],
-                     [0, a, idx, L(outer), L(n), L(m), L(inner), I(1)], size, poison=False)
+                     [0, a, idx, L(outer), L(n), L(m), L(inner), C_INT(1)], size, poison=False)
         assert np.array_equal(got, add(base, want), equal_nan=True)
 
 
@@ -251,7 +251,7 @@ def test_pick_and_its_backward(ix, sfx):
         want = np.take_along_axis(x, idx[:, None, :], 1)[:, 0, :]
         rows = outer * inner
         (got,) = run(ix, f"pick_{sfx}", [np.zeros(want.shape, want.dtype)],
-                     [0, x, idx, L(rows), L(n), L(inner), I(0)], rows)
+                     [0, x, idx, L(rows), L(n), L(inner), C_INT(0)], rows)
         assert np.array_equal(got, want)
         if sfx == "b8":
             continue
@@ -277,11 +277,11 @@ def test_one_hot_writes_on_and_off(ix, sfx):
         cv = [ctype(int(np.array(v).view(np.uint16)) if sfx == "f16" else v.item())
               for v in (on, off)]
         (got,) = run(ix, f"one_hot_{sfx}", [np.zeros((count, depth), dt)],
-                     [0, idx, L(count), L(depth), *cv, I(0)], count * depth)
+                     [0, idx, L(count), L(depth), *cv, C_INT(0)], count * depth)
         assert np.array_equal(got, want)
         base = data(rng, dt, want.shape)
         (got,) = run(ix, f"one_hot_{sfx}", [base],
-                     [0, idx, L(count), L(depth), *cv, I(1)], count * depth, poison=False)
+                     [0, idx, L(count), L(depth), *cv, C_INT(1)], count * depth, poison=False)
         assert np.array_equal(got, add(base, want), equal_nan=True)
 
 
@@ -304,7 +304,7 @@ def test_where_and_its_backward(ix, sfx):
         mask = np.repeat(t.astype(bool), row)
         x, y = data(rng, dt, shape), data(rng, dt, shape)
         want = np.where(mask, x.reshape(-1), y.reshape(-1))
-        (got,) = run(ix, f"where_{sfx}", [np.zeros(n, dt)], [0, t, x, y, L(n), L(row), I(0)], n)
+        (got,) = run(ix, f"where_{sfx}", [np.zeros(n, dt)], [0, t, x, y, L(n), L(row), C_INT(0)], n)
         assert np.array_equal(got, want)
         if sfx == "b8":
             continue
@@ -313,11 +313,11 @@ def test_where_and_its_backward(ix, sfx):
             sel = mask if want_x else ~mask
             expect = np.where(sel, g, np.zeros((), dt)).astype(dt)
             (got,) = run(ix, f"where_backward_{sfx}", [np.zeros(n, dt)],
-                         [0, g, t, L(n), L(row), I(want_x), I(0)], n)
+                         [0, g, t, L(n), L(row), C_INT(want_x), C_INT(0)], n)
             assert np.array_equal(got, expect)
             base = data(rng, dt, n)
             (got,) = run(ix, f"where_backward_{sfx}", [base],
-                         [0, g, t, L(n), L(row), I(want_x), I(1)], n, poison=False)
+                         [0, g, t, L(n), L(row), C_INT(want_x), C_INT(1)], n, poison=False)
             assert np.array_equal(got, add(base, expect), equal_nan=True)
 
 
@@ -338,6 +338,40 @@ def scatter_ref(g, idx, outer, n, inner, mode, base):
     return out
 
 
+def sort_targets(ix, pos: np.ndarray, n: int, block: int = BLOCK):
+    """The scatter's stable sort of ``pos`` by target: (start, sorted), checked against
+    numpy on the way."""
+    m = pos.size
+    (counts,) = run(ix, "scatter_count", [np.zeros(n, np.uint64)], [0, pos, L(m), L(n)], m,
+                    poison=False)
+    inside = pos[(pos >= 0) & (pos < n)]
+    assert np.array_equal(counts, np.bincount(inside, minlength=n))
+    start, cursor = run(ix, "scatter_offsets", [np.zeros(n + 1, np.int64),
+                                                np.zeros(n, np.int64)],
+                        [0, 1, counts, L(n)], block, block=block, blocks=1)
+    want_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    assert np.array_equal(start, want_start) and np.array_equal(cursor, want_start[:n])
+    total = int(want_start[-1])
+    if m == 0:  # the launcher skips the placement
+        return start, np.zeros(0, np.int64)
+    sorted_, _ = run(ix, "scatter_place", [np.zeros(total, np.int64), cursor],
+                     [0, 1, pos, L(m), L(n)], block, block=block, blocks=1, poison=False)
+    keep = np.flatnonzero((pos >= 0) & (pos < n))
+    assert np.array_equal(sorted_, keep[np.argsort(pos[keep], kind="stable")])
+    return start, sorted_
+
+
+def test_the_scatter_sort_is_stable_for_any_block(ix):
+    rng = np.random.default_rng(21)
+    for m, n in [(0, 3), (1, 1), (33, 2), (257, 40), (1000, 7), (100003, 1000)]:
+        pos = rng.integers(-1, n + 1, m).astype(np.int64)
+        for block in ((32, 256) if m < 5000 else (256,)):
+            sort_targets(ix, pos, n, block)
+    hot = np.zeros(5000, np.int64)
+    hot[::7] = 3
+    sort_targets(ix, hot, 4)
+
+
 @pytest.mark.parametrize("sfx", list(ALL))
 def test_scatter_sums_in_index_order(ix, sfx):
     rng = np.random.default_rng(15)
@@ -346,6 +380,7 @@ def test_scatter_sums_in_index_order(ix, sfx):
                                (3, 40, 300, 1)]:
         # Few distinct rows, so most receive several.
         idx = rng.integers(0, max(n - 1, 1), m).astype(np.int64)
+        start, sorted_ = sort_targets(ix, idx, n)
         g = data(rng, dt, (outer, m, inner))
         if np.issubdtype(dt, np.floating):
             g = (g * 100).astype(dt)
@@ -353,8 +388,8 @@ def test_scatter_sums_in_index_order(ix, sfx):
         for mode in (SUM, ADD, LAST):
             base = data(rng, dt, (outer, n, inner))
             (got,) = run(ix, f"scatter_{sfx}", [base],
-                         [0, g, idx, L(outer), L(n), L(m), L(inner), I(mode)], size,
-                         poison=mode != ADD)
+                         [0, g, start, sorted_, L(outer), L(n), L(m), L(inner), C_INT(mode)],
+                         size, poison=mode != ADD)
             want = scatter_ref(g, idx, outer, n, inner, mode, base)
             assert np.array_equal(got, want, equal_nan=True), (mode, outer, n, m, inner)
 
@@ -409,8 +444,8 @@ def test_bn_forward_coefficients_and_moving_statistics(bn, sfx, batch, fix_gamma
         for reqs in ((1, 1), (2, 0), (0, 2)):
             coef, mean_o, inv_o, mm_o, mv_o = run(
                 bn, f"bn_coef_{sfx}", [np.zeros(2 * c, dt), om, ov, mm, mv],
-                [0, 1, 2, 3, 4, stats, gamma, beta, L(c), D(eps), D(mom), I(fix_gamma),
-                 I(batch), I(reqs[0]), I(reqs[1])], c, poison=False)
+                [0, 1, 2, 3, 4, stats, gamma, beta, L(c), D(eps), D(mom), C_INT(fix_gamma),
+                 C_INT(batch), C_INT(reqs[0]), C_INT(reqs[1])], c, poison=False)
             mean = stats[:c] if batch else mm.astype(np.float64)
             var = stats[c:] if batch else mv.astype(np.float64)
             inv = 1.0 / np.sqrt(var + eps)
@@ -443,11 +478,11 @@ def test_bn_apply_scales_and_shifts_per_channel(bn, sfx):
         want = x * coef[:c].reshape(bshape) + coef[c:].reshape(bshape)
         n = x.size
         (got,) = run(bn, f"bn_apply_{sfx}", [np.zeros(shape, dt)],
-                     [0, x, coef, L(n), L(c), L(inner), I(0)], n)
+                     [0, x, coef, L(n), L(c), L(inner), C_INT(0)], n)
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
         base = rng.standard_normal(shape).astype(dt)
         (got,) = run(bn, f"bn_apply_{sfx}", [base],
-                     [0, x, coef, L(n), L(c), L(inner), I(1)], n, poison=False)
+                     [0, x, coef, L(n), L(c), L(inner), C_INT(1)], n, poison=False)
         np.testing.assert_allclose(got, base + want, rtol=1e-6, atol=1e-6)
 
 
@@ -476,8 +511,8 @@ def test_bn_backward_matches_the_float64_formulas(bn, sfx):
         count = float(max(outer * inner, 1))
         dg0, db0 = rng.standard_normal(c).astype(dt), rng.standard_normal(c).astype(dt)
         coef, dg, db = run(bn, f"bn_backward_coef_{sfx}", [np.zeros(4 * c, dt), dg0, db0],
-                           [0, 1, 2, sums, gamma, mean, inv, L(c), D(count), I(fix_gamma),
-                            I(batch), I(1), I(2)], c, poison=False)
+                           [0, 1, 2, sums, gamma, mean, inv, L(c), D(count), C_INT(fix_gamma),
+                            C_INT(batch), C_INT(1), C_INT(2)], c, poison=False)
         g = np.ones(c) if fix_gamma else gamma.astype(np.float64)
         s = inv.astype(np.float64)
         k1 = g * s
@@ -489,8 +524,7 @@ def test_bn_backward_matches_the_float64_formulas(bn, sfx):
         assert np.array_equal(db, (db0 + cast(sums[:c], dt)).astype(dt))
         n = x.size
         (dx,) = run(bn, f"bn_backward_apply_{sfx}", [np.zeros(shape, dt)],
-                    [0, dy, x, coef, L(n), L(c), L(inner), I(0)], n)
-        r = lambda v: v.reshape(bshape)  # noqa: E731
-        want = (r(coef[:c]) * dy + r(coef[c:2 * c]) * (x - r(coef[3 * c:]))
-                + r(coef[2 * c:3 * c]))
+                    [0, dy, x, coef, L(n), L(c), L(inner), C_INT(0)], n)
+        k1, k2, k0, mu = (coef[j * c:(j + 1) * c].reshape(bshape) for j in range(4))
+        want = k1 * dy + k2 * (x - mu) + k0
         np.testing.assert_allclose(dx, want, rtol=1e-5, atol=1e-5)

@@ -5,9 +5,9 @@
 // `gather_nd_pos`) with the CPU's conversions: floats truncate toward zero, NaN and
 // values past int64 become INT64_MIN; a position the mode rejects is -1 (raise) or 0.
 // Gathers then read one element per thread. Scatters that may hit an element more than
-// once (`scatter`) give each output element one thread that scans the positions in order,
-// so sums run in the CPU's order and no atomics are needed. `add` accumulates into the
-// output (`req=add`).
+// once sort the positions stably by target first, then fold each target's rows in their
+// order, so sums run in the CPU's order with no float atomics. `add` accumulates into
+// the output (`req=add`).
 #include "common.cuh"
 
 // bool: one byte, 0 or 1; accumulating is "or".
@@ -235,25 +235,100 @@ __device__ void where_backward(T* out, const T* g, const rsmx_u8* cond, rsmx_i64
 }
 
 enum rsmx_scatter_mode {
-  RSMX_SCATTER_SUM,      // out = the sum of the rows sent to it (zero if none)
-  RSMX_SCATTER_ADD,      // out += that sum
-  RSMX_SCATTER_LAST      // out = the last row sent to it (zero if none)
+  RSMX_SCATTER_SUM,  // out = the sum of the rows sent to it (zero if none)
+  RSMX_SCATTER_ADD,  // out += that sum
+  RSMX_SCATTER_LAST  // out = the last row sent to it (zero if none)
 };
 
-// out (outer, n, inner) gets the rows of g (outer, m, inner) sent to middle index idx[j],
-// in the order of j. One thread per output element scans idx, so the result is the same
-// whatever order threads run in.
+// A scatter first lists, for each target row, the source rows sent to it in their order
+// (a stable counting sort of the positions): `scatter_count` counts them per target
+// (integer atomics, so the counts are exact), `scatter_offsets` turns counts into each
+// list's start, `scatter_place` fills the lists. Then `scatter` gives each output element
+// one thread that folds its list in order, so the result is the CPU's whatever order
+// threads run in. Positions outside [0, n) are left out.
+
+extern "C" __global__ void scatter_count(unsigned long long* counts, const rsmx_i64* pos,
+                                         rsmx_i64 m, rsmx_i64 n) {
+  RSMX_GRID_LOOP(j, m) {
+    rsmx_i64 r = pos[j];
+    if (r >= 0 && r < n) atomicAdd(counts + r, 1ull);
+  }
+}
+
+// start[r] = the sum of counts[0..r] (start[n] = the total), cursor[r] = start[r]. One
+// block: each thread sums a contiguous range, thread 0 chains the ranges.
+extern "C" __global__ void scatter_offsets(rsmx_i64* start, rsmx_i64* cursor,
+                                           const unsigned long long* counts, rsmx_i64 n) {
+  __shared__ rsmx_i64 share[RSMX_INDEX_THREADS];
+  const unsigned t = threadIdx.x;
+  const rsmx_i64 per = (n + blockDim.x - 1) / blockDim.x;
+  const rsmx_i64 lo = per * t < n ? per * t : n, hi = lo + per < n ? lo + per : n;
+  rsmx_i64 sum = 0;
+  for (rsmx_i64 r = lo; r < hi; r++) sum += (rsmx_i64)counts[r];
+  share[t] = sum;
+  __syncthreads();
+  if (t == 0) {
+    rsmx_i64 run = 0;
+    for (unsigned u = 0; u < blockDim.x; u++) {
+      rsmx_i64 v = share[u];
+      share[u] = run;
+      run += v;
+    }
+    start[n] = run;
+  }
+  __syncthreads();
+  rsmx_i64 run = share[t];
+  for (rsmx_i64 r = lo; r < hi; r++) {
+    start[r] = run;
+    cursor[r] = run;
+    run += (rsmx_i64)counts[r];
+  }
+}
+
+// sorted[cursor[pos[j]]++] = j for j in order. One block takes blockDim.x positions at a
+// time; each thread counts the same targets before it in the group for its slot, and the
+// group's last thread of each target moves that target's cursor.
+extern "C" __global__ void scatter_place(rsmx_i64* sorted, rsmx_i64* cursor,
+                                         const rsmx_i64* pos, rsmx_i64 m, rsmx_i64 n) {
+  __shared__ rsmx_i64 share[RSMX_INDEX_THREADS];
+  const unsigned t = threadIdx.x;
+  for (rsmx_i64 base = 0; base < m; base += blockDim.x) {
+    const rsmx_i64 j = base + t;
+    rsmx_i64 r = j < m ? pos[j] : -1;
+    if (r >= n) r = -1;
+    share[t] = r;
+    __syncthreads();
+    rsmx_i64 before = 0;
+    bool last = true;
+    for (unsigned u = 0; u < blockDim.x; u++) {
+      if (share[u] != r) continue;
+      if (u < t) before++;
+      if (u > t) last = false;
+    }
+    rsmx_i64 at = r >= 0 ? cursor[r] : 0;
+    __syncthreads();
+    if (r >= 0) {
+      sorted[at + before] = j;
+      if (last) cursor[r] = at + before + 1;
+    }
+    __syncthreads();
+  }
+}
+
+// out (outer, n, inner) gets the rows of g (outer, m, inner) listed for each target row.
 template <typename T>
-__device__ void scatter(T* out, const T* g, const rsmx_i64* idx, rsmx_i64 outer, rsmx_i64 n,
-                        rsmx_i64 m, rsmx_i64 inner, int mode) {
+__device__ void scatter(T* out, const T* g, const rsmx_i64* start, const rsmx_i64* sorted,
+                        rsmx_i64 outer, rsmx_i64 n, rsmx_i64 m, rsmx_i64 inner, int mode) {
   RSMX_GRID_LOOP(e, outer * n * inner) {
-    rsmx_i64 k = e % inner, r = e / inner;
-    rsmx_i64 row = r % n, o = r / n;
-    T acc = mode == RSMX_SCATTER_ADD ? out[e] : T();
+    const rsmx_i64 r = e / inner, o = r / n;
+    const rsmx_i64 k = e - r * inner, row = r - o * n;
+    const rsmx_i64 lo = start[row], hi = start[row + 1];
     const T* src = g + o * m * inner + k;
-    for (rsmx_i64 j = 0; j < m; j++) {
-      if (idx[j] != row) continue;
-      acc = mode == RSMX_SCATTER_LAST ? src[j * inner] : ix_add(acc, src[j * inner]);
+    T acc = mode == RSMX_SCATTER_ADD ? out[e] : T();
+    if (mode == RSMX_SCATTER_LAST) {
+      if (hi > lo) acc = src[sorted[hi - 1] * inner];
+    } else {
+      for (rsmx_i64 s = lo; s < hi; s++) acc = ix_add(acc, src[sorted[s] * inner]);
     }
     out[e] = acc;
   }
@@ -310,10 +385,11 @@ __device__ void scatter(T* out, const T* g, const rsmx_i64* idx, rsmx_i64 outer,
     kernel<T>(out, g, cond, n, row, want, add);                                           \
   }
 #define RSMX_SCATTER(kernel, T, suffix)                                                   \
-  extern "C" __global__ void kernel##_##suffix(T* out, const T* g, const rsmx_i64* idx,   \
-                                               rsmx_i64 outer, rsmx_i64 n, rsmx_i64 m,    \
-                                               rsmx_i64 inner, int mode) {                \
-    kernel<T>(out, g, idx, outer, n, m, inner, mode);                                     \
+  extern "C" __global__ void kernel##_##suffix(T* out, const T* g, const rsmx_i64* start, \
+                                               const rsmx_i64* sorted, rsmx_i64 outer,    \
+                                               rsmx_i64 n, rsmx_i64 m, rsmx_i64 inner,    \
+                                               int mode) {                                \
+    kernel<T>(out, g, start, sorted, outer, n, m, inner, mode);                           \
   }
 
 RSMX_DTYPE_ALL(RSMX_INDEX_FIX, index_fix)

@@ -25,6 +25,10 @@ const MODULE: &str = "index";
 /// Most leading axes `gather_nd` indexes (`RSMX_INDEX_DIMS`).
 const MAX_DIM: usize = 10;
 
+// The one-block kernels (`index_first_bad`, `scatter_offsets`, `scatter_place`) run
+// `BLOCK` threads over shared arrays of 256.
+const _: () = assert!(BLOCK.is_power_of_two() && BLOCK <= 256);
+
 /// `enum rsmx_index_mode`.
 const CLIP: i32 = 0;
 const WRAP: i32 = 1;
@@ -195,7 +199,9 @@ fn take_rows(
     launch_n(ctx, MODULE, &name, outer * m * inner, args)
 }
 
-/// `out (outer, n, inner)` gets the rows of `g (outer, m, inner)` sent to row `pos[j]`.
+/// `out (outer, n, inner)` gets the rows of `g (outer, m, inner)` sent to row `pos[j]`:
+/// the positions sorted stably by target row, then each output element folds its rows in
+/// order.
 fn scatter_rows(
     ctx: &OpContext,
     sfx: &str,
@@ -205,16 +211,41 @@ fn scatter_rows(
     out: &TBlob,
     mode: i32,
 ) -> Result<()> {
+    if outer * n * inner == 0 {
+        return Ok(());
+    }
+    // counts (n), start (n + 1), cursor (n), sorted (m): int64 each.
+    let words = 3 * n + 1 + m;
+    let temp = Temp::new(ctx, words * 8)?;
+    let at = |w: usize| temp.ptr().wrapping_add(w * 8);
+    let (counts, start, cursor, sorted) = (at(0), at(n), at(2 * n + 1), at(3 * n + 1));
+    crate::cuda::memcpy::fill_bytes(ctx.device, ctx.stream, counts, 0, n * 8)?;
+    let (m64, n64) = (m as i64, n as i64);
+    let args = Args::new().ptr(counts).ptr(pos.ptr()).arg(m64).arg(n64);
+    launch_n(ctx, MODULE, "scatter_count", m, args)?;
+    let args = Args::new().ptr(start).ptr(cursor).ptr(counts).arg(n64);
+    launch_n(ctx, MODULE, "scatter_offsets", BLOCK as usize, args)?;
+    if m > 0 {
+        let args = Args::new()
+            .ptr(sorted)
+            .ptr(cursor)
+            .ptr(pos.ptr())
+            .arg(m64)
+            .arg(n64);
+        launch_n(ctx, MODULE, "scatter_place", BLOCK as usize, args)?;
+    }
     let args = Args::new()
         .ptr(out.ptr())
         .ptr(g.ptr())
-        .ptr(pos.ptr())
+        .ptr(start)
+        .ptr(sorted)
         .arg(outer as i64)
-        .arg(n as i64)
-        .arg(m as i64)
+        .arg(n64)
+        .arg(m64)
         .arg(inner as i64)
         .arg(mode);
-    launch_n(ctx, MODULE, &format!("scatter_{sfx}"), outer * n * inner, args)
+    let name = format!("scatter_{sfx}");
+    launch_n(ctx, MODULE, &name, outer * n * inner, args)
 }
 
 fn sum_mode(req: OpReq) -> i32 {
@@ -388,7 +419,13 @@ impl super::GpuKernel for OneHot {
             _ => typed_arg::<i64>(typed_arg::<i64>(args, self.on), self.off),
         };
         let args = args.arg(add_flag(io.req[0]));
-        launch_n(ctx, MODULE, &format!("one_hot_{sfx}"), count * self.depth, args)
+        launch_n(
+            ctx,
+            MODULE,
+            &format!("one_hot_{sfx}"),
+            count * self.depth,
+            args,
+        )
     }
 }
 
@@ -468,7 +505,15 @@ impl super::GpuKernel for GatherNd {
         let (data, idx, out) = (&io.inputs[0], &io.inputs[1], &io.outputs[0]);
         any_suffix("gather_nd", data.dtype)?;
         let (pos, count, _, inner) = nd_positions(ctx, "gather_nd", idx, &data.shape)?;
-        take_rows(ctx, "gather_nd", data, &pos, (1, 0, count, inner), out, io.req[0])
+        take_rows(
+            ctx,
+            "gather_nd",
+            data,
+            &pos,
+            (1, 0, count, inner),
+            out,
+            io.req[0],
+        )
     }
 }
 
