@@ -406,6 +406,16 @@ BN_SHAPES = [((0, 3, 2), 1), ((4, 1), 1), ((1, 5), 0), ((3, 33), 1), ((2, 3, 31)
              ((5, 4, 3), 2), ((257, 2), 1), ((100003, 1), 1)]
 
 
+def bn_sums(bn, kernel, ins, c, segments, width, divisor, block=SMALL):
+    """A ``*_part`` kernel over ``segments`` parts of each channel, then ``bn_combine``."""
+    parts = c * segments
+    (part,) = run(bn, kernel, [np.zeros(parts * width)], [0, *ins, L(segments)],
+                  parts * block, block=block, blocks=min(parts, 5) if parts else 1)
+    (out,) = run(bn, "bn_combine", [np.zeros(width * c)],
+                 [0, part, L(c), L(segments), C_INT(width), D(divisor)], c)
+    return out
+
+
 @pytest.mark.parametrize("sfx", ["f32", "f64"])
 def test_bn_statistics_are_float64_sums(bn, sfx):
     rng = np.random.default_rng(16)
@@ -417,12 +427,15 @@ def test_bn_statistics_are_float64_sums(bn, sfx):
         m = max(outer * inner, 1)
         mean = xs.sum(1) / m
         var = ((xs - mean[:, None]) ** 2).sum(1) / m
-        for block in (SMALL, BLOCK):
-            (st,) = run(bn, f"bn_stats_{sfx}", [np.zeros(2 * c)],
-                        [0, x, L(outer), L(c), L(inner)], c * block, block=block,
-                        blocks=min(c, 3) if c else 1)
-            np.testing.assert_allclose(st[:c], mean, rtol=1e-12, atol=1e-12)
-            np.testing.assert_allclose(st[c:], var, rtol=1e-12, atol=1e-12)
+        for segments in (1, 3, 40):
+            for block in ((SMALL, BLOCK) if segments == 1 else (SMALL,)):
+                dims = [L(outer), L(c), L(inner)]
+                got_mean = bn_sums(bn, f"bn_stats_part_{sfx}", [x, ctypes.c_void_p(None), *dims], c, segments,
+                                   1, m, block)
+                np.testing.assert_allclose(got_mean, mean, rtol=1e-12, atol=1e-12)
+                got_var = bn_sums(bn, f"bn_stats_part_{sfx}", [x, got_mean, *dims], c,
+                                  segments, 1, m, block)
+                np.testing.assert_allclose(got_var, var, rtol=1e-12, atol=1e-12)
 
 
 def cast(v, dt):
@@ -503,9 +516,8 @@ def test_bn_backward_matches_the_float64_formulas(bn, sfx):
         xhat = (x64 - mean.astype(np.float64).reshape(bshape)) * inv.astype(np.float64).reshape(bshape)
         a = dy64.sum(axes) if axes else dy64
         b = (dy64 * xhat).sum(axes) if axes else dy64 * xhat
-        (sums,) = run(bn, f"bn_backward_sums_{sfx}", [np.zeros(2 * c)],
-                      [0, dy, x, mean, inv, L(outer), L(c), L(inner)], c * SMALL,
-                      block=SMALL, blocks=min(c, 3) if c else 1)
+        sums = bn_sums(bn, f"bn_backward_part_{sfx}",
+                       [dy, x, mean, inv, L(outer), L(c), L(inner)], c, 7, 2, 1.0)
         np.testing.assert_allclose(sums[:c], a, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(sums[c:], b, rtol=1e-10, atol=1e-10)
         count = float(max(outer * inner, 1))

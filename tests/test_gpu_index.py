@@ -336,6 +336,7 @@ BN_CASES = [  # shape, options
     ((5, 2, 7), {"use_global_stats": True, "output_mean_var": True}),
     ((257, 2), {"fix_gamma": False, "output_mean_var": True}),
     ((1, 3, 1), {"fix_gamma": False}),
+    ((3, 2, 3000), {"fix_gamma": False}),  # long channels: sums in several segments
 ]
 
 

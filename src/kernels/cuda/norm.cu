@@ -1,8 +1,10 @@
 // Kernels of `BatchNorm` and its backward over data seen as (outer, channels, inner).
 //
-// Per-channel statistics are sums in double: one block per channel (blocks loop over
-// channels when the grid is smaller), each thread folding every blockDim.x-th element in
-// order, then a fixed tree in shared memory, so results depend only on the block size.
+// Per-channel statistics are sums in double in two steps: each channel is cut into
+// `segments` equal parts, one block per part (blocks loop when the grid is smaller), each
+// thread folding every blockDim.x-th element in order, then a fixed tree in shared
+// memory; `bn_combine` then adds a channel's parts in order. No atomics: results depend
+// only on the block size and the number of segments.
 // Per-channel coefficients are computed in double and rounded to the data type once, as
 // the CPU kernel does; the element-wise passes then run in the data type. blockDim.x must
 // be a power of two of at most RSMX_NORM_THREADS.
@@ -49,27 +51,45 @@ __device__ __forceinline__ rsmx_i64 bn_at(rsmx_i64 e, rsmx_i64 c, rsmx_i64 chann
   return ((e / inner) * channels + c) * inner + e % inner;
 }
 
-// stats[c] = the mean of channel c, stats[channels + c] its biased variance.
+// The element range [lo, hi) of segment `seg` of `segments` equal parts of `per`.
+__device__ __forceinline__ void bn_segment(rsmx_i64 seg, rsmx_i64 segments, rsmx_i64 per,
+                                           rsmx_i64* lo, rsmx_i64* hi) {
+  const rsmx_i64 len = (per + segments - 1) / segments;
+  *lo = seg * len < per ? seg * len : per;
+  *hi = *lo + len < per ? *lo + len : per;
+}
+
+// part[c * segments + s] = Σ x (or Σ (x - center[c])² when `center` is given) over
+// segment s of channel c. One block per (channel, segment).
 template <typename T>
-__device__ void bn_stats(double* stats, const T* x, rsmx_i64 outer, rsmx_i64 channels,
-                         rsmx_i64 inner) {
+__device__ void bn_stats_part(double* part, const T* x, const double* center, rsmx_i64 outer,
+                              rsmx_i64 channels, rsmx_i64 inner, rsmx_i64 segments) {
   __shared__ double share[RSMX_NORM_THREADS];
   const rsmx_i64 per = outer * inner;
-  const double m = per > 0 ? (double)per : 1.0;
-  for (rsmx_i64 c = blockIdx.x; c < channels; c += gridDim.x) {
+  for (rsmx_i64 p = blockIdx.x; p < channels * segments; p += gridDim.x) {
+    const rsmx_i64 c = p / segments;
+    rsmx_i64 lo, hi;
+    bn_segment(p - c * segments, segments, per, &lo, &hi);
+    const double mu = center ? center[c] : 0.0;
     double acc = 0.0;
-    for (rsmx_i64 e = threadIdx.x; e < per; e += blockDim.x)
-      acc += bn_wide(x[bn_at(e, c, channels, inner)]);
-    const double mean = bn_block_sum(acc, share) / m;
-    acc = 0.0;
-    for (rsmx_i64 e = threadIdx.x; e < per; e += blockDim.x) {
-      double d = bn_wide(x[bn_at(e, c, channels, inner)]) - mean;
-      acc += d * d;
+    for (rsmx_i64 e = lo + threadIdx.x; e < hi; e += blockDim.x) {
+      double v = bn_wide(x[bn_at(e, c, channels, inner)]);
+      acc += center ? (v - mu) * (v - mu) : v;
     }
-    const double var = bn_block_sum(acc, share) / m;
-    if (threadIdx.x == 0) {
-      stats[c] = mean;
-      stats[channels + c] = var;
+    acc = bn_block_sum(acc, share);
+    if (threadIdx.x == 0) part[p] = acc;
+  }
+}
+
+// out[w * channels + c] = (Σ over s of part[(c * segments + s) * width + w]) / divisor,
+// the segments added in order.
+extern "C" __global__ void bn_combine(double* out, const double* part, rsmx_i64 channels,
+                                      rsmx_i64 segments, int width, double divisor) {
+  RSMX_GRID_LOOP(c, channels) {
+    for (int w = 0; w < width; w++) {
+      double acc = 0.0;
+      for (rsmx_i64 s = 0; s < segments; s++) acc += part[(c * segments + s) * width + w];
+      out[w * channels + c] = acc / divisor;
     }
   }
 }
@@ -118,17 +138,21 @@ __device__ void bn_apply(T* y, const T* x, const T* coef, rsmx_i64 n, rsmx_i64 c
   }
 }
 
-// sums[c] = Σ dy, sums[channels + c] = Σ dy * (x - mean) * invstd over channel c.
+// part[2 (c * segments + s)] = Σ dy and part[... + 1] = Σ dy * (x - mean) * invstd over
+// segment s of channel c. One block per (channel, segment).
 template <typename T>
-__device__ void bn_backward_sums(double* sums, const T* dy, const T* x, const T* mean,
+__device__ void bn_backward_part(double* part, const T* dy, const T* x, const T* mean,
                                  const T* invstd, rsmx_i64 outer, rsmx_i64 channels,
-                                 rsmx_i64 inner) {
+                                 rsmx_i64 inner, rsmx_i64 segments) {
   __shared__ double share[RSMX_NORM_THREADS];
   const rsmx_i64 per = outer * inner;
-  for (rsmx_i64 c = blockIdx.x; c < channels; c += gridDim.x) {
+  for (rsmx_i64 p = blockIdx.x; p < channels * segments; p += gridDim.x) {
+    const rsmx_i64 c = p / segments;
+    rsmx_i64 lo, hi;
+    bn_segment(p - c * segments, segments, per, &lo, &hi);
     const double mu = bn_wide(mean[c]), s = bn_wide(invstd[c]);
     double a = 0.0, b = 0.0;
-    for (rsmx_i64 e = threadIdx.x; e < per; e += blockDim.x) {
+    for (rsmx_i64 e = lo + threadIdx.x; e < hi; e += blockDim.x) {
       rsmx_i64 j = bn_at(e, c, channels, inner);
       double g = bn_wide(dy[j]);
       a += g;
@@ -137,8 +161,8 @@ __device__ void bn_backward_sums(double* sums, const T* dy, const T* x, const T*
     a = bn_block_sum(a, share);
     b = bn_block_sum(b, share);
     if (threadIdx.x == 0) {
-      sums[c] = a;
-      sums[channels + c] = b;
+      part[2 * p] = a;
+      part[2 * p + 1] = b;
     }
   }
 }
@@ -179,10 +203,12 @@ __device__ void bn_backward_apply(T* dx, const T* dy, const T* x, const T* coef,
   }
 }
 
-#define RSMX_BN_STATS(kernel, T, suffix)                                                  \
-  extern "C" __global__ void kernel##_##suffix(double* stats, const T* x, rsmx_i64 outer, \
-                                               rsmx_i64 channels, rsmx_i64 inner) {       \
-    kernel<T>(stats, x, outer, channels, inner);                                          \
+#define RSMX_BN_STATS_PART(kernel, T, suffix)                                             \
+  extern "C" __global__ void kernel##_##suffix(double* part, const T* x,                  \
+                                               const double* center, rsmx_i64 outer,      \
+                                               rsmx_i64 channels, rsmx_i64 inner,         \
+                                               rsmx_i64 segments) {                       \
+    kernel<T>(part, x, center, outer, channels, inner, segments);                         \
   }
 #define RSMX_BN_COEF(kernel, T, suffix)                                                   \
   extern "C" __global__ void kernel##_##suffix(                                           \
@@ -198,12 +224,12 @@ __device__ void bn_backward_apply(T* dx, const T* dy, const T* x, const T* coef,
                                                rsmx_i64 inner, int add) {                 \
     kernel<T>(y, x, coef, n, channels, inner, add);                                       \
   }
-#define RSMX_BN_BACKWARD_SUMS(kernel, T, suffix)                                          \
-  extern "C" __global__ void kernel##_##suffix(double* sums, const T* dy, const T* x,     \
+#define RSMX_BN_BACKWARD_PART(kernel, T, suffix)                                          \
+  extern "C" __global__ void kernel##_##suffix(double* part, const T* dy, const T* x,     \
                                                const T* mean, const T* invstd,            \
                                                rsmx_i64 outer, rsmx_i64 channels,         \
-                                               rsmx_i64 inner) {                          \
-    kernel<T>(sums, dy, x, mean, invstd, outer, channels, inner);                         \
+                                               rsmx_i64 inner, rsmx_i64 segments) {       \
+    kernel<T>(part, dy, x, mean, invstd, outer, channels, inner, segments);               \
   }
 #define RSMX_BN_BACKWARD_COEF(kernel, T, suffix)                                          \
   extern "C" __global__ void kernel##_##suffix(                                           \
@@ -221,9 +247,9 @@ __device__ void bn_backward_apply(T* dx, const T* dy, const T* x, const T* coef,
     kernel<T>(dx, dy, x, coef, n, channels, inner, add);                                  \
   }
 
-RSMX_DTYPE_FLOAT(RSMX_BN_STATS, bn_stats)
+RSMX_DTYPE_FLOAT(RSMX_BN_STATS_PART, bn_stats_part)
 RSMX_DTYPE_FLOAT(RSMX_BN_COEF, bn_coef)
 RSMX_DTYPE_FLOAT(RSMX_BN_APPLY, bn_apply)
-RSMX_DTYPE_FLOAT(RSMX_BN_BACKWARD_SUMS, bn_backward_sums)
+RSMX_DTYPE_FLOAT(RSMX_BN_BACKWARD_PART, bn_backward_part)
 RSMX_DTYPE_FLOAT(RSMX_BN_BACKWARD_COEF, bn_backward_coef)
 RSMX_DTYPE_FLOAT(RSMX_BN_BACKWARD_APPLY, bn_backward_apply)

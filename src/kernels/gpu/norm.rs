@@ -1,16 +1,17 @@
 //! GPU kernels of `BatchNorm` and its backward (`norm.cu`): per-channel sums in double,
-//! one block per channel in a fixed order, then per-channel coefficients and an
-//! element-wise pass, with the CPU kernel's semantics (saved mean and inverse standard
+//! one block per segment of a channel and the segments added in order (no atomics), then
+//! per-channel coefficients and an element-wise pass, with the CPU kernel's semantics (saved mean and inverse standard
 //! deviation, moving statistics updated by the training forward pass).
 
 use super::launch::{launch_n, suffix, Args, BLOCK};
 use super::temp::Temp;
+use crate::cuda::runtime::for_context;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::nn::basic::common::overlaps;
 use crate::kernels::cpu::Blobs;
 use crate::kernels::Kernels;
-use crate::op::nn::batch_norm::{BatchNorm, BatchNormBackward};
+use crate::op::nn::batch_norm::{BatchNorm, BatchNormBackward, Layout};
 use crate::op::{OpContext, OpReq};
 
 const MODULE: &str = "norm";
@@ -25,6 +26,37 @@ fn req_code(req: OpReq) -> i32 {
         OpReq::Add => 2,
         _ => 1,
     }
+}
+
+/// Elements a segment of a channel's sums covers at least.
+const MIN_SEGMENT: usize = 4096;
+
+/// Parts each channel's sums are cut into: enough blocks for about two per
+/// multiprocessor, none shorter than `MIN_SEGMENT`.
+fn segments(ctx: &OpContext, l: &Layout) -> Result<usize> {
+    let (_, dev) = for_context(ctx.device)?;
+    let want = (2 * dev.sm_count() as usize).div_ceil(l.channels.max(1));
+    let most = (l.outer * l.inner).div_ceil(MIN_SEGMENT);
+    Ok(want.min(most).max(1))
+}
+
+/// `out[w * channels + c]` = the sum of channel `c`'s `width` partial sums in `part`,
+/// over `divisor`.
+fn combine(
+    ctx: &OpContext,
+    out: *mut u8,
+    part: *mut u8,
+    (channels, segments, width): (usize, usize, i32),
+    divisor: f64,
+) -> Result<()> {
+    let args = Args::new()
+        .ptr(out)
+        .ptr(part)
+        .arg(channels as i64)
+        .arg(segments as i64)
+        .arg(width)
+        .arg(divisor);
+    launch_n(ctx, MODULE, "bn_combine", channels, args)
 }
 
 /// The suffix of the dtypes the CPU kernel supports, with its error for others.
@@ -52,14 +84,24 @@ impl super::GpuKernel for BatchNorm {
         let c = l.channels;
         let stats = Temp::new(ctx, 2 * c * 8)?;
         if batch {
-            let args = Args::new()
-                .ptr(stats.ptr())
-                .ptr(x.ptr())
-                .arg(l.outer as i64)
-                .arg(c as i64)
-                .arg(l.inner as i64);
-            let items = c * BLOCK as usize;
-            launch_n(ctx, MODULE, &format!("bn_stats_{sfx}"), items, args)?;
+            // The mean, then the variance about it, each from per-segment sums.
+            let segs = segments(ctx, &l)?;
+            let part = Temp::new(ctx, c * segs * 8)?;
+            let m = (l.outer * l.inner).max(1) as f64;
+            let kernel = format!("bn_stats_part_{sfx}");
+            for (center, half) in [(std::ptr::null_mut(), 0), (stats.ptr(), c)] {
+                let args = Args::new()
+                    .ptr(part.ptr())
+                    .ptr(x.ptr())
+                    .ptr(center)
+                    .arg(l.outer as i64)
+                    .arg(c as i64)
+                    .arg(l.inner as i64)
+                    .arg(segs as i64);
+                launch_n(ctx, MODULE, &kernel, c * segs * BLOCK as usize, args)?;
+                let out = stats.ptr().wrapping_add(half * 8);
+                combine(ctx, out, part.ptr(), (c, segs, 1), m)?;
+            }
         }
         let coef = Temp::new(ctx, 2 * c * x.dtype.size())?;
         let args = Args::new()
@@ -107,17 +149,21 @@ impl super::GpuKernel for BatchNormBackward {
         let c = l.channels;
         let (gamma, mean, invstd) = (&io.inputs[2], &io.inputs[3], &io.inputs[4]);
         let sums = Temp::new(ctx, 2 * c * 8)?;
+        let segs = segments(ctx, &l)?;
+        let part = Temp::new(ctx, 2 * c * segs * 8)?;
         let args = Args::new()
-            .ptr(sums.ptr())
+            .ptr(part.ptr())
             .ptr(dy.ptr())
             .ptr(x.ptr())
             .ptr(mean.ptr())
             .ptr(invstd.ptr())
             .arg(l.outer as i64)
             .arg(c as i64)
-            .arg(l.inner as i64);
-        let items = c * BLOCK as usize;
-        launch_n(ctx, MODULE, &format!("bn_backward_sums_{sfx}"), items, args)?;
+            .arg(l.inner as i64)
+            .arg(segs as i64);
+        let items = c * segs * BLOCK as usize;
+        launch_n(ctx, MODULE, &format!("bn_backward_part_{sfx}"), items, args)?;
+        combine(ctx, sums.ptr(), part.ptr(), (c, segs, 2), 1.0)?;
         let coef = Temp::new(ctx, 4 * c * x.dtype.size())?;
         let count = (l.outer * l.inner).max(1) as f64;
         let args = Args::new()
