@@ -14,6 +14,8 @@ pub const MODULES: &[(&str, &str)] = &[
     ("grad", include_str!("../kernels/cuda/grad.cu")),
     ("reduce", include_str!("../kernels/cuda/reduce.cu")),
     ("softmax", include_str!("../kernels/cuda/softmax.cu")),
+    ("index", include_str!("../kernels/cuda/index.cu")),
+    ("norm", include_str!("../kernels/cuda/norm.cu")),
 ];
 
 /// The source of module `name`.

@@ -3,10 +3,12 @@
 
 mod elemwise;
 mod grad;
+mod index;
 mod init;
 pub mod launch;
 mod linalg;
 mod nn;
+mod norm;
 mod optim;
 mod random;
 mod reduce;
@@ -68,4 +70,6 @@ pub fn register_kernels(k: &mut Kernels) {
     add::<crate::op::grad::binary::BinaryBackward>(k);
     reduce::register_kernels(k);
     softmax::register_kernels(k);
+    index::register_kernels(k);
+    norm::register_kernels(k);
 }
