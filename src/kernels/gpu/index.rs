@@ -93,15 +93,10 @@ fn first_bad(ctx: &OpContext, pos: &Temp, count: usize) -> Result<Option<(usize,
     let out = Temp::new(ctx, 16)?;
     let args = Args::new().ptr(out.ptr()).ptr(pos.ptr()).arg(count as i64);
     launch_n(ctx, MODULE, "index_first_bad", BLOCK as usize, args)?;
-    let mut found = [0i64; 2];
-    device_to_host(
-        ctx.device,
-        ctx.stream,
-        found.as_mut_ptr().cast(),
-        out.ptr(),
-        16,
-    )?;
-    Ok(usize::try_from(found[0]).ok().map(|i| (i, found[1])))
+    let mut raw = [0u8; 16];
+    device_to_host(ctx.device, ctx.stream, &mut raw, out.ptr())?;
+    let word = |k: usize| i64::from_le_bytes(raw[k * 8..k * 8 + 8].try_into().unwrap_or_default());
+    Ok(usize::try_from(word(0)).ok().map(|i| (i, word(1))))
 }
 
 /// Element `i` of index array `idx` as a float64, read from the device.
@@ -110,7 +105,7 @@ fn index_value(ctx: &OpContext, idx: &TBlob, i: usize) -> Result<f64> {
     let mut raw = [0u8; 8];
     // SAFETY: `i` is below `idx.size()`, so the `size` bytes at the offset are inside it.
     let src = unsafe { idx.ptr().add(i * size) };
-    device_to_host(ctx.device, ctx.stream, raw.as_mut_ptr(), src, size)?;
+    device_to_host(ctx.device, ctx.stream, &mut raw[..size], src)?;
     Ok(match idx.dtype {
         DType::F32 => f32::from_le_bytes(raw[..4].try_into().unwrap_or_default()) as f64,
         DType::F64 => f64::from_le_bytes(raw),
