@@ -16,6 +16,7 @@ pub const MODULES: &[(&str, &str)] = &[
     ("softmax", include_str!("../kernels/cuda/softmax.cu")),
     ("index", include_str!("../kernels/cuda/index.cu")),
     ("norm", include_str!("../kernels/cuda/norm.cu")),
+    ("linalg", include_str!("../kernels/cuda/linalg.cu")),
 ];
 
 /// The source of module `name`.

@@ -29,6 +29,9 @@ fn product(
     if req == OpReq::Null {
         return Ok(());
     }
+    if !c.dtype.is_float() {
+        return looped(ctx, &g, a, b, c, req);
+    }
     let beta = if req == OpReq::Add { 1.0 } else { 0.0 };
     let (rt, dev) = for_context(ctx.device)?;
     let stream = ctx
@@ -45,6 +48,34 @@ fn product(
         b.ptr(),
         c.ptr(),
     )
+}
+
+/// `product` for the integer dtypes, which cuBLAS lacks: a thread per output element
+/// (`linalg.cu`), wrapping as the CPU does.
+fn looped(
+    ctx: &OpContext,
+    g: &RowMajorGemm,
+    a: &TBlob,
+    b: &TBlob,
+    c: &TBlob,
+    req: OpReq,
+) -> Result<()> {
+    let n = g.batch * g.m * g.n;
+    if n == 0 {
+        return Ok(());
+    }
+    let dims = [g.batch, g.m, g.n, g.k, g.lda, g.ldb, g.ldc];
+    let strides = [g.stride_a, g.stride_b, g.stride_c];
+    let mut args = Args::new().ptr(c.ptr()).ptr(a.ptr()).ptr(b.ptr());
+    for v in dims.into_iter().chain(strides) {
+        args = args.arg(v as i64);
+    }
+    let args = args
+        .arg(g.ta as i32)
+        .arg(g.tb as i32)
+        .arg((req == OpReq::Add) as i32);
+    let kernel = format!("matmul_{}", suffix("dot", c.dtype)?);
+    launch_n(ctx, "linalg", &kernel, n, args)
 }
 
 /// A product of one `m×k` by `k×n`, the operands stored transposed as `ta`, `tb` say.
