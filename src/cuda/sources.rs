@@ -14,6 +14,8 @@ pub const MODULES: &[(&str, &str)] = &[
     ("grad", include_str!("../kernels/cuda/grad.cu")),
     ("reduce", include_str!("../kernels/cuda/reduce.cu")),
     ("softmax", include_str!("../kernels/cuda/softmax.cu")),
+    ("conv", include_str!("../kernels/cuda/conv.cu")),
+    ("pool", include_str!("../kernels/cuda/pool.cu")),
 ];
 
 /// The source of module `name`.

@@ -1,6 +1,7 @@
 //! GPU kernels: each launches a CUDA kernel of `src/kernels/cuda/` on the running op's
 //! stream; registered beside the CPU kernels under `DeviceType::Gpu`.
 
+mod conv;
 mod elemwise;
 mod grad;
 mod init;
@@ -8,6 +9,7 @@ pub mod launch;
 mod linalg;
 mod nn;
 mod optim;
+mod pool;
 mod random;
 mod reduce;
 mod softmax;
@@ -68,4 +70,6 @@ pub fn register_kernels(k: &mut Kernels) {
     add::<crate::op::grad::binary::BinaryBackward>(k);
     reduce::register_kernels(k);
     softmax::register_kernels(k);
+    conv::register_kernels(k);
+    pool::register_kernels(k);
 }
