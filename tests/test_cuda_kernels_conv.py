@@ -180,7 +180,7 @@ def test_bias_add_and_its_gradient(conv, suffix):
         scale = np.abs(y.astype(np.float64)).sum(axis=(0, 2)).max(initial=1.0)
         for add in (0, 1):
             start = data(suffix, (ch,), 7)
-            make = (lambda s=start: s.copy()) if add else (lambda: poisoned(ch, DTYPES[suffix]))
+            make = (lambda s=start: s.copy()) if add else (lambda c=ch: poisoned(c, DTYPES[suffix]))
             for threads in (SMALL, BLOCK):
                 got = in_orders(conv, f"bias_grad_{suffix}", make,
                                 [y, L(images), L(ch), L(plane), ctypes.c_int(add)], ch,

@@ -37,7 +37,11 @@ struct Geom {
 /// Three extents as the kernels take them, or an error naming `op` if one (or the
 /// product of the first two, which the kernels index by) does not fit.
 pub(super) fn dims(op: &str, d: &[usize; 3]) -> Result<[i32; 3]> {
-    let too_big = || Error::Value(format!("{op}: extents {d:?} are too large for the GPU kernel"));
+    let too_big = || {
+        Error::Value(format!(
+            "{op}: extents {d:?} are too large for the GPU kernel"
+        ))
+    };
     if i32::try_from(volume(d)).is_err() {
         return Err(too_big());
     }
@@ -128,11 +132,24 @@ impl<'a, 'c> Dev<'a, 'c> {
     fn gemm(&self, g: RowMajorGemm, a: *mut u8, b: *mut u8, c: *mut u8, add: bool) -> Result<()> {
         let (rt, dev) = for_context(self.ctx.device)?;
         let stream = self.ctx.stream.ok_or_else(|| {
-            Error::Runtime(format!("{}: a matrix product ran outside a GPU op", self.op))
+            Error::Runtime(format!(
+                "{}: a matrix product ran outside a GPU op",
+                self.op
+            ))
         })?;
         let beta = if add { 1.0 } else { 0.0 };
-        gemm(rt.blas()?, dev, stream, self.dtype, &g, (1.0, beta), a, b, c)
-            .map_err(|e| e.in_op(self.op))
+        gemm(
+            rt.blas()?,
+            dev,
+            stream,
+            self.dtype,
+            &g,
+            (1.0, beta),
+            a,
+            b,
+            c,
+        )
+        .map_err(|e| e.in_op(self.op))
     }
 
     fn launch(&self, kernel: &str, n: usize, args: Args) -> Result<()> {
@@ -168,7 +185,15 @@ impl<'a, 'c> Dev<'a, 'c> {
     }
 
     /// `db (=|+=)` the sums of `dy` per channel over `images` images.
-    fn bias_grad(&self, db: *mut u8, dy: *mut u8, images: usize, ch: usize, plane: usize, add: bool) -> Result<()> {
+    fn bias_grad(
+        &self,
+        db: *mut u8,
+        dy: *mut u8,
+        images: usize,
+        ch: usize,
+        plane: usize,
+        add: bool,
+    ) -> Result<()> {
         let args = Args::new()
             .ptr(db)
             .ptr(dy)
@@ -266,7 +291,11 @@ impl super::GpuKernel for ConvolutionBackward {
         let (fg, kg) = (p.filters / p.groups, rows / p.groups);
         let (dy, x, w) = (io.inputs[0].ptr(), io.inputs[1].ptr(), io.inputs[2].ptr());
         let (dx, dw) = (sink(&io, 0), sink(&io, 1));
-        let db = if self.fwd.args.no_bias { None } else { sink(&io, 2) };
+        let db = if self.fwd.args.no_bias {
+            None
+        } else {
+            sink(&io, 2)
+        };
         first_add(&d, dw, p.filters * kg, p.batch)?;
         if let Some((db, add)) = db {
             d.bias_grad(db, dy, p.batch, p.filters, cols, add)?;
@@ -294,7 +323,15 @@ impl super::GpuKernel for ConvolutionBackward {
                 for i in 0..nb {
                     let n = n0 + i;
                     d.gemm(
-                        mm(false, true, fg, kg, cols, p.groups, [fg * cols, kg * cols, fg * kg]),
+                        mm(
+                            false,
+                            true,
+                            fg,
+                            kg,
+                            cols,
+                            p.groups,
+                            [fg * cols, kg * cols, fg * kg],
+                        ),
                         d.at(dy, n * out_len),
                         d.at(src, i * stride),
                         dw,
@@ -304,7 +341,11 @@ impl super::GpuKernel for ConvolutionBackward {
             }
             if let Some((dx, add)) = dx {
                 let dx = d.at(dx, n0 * in_len);
-                let (target, stride) = if identity { (dx, in_len) } else { (col, rows * cols) };
+                let (target, stride) = if identity {
+                    (dx, in_len)
+                } else {
+                    (col, rows * cols)
+                };
                 for g in 0..p.groups {
                     d.gemm(
                         mm(true, false, kg, cols, fg, nb, [0, out_len, stride]),
@@ -369,7 +410,13 @@ impl super::GpuKernel for Deconvolution {
         }
         if !self.args.no_bias {
             let filters = p.geom.channels;
-            d.bias_add(y, io.inputs[2].ptr(), p.batch * out_len, volume(&p.geom.input), filters)?;
+            d.bias_add(
+                y,
+                io.inputs[2].ptr(),
+                p.batch * out_len,
+                volume(&p.geom.input),
+                filters,
+            )?;
         }
         Ok(())
     }
@@ -386,7 +433,11 @@ impl super::GpuKernel for DeconvolutionBackward {
         let (cg, kg) = (p.in_channels / p.groups, rows / p.groups);
         let (dy, x, w) = (io.inputs[0].ptr(), io.inputs[1].ptr(), io.inputs[2].ptr());
         let (dx, dw) = (sink(&io, 0), sink(&io, 1));
-        let db = if self.fwd.args.no_bias { None } else { sink(&io, 2) };
+        let db = if self.fwd.args.no_bias {
+            None
+        } else {
+            sink(&io, 2)
+        };
         first_add(&d, dw, p.in_channels * kg, p.batch)?;
         if let Some((db, add)) = db {
             let filters = p.geom.channels;
@@ -426,7 +477,15 @@ impl super::GpuKernel for DeconvolutionBackward {
                 for i in 0..nb {
                     let n = n0 + i;
                     d.gemm(
-                        mm(false, true, cg, kg, cols, p.groups, [cg * cols, kg * cols, cg * kg]),
+                        mm(
+                            false,
+                            true,
+                            cg,
+                            kg,
+                            cols,
+                            p.groups,
+                            [cg * cols, kg * cols, cg * kg],
+                        ),
                         d.at(x, n * in_len),
                         d.at(src, i * stride),
                         dw,
