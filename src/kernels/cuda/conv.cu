@@ -1,8 +1,9 @@
 // Kernels of the convolution layers: unfolding images into column matrices (im2col), the
 // adjoint folding as a gather (col2im: each image element sums the column entries that
-// read it, in a fixed order, so no atomics), the bias added per channel and the bias
-// gradient as a block reduction per channel. Matrix products run in cuBLAS. Spatial
-// extents are three (depth, height, width); lower-dimensional windows have leading ones.
+// read it, in a fixed order, so no atomics), the bias added per channel, the bias gradient
+// as a block reduction per channel, and the weight gradient summed over per-image products.
+// Matrix products run in cuBLAS. Spatial extents are three (depth, height, width);
+// lower-dimensional windows have leading ones.
 #include "common.cuh"
 
 // The shapes of one unfolding: `channels` planes of extent `in`, a window and the grid of
@@ -129,6 +130,18 @@ __device__ void bias_grad(T* db, const T* dy, rsmx_i64 images, rsmx_i64 channels
   }
 }
 
+// out[i] (=|+=) the sum of parts[n * len + i] over `images` images, in image order: the
+// weight gradient from per-image products.
+template <typename T>
+__device__ void sum_images(T* out, const T* parts, rsmx_i64 len, rsmx_i64 images, int add) {
+  typedef typename rsmx_num<T>::compute C;
+  RSMX_GRID_LOOP(i, len) {
+    C acc = add ? rsmx_num<T>::load(out[i]) : (C)0;
+    for (rsmx_i64 n = 0; n < images; n++) acc += rsmx_num<T>::load(parts[n * len + i]);
+    out[i] = rsmx_num<T>::store(acc);
+  }
+}
+
 #define RSMX_IM2COL(kernel, T, suffix)                                                   \
   extern "C" __global__ void kernel##_##suffix(T* col, const T* img, rsmx_i64 n,         \
                                                rsmx_col_geom g) {                        \
@@ -151,7 +164,14 @@ __device__ void bias_grad(T* db, const T* dy, rsmx_i64 images, rsmx_i64 channels
     kernel<T>(db, dy, images, channels, plane, add);                                     \
   }
 
+#define RSMX_SUM_IMAGES(kernel, T, suffix)                                               \
+  extern "C" __global__ void kernel##_##suffix(T* out, const T* parts, rsmx_i64 len,     \
+                                               rsmx_i64 images, int add) {               \
+    kernel<T>(out, parts, len, images, add);                                             \
+  }
+
 RSMX_DTYPE_FLOAT(RSMX_IM2COL, im2col)
 RSMX_DTYPE_FLOAT(RSMX_COL2IM, col2im)
 RSMX_DTYPE_FLOAT(RSMX_BIAS_ADD, bias_add)
 RSMX_DTYPE_FLOAT(RSMX_BIAS_GRAD, bias_grad)
+RSMX_DTYPE_FLOAT(RSMX_SUM_IMAGES, sum_images)

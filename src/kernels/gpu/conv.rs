@@ -1,7 +1,8 @@
 //! GPU kernels of `Convolution` and `Deconvolution` and their backward (`conv.cu`): the
 //! column matrices of a run of images unfolded by im2col into scratch memory, the
-//! products in cuBLAS (batched over the images of a run, or over the groups), and the
-//! folding back by a gathering col2im; no atomics, so results are the same on every run.
+//! products in cuBLAS (batched over the images of a run), the folding back by a gathering
+//! col2im and the weight gradient summed over per-image products in image order; no
+//! atomics, so results are the same on every run.
 
 use super::launch::{float_suffix, launch_n, Args, BLOCK};
 use super::temp::Temp;
@@ -205,6 +206,24 @@ impl<'a, 'c> Dev<'a, 'c> {
         self.launch("bias_grad", ch * BLOCK as usize, args)
     }
 
+    /// `out (=|+=)` the sum of `images` arrays of `len` elements at `parts`, in order.
+    fn sum_images(
+        &self,
+        out: *mut u8,
+        parts: *mut u8,
+        len: usize,
+        images: usize,
+        add: bool,
+    ) -> Result<()> {
+        let args = Args::new()
+            .ptr(out)
+            .ptr(parts)
+            .arg(len as i64)
+            .arg(images as i64)
+            .arg(i32::from(add));
+        self.launch("sum_images", len, args)
+    }
+
     /// Zeros `n` elements.
     fn zero(&self, p: *mut u8, n: usize) -> Result<()> {
         let args = Args::new().ptr(p).arg(n as i64).arg(0.0f64);
@@ -220,8 +239,7 @@ fn sink(io: &Blobs, i: usize) -> Option<(*mut u8, bool)> {
     }
 }
 
-/// A weight gradient is a sum over the batch: overwritten by the first image's product
-/// (or zeroed for an empty batch), then added to.
+/// A weight gradient written for an empty batch is zero.
 fn first_add(d: &Dev<'_, '_>, dw: Option<(*mut u8, bool)>, len: usize, batch: usize) -> Result<()> {
     if let Some((p, false)) = dw {
         if batch == 0 {
@@ -229,6 +247,59 @@ fn first_add(d: &Dev<'_, '_>, dw: Option<(*mut u8, bool)>, len: usize, batch: us
         }
     }
     Ok(())
+}
+
+/// The weight gradient, a sum over the batch, in parts: the per-image products of a few
+/// images at a time go to scratch memory (`product(first, count, parts)`), then are added
+/// up in image order, so the result is the same on every run.
+struct WeightGrad {
+    dw: *mut u8,
+    add: bool,
+    /// Elements of the weight.
+    len: usize,
+    /// Images per batch of products.
+    cap: usize,
+    parts: Temp,
+}
+
+impl WeightGrad {
+    fn new(
+        d: &Dev,
+        dw: Option<(*mut u8, bool)>,
+        len: usize,
+        batch: usize,
+        run: usize,
+    ) -> Result<Option<WeightGrad>> {
+        let Some((dw, add)) = dw else {
+            return Ok(None);
+        };
+        let cap = d.run_len(batch, len).min(run);
+        Ok(Some(WeightGrad {
+            dw,
+            add,
+            len,
+            cap,
+            parts: d.temp(cap * len)?,
+        }))
+    }
+
+    /// Adds the products of images `first..first + count` of the batch, images `0..count`
+    /// of the current run.
+    fn run(
+        &self,
+        d: &Dev,
+        first: usize,
+        count: usize,
+        product: impl Fn(usize, usize, *mut u8) -> Result<()>,
+    ) -> Result<()> {
+        for s0 in (0..count).step_by(self.cap) {
+            let sb = self.cap.min(count - s0);
+            product(s0, sb, self.parts.ptr())?;
+            let add = self.add || first + s0 > 0;
+            d.sum_images(self.dw, self.parts.ptr(), self.len, sb, add)?;
+        }
+        Ok(())
+    }
 }
 
 impl super::GpuKernel for Convolution {
@@ -311,33 +382,36 @@ impl super::GpuKernel for ConvolutionBackward {
             Some(d.temp(run * rows * cols)?)
         };
         let col = temp.as_ref().map_or(std::ptr::null_mut(), Temp::ptr);
+        let wg = WeightGrad::new(&d, dw, p.filters * kg, p.batch, run)?;
         for n0 in (0..p.batch).step_by(run) {
             let nb = run.min(p.batch - n0);
-            if let Some((dw, add)) = dw {
+            if let Some(wg) = &wg {
                 let (src, stride) = if identity {
                     (d.at(x, n0 * in_len), in_len)
                 } else {
                     d.im2col(&geo, col, d.at(x, n0 * in_len), nb * rows * cols)?;
                     (col, rows * cols)
                 };
-                for i in 0..nb {
-                    let n = n0 + i;
-                    d.gemm(
-                        mm(
+                wg.run(&d, n0, nb, |s0, sb, parts| {
+                    for g in 0..p.groups {
+                        d.gemm(
+                            mm(
+                                false,
+                                true,
+                                fg,
+                                kg,
+                                cols,
+                                sb,
+                                [out_len, stride, fg * kg * p.groups],
+                            ),
+                            d.at(dy, (n0 + s0) * out_len + g * fg * cols),
+                            d.at(src, s0 * stride + g * kg * cols),
+                            d.at(parts, g * fg * kg),
                             false,
-                            true,
-                            fg,
-                            kg,
-                            cols,
-                            p.groups,
-                            [fg * cols, kg * cols, fg * kg],
-                        ),
-                        d.at(dy, n * out_len),
-                        d.at(src, i * stride),
-                        dw,
-                        add || n > 0,
-                    )?;
-                }
+                        )?;
+                    }
+                    Ok(())
+                })?;
             }
             if let Some((dx, add)) = dx {
                 let dx = d.at(dx, n0 * in_len);
@@ -454,6 +528,7 @@ impl super::GpuKernel for DeconvolutionBackward {
             Some(d.temp(run * rows * cols)?)
         };
         let col = temp.as_ref().map_or(std::ptr::null_mut(), Temp::ptr);
+        let wg = WeightGrad::new(&d, dw, p.in_channels * kg, p.batch, run)?;
         for n0 in (0..p.batch).step_by(run) {
             let nb = run.min(p.batch - n0);
             let (src, stride) = if identity {
@@ -473,25 +548,27 @@ impl super::GpuKernel for DeconvolutionBackward {
                     )?;
                 }
             }
-            if let Some((dw, add)) = dw {
-                for i in 0..nb {
-                    let n = n0 + i;
-                    d.gemm(
-                        mm(
+            if let Some(wg) = &wg {
+                wg.run(&d, n0, nb, |s0, sb, parts| {
+                    for g in 0..p.groups {
+                        d.gemm(
+                            mm(
+                                false,
+                                true,
+                                cg,
+                                kg,
+                                cols,
+                                sb,
+                                [in_len, stride, cg * kg * p.groups],
+                            ),
+                            d.at(x, (n0 + s0) * in_len + g * cg * cols),
+                            d.at(src, s0 * stride + g * kg * cols),
+                            d.at(parts, g * cg * kg),
                             false,
-                            true,
-                            cg,
-                            kg,
-                            cols,
-                            p.groups,
-                            [cg * cols, kg * cols, cg * kg],
-                        ),
-                        d.at(x, n * in_len),
-                        d.at(src, i * stride),
-                        dw,
-                        add || n > 0,
-                    )?;
-                }
+                        )?;
+                    }
+                    Ok(())
+                })?;
             }
         }
         Ok(())
