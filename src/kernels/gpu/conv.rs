@@ -250,8 +250,8 @@ fn first_add(d: &Dev<'_, '_>, dw: Option<(*mut u8, bool)>, len: usize, batch: us
 }
 
 /// The weight gradient, a sum over the batch, in parts: the per-image products of a few
-/// images at a time go to scratch memory (`product(first, count, parts)`), then are added
-/// up in image order, so the result is the same on every run.
+/// images at a time go to scratch memory, then are added up in image order, so the result
+/// is the same on every run.
 struct WeightGrad {
     dw: *mut u8,
     add: bool,
@@ -284,7 +284,8 @@ impl WeightGrad {
     }
 
     /// Adds the products of images `first..first + count` of the batch, images `0..count`
-    /// of the current run.
+    /// of the current run: `product(start, n, parts)` writes those of the run's images
+    /// `start..start + n` to `parts`, one weight-sized array each.
     fn run(
         &self,
         d: &Dev,
