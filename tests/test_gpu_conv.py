@@ -42,12 +42,12 @@ def run(sym, args: dict, ctx, grad, head, req, passes):
     return [out] + [ex.grad_dict[k] for k in grad]
 
 
-def same_on_both(sym, args: dict, grad, seed, what="") -> None:
+def same_on_both(sym, args: dict, grad, seed, what="", reqs=(("write", 1), ("add", 2))) -> None:
     rng = np.random.default_rng(seed)
     dtype = next(iter(args.values())).dtype
     _, out_shapes, _ = sym.infer_shape(**{k: v.shape for k, v in args.items()})
     head = rng.uniform(-1, 1, out_shapes[0]).astype(dtype)
-    for req, passes in (("write", 1), ("add", 2)):
+    for req, passes in reqs:
         cpu = run(sym, args, mx.cpu(), grad, head, req, passes)
         gpu = run(sym, args, mx.gpu(0), grad, head, req, passes)
         for name, g, c in zip(["output", *grad], gpu, cpu, strict=True):
@@ -210,3 +210,14 @@ def test_lenet_module_gives_the_same_outputs_and_gradients_on_gpu():
     assert set(grads_g) == set(params)
     for name in params:
         close(grads_g[name], grads_c[name], name)
+
+
+
+def test_column_matrices_too_big_for_one_run_go_in_several():
+    # 16 channels x 9x9 taps x 120x120 positions: about 150 MB of float64 columns per image,
+    # more than one run of the GPU kernels unfolds at once.
+    for op, kw, shape in (("Convolution", dict(num_filter=2), (2, 16, 128, 128)),
+                          ("Deconvolution", dict(num_filter=16, no_bias=False), (2, 2, 120, 120))):
+        sym = getattr(mx.sym, op)(mx.sym.Variable("data"), kernel=(9, 9), name="big", **kw)
+        args = layer_args(sym, shape, "float64", 11)
+        same_on_both(sym, args, list(args), 11, op, reqs=(("write", 1),))
