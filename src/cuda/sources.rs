@@ -17,6 +17,8 @@ pub const MODULES: &[(&str, &str)] = &[
     ("index", include_str!("../kernels/cuda/index.cu")),
     ("norm", include_str!("../kernels/cuda/norm.cu")),
     ("linalg", include_str!("../kernels/cuda/linalg.cu")),
+    ("conv", include_str!("../kernels/cuda/conv.cu")),
+    ("pool", include_str!("../kernels/cuda/pool.cu")),
 ];
 
 /// The source of module `name`.

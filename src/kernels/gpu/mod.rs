@@ -1,6 +1,7 @@
 //! GPU kernels: each launches a CUDA kernel of `src/kernels/cuda/` on the running op's
 //! stream; registered beside the CPU kernels under `DeviceType::Gpu`.
 
+mod conv;
 mod elemwise;
 mod grad;
 mod index;
@@ -10,6 +11,7 @@ mod linalg;
 mod nn;
 mod norm;
 mod optim;
+mod pool;
 mod random;
 mod reduce;
 mod softmax;
@@ -72,4 +74,6 @@ pub fn register_kernels(k: &mut Kernels) {
     softmax::register_kernels(k);
     index::register_kernels(k);
     norm::register_kernels(k);
+    conv::register_kernels(k);
+    pool::register_kernels(k);
 }
