@@ -14,6 +14,8 @@ pub const MODULES: &[(&str, &str)] = &[
     ("grad", include_str!("../kernels/cuda/grad.cu")),
     ("reduce", include_str!("../kernels/cuda/reduce.cu")),
     ("softmax", include_str!("../kernels/cuda/softmax.cu")),
+    ("xform", include_str!("../kernels/cuda/xform.cu")),
+    ("sort", include_str!("../kernels/cuda/sort.cu")),
 ];
 
 /// The source of module `name`.

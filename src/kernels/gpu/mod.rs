@@ -11,7 +11,9 @@ mod optim;
 mod random;
 mod reduce;
 mod softmax;
+mod sort;
 mod temp;
+mod xform;
 
 use crate::context::DeviceType;
 use crate::error::{Error, Result};
@@ -68,4 +70,7 @@ pub fn register_kernels(k: &mut Kernels) {
     add::<crate::op::grad::binary::BinaryBackward>(k);
     reduce::register_kernels(k);
     softmax::register_kernels(k);
+    sort::register_kernels(k);
+    xform::register_kernels(k);
+    add::<crate::op::grad::linalg::DotBackward>(k);
 }
