@@ -339,3 +339,136 @@ def test_sort_outputs(so, suffix):
     want = np.zeros((outer, n, inner), dtype)
     np.put_along_axis(want, want_idx, g.reshape(outer, k, inner), axis=1)
     np.testing.assert_array_equal(got.reshape(outer, n, inner), want)
+
+
+@pytest.mark.parametrize("suffix", INTS)
+def test_integer_unary_kernels_match_the_cpu_operators(suffix):
+    """``unary_<int>`` (``elemwise.cu``): exact operators wrap, the rest go through double
+    precision and saturate back, as the CPU kernels do."""
+    import rsmx as mx
+    from test_cuda_kernels import UNARY
+
+    el = host_module("elemwise")
+    dtype = DTYPES[suffix]
+    for op, code in UNARY.items():
+        x = data(suffix, 257, code)
+        kw = {"a_min": -1.5, "a_max": 20.0} if op == "clip" else {}
+        a = mx.nd.array(x, dtype=dtype)
+        with np.errstate(all="ignore"):
+            want = (a.copy() if op == "_copy" else getattr(mx.nd, op)(a, **kw)).asnumpy()
+        rest = [L(x.size), ctypes.c_int(code), ctypes.c_int(0), ctypes.c_double(-1.5),
+                ctypes.c_double(20.0)]
+        (got,) = run_orders(el, f"unary_{suffix}", 2, 64, lambda o, x=x, r=rest: [o[0], x, *r],
+                            [poisoned(x.size, dtype)])
+        np.testing.assert_array_equal(got, want, err_msg=op)
+        base = data(suffix, x.size, 1)
+        (got,) = run_orders(el, f"unary_{suffix}", 2, 64,
+                            lambda o, x=x, r=rest: [o[0], x, r[0], r[1], ctypes.c_int(1), *r[3:]],
+                            [base])
+        np.testing.assert_array_equal(got, added(base, want, suffix), err_msg=op)
+
+
+@pytest.fixture(scope="module")
+def rnd():
+    return host_module("random")
+
+
+SAMPLE = {"uniform": 0, "normal": 1, "exponential": 2, "gamma": 3, "poisson": 4,
+          "negative_binomial": 5, "generalized_negative_binomial": 6}
+
+
+def run_sample(rnd, suffix, kind, a, b, m, key=11, order="forward"):
+    pa = np.asarray(a, np.float64)
+    pb = None if b is None else np.asarray(b, np.float64)
+    n = pa.size * m
+    out = poisoned(n, DTYPES[suffix])
+    pb_arg = ctypes.c_void_p(None) if pb is None else pb
+    rnd.launch(f"sample_{suffix}", 4, 64, [out, L(n), L(m), pa, pb_arg, ctypes.c_int(SAMPLE[kind]),
+                                          ctypes.c_ulonglong(key), ctypes.c_int(0)], order)
+    return out.reshape(pa.size, m).astype(np.float64)
+
+
+@pytest.mark.parametrize("suffix", ["f32", "f64", "f16"])
+def test_samples_have_their_moments(rnd, suffix):
+    m = 20000
+    cases = [  # kind, params, mean, std
+        ("uniform", ([-1.0, 2.0], [1.0, 10.0]), [0.0, 6.0], [2 / 12**0.5, 8 / 12**0.5]),
+        ("normal", ([0.0, 5.0], [1.0, 0.5]), [0.0, 5.0], [1.0, 0.5]),
+        ("exponential", ([1.0, 4.0], None), [1.0, 0.25], [1.0, 0.25]),
+        ("gamma", ([0.5, 3.0], [2.0, 1.0]), [1.0, 3.0], [2**0.5, 3**0.5]),
+        ("poisson", ([3.0, 40.0], None), [3.0, 40.0], [3**0.5, 40**0.5]),
+        ("negative_binomial", ([2.0, 5.0], [0.5, 0.25]), [2.0, 15.0], [2.0, 60**0.5]),
+        ("generalized_negative_binomial", ([2.0, 6.0], [0.5, 0.0]), [2.0, 6.0],
+         [(2 + 0.5 * 4) ** 0.5, 6**0.5]),
+    ]
+    for kind, (a, b), mean, std in cases:
+        got = run_sample(rnd, suffix, kind, a, b, m)
+        assert np.all(np.isfinite(got)), kind
+        tol = 0.03 if suffix != "f16" else 0.05
+        np.testing.assert_allclose(got.mean(axis=1), mean, rtol=tol, atol=tol * 2, err_msg=kind)
+        np.testing.assert_allclose(got.std(axis=1), std, rtol=0.06, atol=0.03, err_msg=kind)
+        if kind == "uniform":
+            assert np.all(got >= np.array(a)[:, None]) and np.all(got < np.array(b)[:, None])
+        if kind in ("poisson", "negative_binomial", "generalized_negative_binomial"):
+            assert np.all(got == np.round(got)) and np.all(got >= 0)
+
+
+def test_samples_do_not_depend_on_thread_order_and_follow_the_key(rnd):
+    runs = [run_sample(rnd, "f32", "gamma", [0.3, 7.0], [1.0, 2.0], 257, order=o)
+            for o in ORDERS]
+    assert all(np.array_equal(runs[0], r) for r in runs[1:])
+    other = run_sample(rnd, "f32", "gamma", [0.3, 7.0], [1.0, 2.0], 257, key=12)
+    assert not np.array_equal(runs[0], other)
+
+
+def test_invalid_sample_parameters(rnd):
+    assert np.all(np.isnan(run_sample(rnd, "f64", "gamma", [0.0, -1.0], [1.0, 1.0], 5)))
+    assert np.all(np.isnan(run_sample(rnd, "f64", "gamma", [1.0], [0.0], 5)))
+    assert np.all(run_sample(rnd, "f64", "poisson", [0.0, -2.0], None, 5) == 0)
+    assert np.all(np.isnan(run_sample(rnd, "f64", "poisson", [np.nan], None, 5)))
+    assert np.all(run_sample(rnd, "f64", "negative_binomial", [0.0, 2.0], [0.5, 1.0], 5) == 0)
+
+
+@pytest.mark.parametrize("suffix", ["f32", "f64", "f16"])
+def test_multinomial_frequencies_and_log_probabilities(rnd, suffix):
+    probs = np.array([[0.1, 0.0, 0.6, 0.3], [0.0, 0.0, 1.0, 0.0], [0.25, 0.25, 0.25, 0.25]])
+    p = probs.astype(DTYPES[suffix])
+    m = 20000
+    n = probs.shape[0] * m
+    cats = np.full(n, -5, np.int64)
+    logp = poisoned(n, DTYPES[suffix])
+    for order in ORDERS:
+        rnd.launch(f"multinomial_{suffix}", 3, 64, [p, L(n), L(m), L(4), ctypes.c_ulonglong(3),
+                                                   cats, logp, ctypes.c_int(0)], order)
+    c = cats.reshape(3, m)
+    freq = np.stack([np.bincount(r, minlength=4) / m for r in c])
+    np.testing.assert_allclose(freq, probs, atol=0.02)
+    rows = np.repeat(np.arange(3), m)
+    want = np.log(p.astype(np.float64)[rows, cats]).astype(DTYPES[suffix])
+    np.testing.assert_array_equal(logp, want)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 33, 3000])
+def test_shuffles_are_permutations(rnd, so, rows):
+    p = 1 << max(0, (rows - 1).bit_length())
+    keys = np.zeros(p, np.uint64)
+    order = np.zeros(p, np.int64)
+    rnd.launch("shuffle_keys", 2, 64, [keys, order, L(rows), L(p), ctypes.c_ulonglong(5)])
+    if p <= 2048:
+        so.launch("sort_block", 1, 64, [keys, order, L(1), L(p)])
+    else:
+        size = 2
+        while size <= p:
+            j = size // 2
+            while j > 0:
+                so.launch("sort_step", 3, 64, [keys, order, L(1), L(p), L(size), L(j)])
+                j //= 2
+            size *= 2
+    perm = order[:rows]
+    assert sorted(perm.tolist()) == list(range(rows))
+    if rows > 30:
+        assert not np.array_equal(perm, np.arange(rows))
+    x = data("i32", rows * 3, 1)
+    out = poisoned(rows * 3, np.int32)
+    rnd.launch("shuffle_rows_i32", 2, 64, [out, x, order, L(rows), L(3), ctypes.c_int(0)])
+    np.testing.assert_array_equal(out.reshape(rows, 3), x.reshape(rows, 3)[perm])

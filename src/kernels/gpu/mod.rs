@@ -71,6 +71,7 @@ pub fn register_kernels(k: &mut Kernels) {
     reduce::register_kernels(k);
     softmax::register_kernels(k);
     sort::register_kernels(k);
+    random::register_kernels(k);
     xform::register_kernels(k);
     add::<crate::op::grad::linalg::DotBackward>(k);
 }

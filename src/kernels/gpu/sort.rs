@@ -61,10 +61,23 @@ fn order(ctx: &OpContext, op: &SortOp, data: &TBlob, l: Lanes, k: usize) -> Resu
         .ptr(idx.ptr());
     let kernel = format!("sort_keys_{}", suffix(op.name, data.dtype)?);
     launch_n(ctx, MODULE, &kernel, total, args)?;
+    bitonic(ctx, keys.ptr(), idx.ptr(), lanes, p)?;
+    Ok(Some(Order { idx, desc }))
+}
+
+/// Sorts `lanes` lanes of `p` (a power of two) (key, index) pairs in place, by key then
+/// index; `keys` and `idx` hold `lanes * p` of each, lane after lane.
+pub(super) fn bitonic(
+    ctx: &OpContext,
+    keys: *mut u8,
+    idx: *mut u8,
+    lanes: usize,
+    p: usize,
+) -> Result<()> {
     if p <= SHARED {
         let args = Args::new()
-            .ptr(keys.ptr())
-            .ptr(idx.ptr())
+            .ptr(keys)
+            .ptr(idx)
             .arg(lanes as i64)
             .arg(p as i64);
         launch_n(ctx, MODULE, "sort_block", lanes * BLOCK as usize, args)?;
@@ -74,26 +87,32 @@ fn order(ctx: &OpContext, op: &SortOp, data: &TBlob, l: Lanes, k: usize) -> Resu
             let mut j = size / 2;
             while j > 0 {
                 let args = Args::new()
-                    .ptr(keys.ptr())
-                    .ptr(idx.ptr())
+                    .ptr(keys)
+                    .ptr(idx)
                     .arg(lanes as i64)
                     .arg(p as i64)
                     .arg(size as i64)
                     .arg(j as i64);
-                launch_n(ctx, MODULE, "sort_step", total / 2, args)?;
+                launch_n(ctx, MODULE, "sort_step", lanes * p / 2, args)?;
                 j /= 2;
             }
             size *= 2;
         }
     }
-    Ok(Some(Order { idx, desc }))
+    Ok(())
 }
 
 /// Fills `out` with zeros (the `init` module's kernel).
 fn clear(ctx: &OpContext, op: &str, out: &TBlob) -> Result<()> {
     let n = out.size();
     let args = Args::new().ptr(out.ptr()).arg(n as i64).arg(0.0f64);
-    launch_n(ctx, "init", &format!("fill_{}", suffix(op, out.dtype)?), n, args)
+    launch_n(
+        ctx,
+        "init",
+        &format!("fill_{}", suffix(op, out.dtype)?),
+        n,
+        args,
+    )
 }
 
 fn add_flag(req: OpReq) -> i32 {

@@ -186,7 +186,11 @@ impl super::GpuKernel for Concat {
     fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
         let out = &io.outputs[0];
         let axis = axis_in("Concat", self.dim, out.shape.len())?;
-        let lens: Vec<usize> = io.inputs.iter().map(|b| size_of(&b.shape[axis..])).collect();
+        let lens: Vec<usize> = io
+            .inputs
+            .iter()
+            .map(|b| size_of(&b.shape[axis..]))
+            .collect();
         let rows = size_of(&out.shape[..axis]);
         let row = size_of(&out.shape[axis..]);
         join(ctx, "Concat", rows, row, io.inputs, &lens, out, io.req[0])
@@ -201,7 +205,16 @@ impl super::GpuKernel for Stack {
         let lens = vec![len; io.inputs.len()];
         let rows = size_of(&s[..axis]);
         let out = &io.outputs[0];
-        join(ctx, "stack", rows, len * lens.len(), io.inputs, &lens, out, io.req[0])
+        join(
+            ctx,
+            "stack",
+            rows,
+            len * lens.len(),
+            io.inputs,
+            &lens,
+            out,
+            io.req[0],
+        )
     }
 }
 
@@ -346,7 +359,9 @@ impl super::GpuKernel for MakeLossBackward {
                 (p.grad_scale, Some(t))
             }
         };
-        let count_ptr = count.as_ref().map_or(std::ptr::null(), |t| t.ptr().cast_const());
+        let count_ptr = count
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t.ptr().cast_const());
         let args = Args::new()
             .ptr(out.ptr())
             .arg(n as i64)
@@ -392,7 +407,9 @@ mod tests {
             .iter()
             .map(|(_, p)| p.iter().map(|q| q.len).collect())
             .collect();
-        assert!(lens.iter().all(|l| l.len() <= PARTS && l.iter().all(|&x| x > 0)));
+        assert!(lens
+            .iter()
+            .all(|l| l.len() <= PARTS && l.iter().all(|&x| x > 0)));
         assert_eq!(b[0].0, 1);
         let null = [part(2, w), part(3, OpReq::Null), part(4, OpReq::Add)];
         let b = batches(&null);
