@@ -112,8 +112,7 @@ fn desc(rows: usize, row: usize, base: usize, parts: &[Part]) -> JoinDesc {
 fn join(
     ctx: &OpContext,
     op: &str,
-    rows: usize,
-    row: usize,
+    (rows, row): (usize, usize),
     inputs: &[TBlob],
     lens: &[usize],
     out: &TBlob,
@@ -148,8 +147,7 @@ fn join(
 fn split(
     ctx: &OpContext,
     op: &str,
-    rows: usize,
-    row: usize,
+    (rows, row): (usize, usize),
     input: &TBlob,
     outputs: &[TBlob],
     lens: &[usize],
@@ -193,7 +191,7 @@ impl super::GpuKernel for Concat {
             .collect();
         let rows = size_of(&out.shape[..axis]);
         let row = size_of(&out.shape[axis..]);
-        join(ctx, "Concat", rows, row, io.inputs, &lens, out, io.req[0])
+        join(ctx, "Concat", (rows, row), io.inputs, &lens, out, io.req[0])
     }
 }
 
@@ -208,8 +206,7 @@ impl super::GpuKernel for Stack {
         join(
             ctx,
             "stack",
-            rows,
-            len * lens.len(),
+            (rows, len * lens.len()),
             io.inputs,
             &lens,
             out,
@@ -226,7 +223,15 @@ impl super::GpuKernel for SliceChannel {
         let row = size_of(&x.shape[axis..]);
         let len = row / self.num_outputs.max(1);
         let lens = vec![len; self.num_outputs];
-        split(ctx, "SliceChannel", rows, row, x, io.outputs, &lens, io.req)
+        split(
+            ctx,
+            "SliceChannel",
+            (rows, row),
+            x,
+            io.outputs,
+            &lens,
+            io.req,
+        )
     }
 }
 
@@ -240,7 +245,7 @@ impl super::GpuKernel for ConcatBackward {
             .collect();
         let rows = size_of(&g.shape[..axis]);
         let row = size_of(&g.shape[axis..]);
-        split(ctx, self.name(), rows, row, g, io.outputs, &lens, io.req)
+        split(ctx, self.name(), (rows, row), g, io.outputs, &lens, io.req)
     }
 }
 
