@@ -406,7 +406,7 @@ mod tests {
     #[test]
     fn batches_keep_columns_contiguous() {
         let w = OpReq::Write;
-        let parts: Vec<Part> = (0..20).map(|i| part(i % 3, w)).collect();
+        let parts: Vec<Part> = (0..40).map(|i| part(i % 3, w)).collect();
         let b = batches(&parts);
         let lens: Vec<Vec<usize>> = b
             .iter()
@@ -415,7 +415,11 @@ mod tests {
         assert!(lens
             .iter()
             .all(|l| l.len() <= PARTS && l.iter().all(|&x| x > 0)));
-        assert_eq!(b[0].0, 1);
+        // 40 parts of 0, 1, 2, 0... columns: 26 not empty, 39 columns, in two launches.
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].0, 0);
+        assert_eq!(b[1].0, lens[0].iter().sum::<usize>());
+        assert_eq!(lens.iter().flatten().sum::<usize>(), 39);
         let null = [part(2, w), part(3, OpReq::Null), part(4, OpReq::Add)];
         let b = batches(&null);
         assert_eq!(b.len(), 2);
