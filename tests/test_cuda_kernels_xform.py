@@ -472,3 +472,42 @@ def test_shuffles_are_permutations(rnd, so, rows):
     out = poisoned(rows * 3, np.int32)
     rnd.launch("shuffle_rows_i32", 2, 64, [out, x, order, L(rows), L(3), ctypes.c_int(0)])
     np.testing.assert_array_equal(out.reshape(rows, 3), x.reshape(rows, 3)[perm])
+
+
+@pytest.mark.parametrize("suffix", ["f32", "f64", "f16"])
+def test_attribute_samplers_have_their_moments(rnd, suffix):
+    n = 40000
+    for kind, a, b, mean, std in [("exponential", 2.0, 0.0, 0.5, 0.5),
+                                  ("gamma", 2.0, 3.0, 6.0, 18**0.5),
+                                  ("poisson", 25.0, 0.0, 25.0, 5.0),
+                                  ("negative_binomial", 3.0, 0.5, 3.0, 6**0.5),
+                                  ("generalized_negative_binomial", 4.0, 0.25, 4.0, 2**1.5)]:
+        runs = []
+        for order in ORDERS:
+            out = poisoned(n, DTYPES[suffix])
+            rnd.launch(f"random_dist_{suffix}", 4, 64,
+                       [out, L(n), ctypes.c_int(SAMPLE[kind]), ctypes.c_double(a),
+                        ctypes.c_double(b), ctypes.c_ulonglong(8), ctypes.c_int(0)], order)
+            runs.append(out)
+        assert all(np.array_equal(runs[0], r) for r in runs[1:])
+        got = runs[0].astype(np.float64)
+        assert np.all(np.isfinite(got)), kind
+        np.testing.assert_allclose(got.mean(), mean, rtol=0.04, err_msg=kind)
+        np.testing.assert_allclose(got.std(), std, rtol=0.06, err_msg=kind)
+
+
+@pytest.mark.parametrize("suffix", ["i32", "i64"])
+def test_random_integers_cover_their_range(rnd, suffix):
+    dtype = DTYPES[suffix]
+    ii = np.iinfo(dtype)
+    for low, high in [(-3, 4), (0, 1), (10, 1000), (int(ii.min), int(ii.max))]:
+        n = 20000
+        out = poisoned(n, dtype)
+        rnd.launch(f"random_randint_{suffix}", 4, 64,
+                   [out, L(n), L(low), L(high), ctypes.c_ulonglong(4), ctypes.c_int(0)])
+        assert out.min() >= low and out.max() < high
+        if high - low < 10:
+            assert set(np.unique(out)) == set(range(low, high))
+        else:
+            np.testing.assert_allclose(out.astype(np.float64).mean(), (low + high - 1) / 2,
+                                       rtol=0.05, atol=(high - low) * 0.02)

@@ -350,3 +350,22 @@ def test_shuffle_on_the_gpu(dtype):
     y = mx.nd.array(x, ctx=mx.gpu(0), dtype=dtype)
     mx.nd.shuffle(y, out=y)
     assert sorted(map(bytes, np.ascontiguousarray(y.asnumpy()))) == rows
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_attribute_samplers_on_the_gpu(dtype):
+    r = mx.nd.random
+    cases = [(r.exponential, {"scale": 2.0}, 2.0), (r.gamma, {"alpha": 2.0, "beta": 0.5}, 1.0),
+             (r.poisson, {"lam": 7.0}, 7.0), (r.negative_binomial, {"k": 2, "p": 0.4}, 3.0),
+             (r.generalized_negative_binomial, {"mu": 3.0, "alpha": 0.5}, 3.0)]
+    for f, kw, mean in cases:
+        mx.random.seed(5)
+        a = f(shape=(4000,), ctx=mx.gpu(0), dtype=dtype, **kw)
+        mx.random.seed(5)
+        b = f(shape=(4000,), ctx=mx.gpu(0), dtype=dtype, **kw)
+        assert a.dtype == np.dtype(dtype) and a.shape == (4000,)
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+        np.testing.assert_allclose(a.asnumpy().astype(np.float64).mean(), mean, rtol=0.1)
+    for it in ("int32", "int64"):
+        x = r.randint(-5, 7, shape=(3000,), ctx=mx.gpu(0), dtype=it).asnumpy()
+        assert x.dtype == np.dtype(it) and set(np.unique(x)) == set(range(-5, 7))

@@ -220,6 +220,63 @@ __device__ void shuffle_rows(T* out, const T* in, const rsmx_i64* order, rsmx_i6
   }
 }
 
+// The attribute-parameter samplers other than uniform and normal: `kind` as in
+// `enum rsmx_sample`.
+template <typename T>
+__device__ void random_dist(T* out, rsmx_i64 n, int kind, double a, double b,
+                            rsmx_rand_u64 key, int add) {
+  typedef typename rsmx_num<T>::compute C;
+  RSMX_GRID_LOOP(e, n) {
+    rsmx_stream st = rsmx_stream_at(key, e);
+    C v = (C)rsmx_sample_draw(&st, kind, a, b);
+    out[e] = rsmx_num<T>::store(add ? rsmx_num<T>::load(out[e]) + v : v);
+  }
+}
+
+// The high 64 bits of a * b.
+__device__ __forceinline__ rsmx_rand_u64 rsmx_mulhi(rsmx_rand_u64 a, rsmx_rand_u64 b) {
+  rsmx_rand_u64 al = a & 0xffffffffull, ah = a >> 32, bl = b & 0xffffffffull, bh = b >> 32;
+  rsmx_rand_u64 p0 = al * bl, p1 = al * bh, p2 = ah * bl, p3 = ah * bh;
+  rsmx_rand_u64 mid = (p0 >> 32) + (p1 & 0xffffffffull) + (p2 & 0xffffffffull);
+  return p3 + (p1 >> 32) + (p2 >> 32) + (mid >> 32);
+}
+
+// Integers uniform on [low, high): a 64-bit draw scaled to the range (multiply-shift).
+template <typename T>
+__device__ void random_randint(T* out, rsmx_i64 n, rsmx_i64 low, rsmx_i64 high,
+                               rsmx_rand_u64 key, int add) {
+  const rsmx_rand_u64 range = (rsmx_rand_u64)high - (rsmx_rand_u64)low;
+  RSMX_GRID_LOOP(e, n) {
+    rsmx_stream st = rsmx_stream_at(key, e);
+    rsmx_rand_u64 h = rsmx_splitmix(st.s);
+    T v = (T)((rsmx_rand_u64)low + rsmx_mulhi(h, range));
+    out[e] = add ? (T)((rsmx_rand_u64)out[e] + (rsmx_rand_u64)v) : v;
+  }
+}
+
+// At most 64 registers a thread for the rejection samplers' kernels (4 blocks of 256 per
+// multiprocessor); the host build has no launch bounds.
+#ifdef __CUDACC_RTC__
+#define RSMX_RANDOM_BOUNDS __launch_bounds__(256, 4)
+#else
+#define RSMX_RANDOM_BOUNDS
+#endif
+
+#define RSMX_RANDOM_DIST(kernel, T, suffix)                                             \
+  extern "C" __global__ void RSMX_RANDOM_BOUNDS kernel##_##suffix(T* out, rsmx_i64 n, int kind, double a, \
+                                               double b, rsmx_rand_u64 key, int add) {  \
+    kernel<T>(out, n, kind, a, b, key, add);                                            \
+  }
+#define RSMX_RANDINT(kernel, T, suffix)                                                 \
+  extern "C" __global__ void kernel##_##suffix(T* out, rsmx_i64 n, rsmx_i64 low,       \
+                                               rsmx_i64 high, rsmx_rand_u64 key,        \
+                                               int add) {                               \
+    kernel<T>(out, n, low, high, key, add);                                             \
+  }
+RSMX_DTYPE_FLOAT(RSMX_RANDOM_DIST, random_dist)
+RSMX_RANDINT(random_randint, rsmx_i32, i32)
+RSMX_RANDINT(random_randint, rsmx_i64, i64)
+
 #define RSMX_SAMPLE(kernel, T, suffix)                                                  \
   extern "C" __global__ void kernel##_##suffix(T* out, rsmx_i64 n, rsmx_i64 m,         \
                                                const double* pa, const double* pb,      \

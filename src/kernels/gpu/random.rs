@@ -20,20 +20,44 @@ impl super::GpuKernel for Random {
         if io.req[0] == OpReq::Null {
             return Ok(());
         }
+        let out = &io.outputs[0];
+        let key: u64 = ctx.rng(self.name)?.gen();
+        let n = out.size();
+        let add = i32::from(io.req[0] == OpReq::Add);
+        // The other distributions, by their code in `enum rsmx_sample`.
+        let dist = |ctx: &OpContext, code: i32, a: f64, b: f64| -> Result<()> {
+            let name = format!("random_dist_{}", float_suffix(self.name, out.dtype)?);
+            let args = Args::new()
+                .ptr(out.ptr())
+                .arg(n as i64)
+                .arg(code)
+                .arg(a)
+                .arg(b)
+                .arg(key)
+                .arg(add);
+            launch_n(ctx, "random", &name, n, args)
+        };
         let (kernel, a, b) = match self.dist {
             Dist::Uniform { low, high } => ("random_uniform", low, high),
             Dist::Normal { loc, scale } => ("random_normal", loc, scale),
-            other => {
-                return Err(Error::NotImplemented(format!(
-                    "{}: no GPU kernel for {other:?} draws",
-                    self.name
-                )))
+            Dist::RandInt { low, high } => {
+                let name = format!("random_randint_{}", suffix(self.name, out.dtype)?);
+                let args = Args::new()
+                    .ptr(out.ptr())
+                    .arg(n as i64)
+                    .arg(low)
+                    .arg(high)
+                    .arg(key)
+                    .arg(add);
+                return launch_n(ctx, "random", &name, n, args);
             }
+            Dist::Exponential { lam } => return dist(ctx, 2, lam, 0.0),
+            Dist::Gamma { alpha, beta } => return dist(ctx, 3, alpha, beta),
+            Dist::Poisson { lam } => return dist(ctx, 4, lam, 0.0),
+            Dist::NegBinomial { k, p } => return dist(ctx, 5, k, p),
+            Dist::GenNegBinomial { mu, alpha } => return dist(ctx, 6, mu, alpha),
         };
-        let out = &io.outputs[0];
         let name = format!("{kernel}_{}", float_suffix(self.name, out.dtype)?);
-        let key: u64 = ctx.rng(self.name)?.gen();
-        let n = out.size();
         let args = Args::new()
             .ptr(out.ptr())
             .arg(n as i64)
