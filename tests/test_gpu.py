@@ -237,20 +237,13 @@ def test_save_and_load_gpu_arrays(tmp_path):
     np.testing.assert_array_equal(back["w"].as_in_context(mx.gpu(0)).asnumpy(), x)
 
 
-def test_an_operator_without_a_gpu_kernel_names_itself_and_the_device():
-    a = mx.nd.ones((3, 4), ctx=mx.gpu(0))
-    with pytest.raises(MXNetError, match=r"topk.*gpu\(0\)|gpu\(0\).*topk"):
-        mx.nd.topk(a, k=2).wait_to_read()
-    assert (a + 1).asnumpy()[0, 0] == 2
-
-
 def test_arrays_on_different_devices_are_refused():
     with pytest.raises(MXNetError, match=r"cpu\(0\).*gpu\(0\)|gpu\(0\).*cpu\(0\)"):
         mx.nd.ones((2,), ctx=mx.gpu(0)) + mx.nd.ones((2,))
 
 
 def test_a_kernel_error_surfaces_at_the_next_wait_and_the_engine_goes_on():
-    x = mx.nd.ones((4,), ctx=mx.gpu(0), dtype="int32")
+    x = mx.nd.ones((4,), ctx=mx.gpu(0), dtype="bool")
     y = mx.nd.exp(x)
     with pytest.raises(MXNetError, match="exp"):
         y.asnumpy()

@@ -19,6 +19,8 @@ pub const MODULES: &[(&str, &str)] = &[
     ("linalg", include_str!("../kernels/cuda/linalg.cu")),
     ("conv", include_str!("../kernels/cuda/conv.cu")),
     ("pool", include_str!("../kernels/cuda/pool.cu")),
+    ("xform", include_str!("../kernels/cuda/xform.cu")),
+    ("sort", include_str!("../kernels/cuda/sort.cu")),
 ];
 
 /// The source of module `name`.

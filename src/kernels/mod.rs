@@ -111,19 +111,24 @@ fn table() -> &'static Kernels {
 
 /// The kernel of `op` for `ctx`'s device type, or an error naming both.
 pub fn kernel_for(op: &dyn Operator, ctx: Context) -> Result<KernelFn> {
-    if ctx.dev_type == DeviceType::Gpu
-        && usize::try_from(ctx.dev_id).map_or(true, |id| id >= num_gpus())
-    {
-        return Err(no_gpu_error(ctx).in_op(op.name()));
-    }
-    table().get(op, ctx.dev_type).ok_or_else(|| {
+    lookup(table(), op, ctx)
+}
+
+fn lookup(table: &Kernels, op: &dyn Operator, ctx: Context) -> Result<KernelFn> {
+    let kernel = table.get(op, ctx.dev_type).ok_or_else(|| {
         Error::NotImplemented(format!(
             "{}: no kernel for {} devices (array on {ctx})",
             op.name(),
             ctx.dev_type.name()
         ))
         .in_op(op.name())
-    })
+    })?;
+    if ctx.dev_type == DeviceType::Gpu
+        && usize::try_from(ctx.dev_id).map_or(true, |id| id >= num_gpus())
+    {
+        return Err(no_gpu_error(ctx).in_op(op.name()));
+    }
+    Ok(kernel)
 }
 
 /// True if `op` has a kernel for `dev` devices.
@@ -180,7 +185,42 @@ mod tests {
         ] {
             assert!(has_kernel(op.as_ref(), dev));
         }
-        assert!(!has_kernel(op.as_ref(), DeviceType::Gpu));
+    }
+
+    #[test]
+    fn an_operator_without_a_kernel_for_the_device_is_named_with_it() {
+        // A table with only a CPU kernel stands for an operator not yet written for GPUs.
+        let mut cpu_only = Kernels::default();
+        cpu_only.add::<crate::op::elemwise::unary::Unary>(DeviceType::Cpu, |_, _, _, _, _| Ok(()));
+        let op = build("exp");
+        assert!(lookup(&cpu_only, op.as_ref(), Context::cpu(0)).is_ok());
+        let e = lookup(&cpu_only, op.as_ref(), Context::gpu(1))
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), crate::error::ErrorKind::NotImplemented);
+        assert_eq!(
+            e.message(),
+            "exp: no kernel for gpu devices (array on gpu(1))"
+        );
+        assert!(matches!(e, Error::Op(ref o) if o.op == "exp"));
+    }
+
+    #[test]
+    fn every_operator_with_a_cpu_kernel_has_a_gpu_kernel() {
+        let (mut cpu, mut gpu) = (0, 0);
+        for def in crate::op::list_ops() {
+            if let Ok(op) = def.build(&Attrs::new()) {
+                cpu += has_kernel(op.as_ref(), DeviceType::Cpu) as usize;
+                gpu += has_kernel(op.as_ref(), DeviceType::Gpu) as usize;
+                assert_eq!(
+                    has_kernel(op.as_ref(), DeviceType::Cpu),
+                    has_kernel(op.as_ref(), DeviceType::Gpu),
+                    "{}",
+                    def.name
+                );
+            }
+        }
+        assert!(cpu > 100 && cpu == gpu);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-// Kernels of the element-wise operators on floating-point arrays: unary, binary on equal
+// Kernels of the element-wise operators: unary, binary on equal
 // shapes, binary with a scalar, and binary with broadcasting. One kernel per dtype; the
 // operator is chosen by its code (the order of `enum rsmx_unary` / `enum rsmx_binary`,
 // which the core's launcher follows). `add` accumulates into the output (`req=add`).
@@ -268,14 +268,51 @@ __device__ void broadcast(T* out, const T* lhs, const T* rhs, rsmx_i64 n, rsmx_b
   }
 }
 
+// Unary operators on integers as the CPU kernels do them: the exact ones in the type
+// (wrapping), rounding ones the identity, the others in double precision saturated back.
+template <typename T, typename U, bool kSigned>
+__device__ __forceinline__ T int_unary_op(int op, T v, double a, double b) {
+  typedef int_limits<T, U, kSigned> L;
+  const bool neg = L::negative(v);
+  switch (op) {
+    case RSMX_UNARY_COPY: case RSMX_UNARY_FLOOR: case RSMX_UNARY_CEIL: case RSMX_UNARY_ROUND:
+    case RSMX_UNARY_RINT: case RSMX_UNARY_FIX: case RSMX_UNARY_TRUNC: return v;
+    case RSMX_UNARY_NEGATIVE: return (T)((U)0 - (U)v);
+    case RSMX_UNARY_ABS: return neg ? (T)((U)0 - (U)v) : v;
+    case RSMX_UNARY_SIGN: return neg ? (T)(U)~(U)0 : (v != (T)0 ? (T)1 : (T)0);
+    case RSMX_UNARY_SQUARE: return (T)((U)v * (U)v);
+    case RSMX_UNARY_RELU: return neg ? (T)0 : v;
+    case RSMX_UNARY_LOGICAL_NOT: return v == (T)0 ? (T)1 : (T)0;
+    case RSMX_UNARY_CLIP: {
+      double f = (double)v;
+      return f < a ? saturate<T, U, kSigned>(a) : (f > b ? saturate<T, U, kSigned>(b) : v);
+    }
+    default: return saturate<T, U, kSigned>(unary_op<double>(op, (double)v, a, b));
+  }
+}
+
+// The unary operators for storage type T, in its compute type.
+template <typename T> struct unary_of {
+  typedef typename rsmx_num<T>::compute C;
+  __device__ __forceinline__ static C apply(int op, C v, double a, double b) {
+    return unary_op<C>(op, v, a, b);
+  }
+};
+#define RSMX_INT_UNARY(T, U, kSigned)                                                 \
+  template <> struct unary_of<T> {                                                    \
+    __device__ __forceinline__ static T apply(int op, T v, double a, double b) {      \
+      return int_unary_op<T, U, kSigned>(op, v, a, b);                                \
+    }                                                                                 \
+  };
+RSMX_INT_UNARY(rsmx_u8, unsigned char, false)
+RSMX_INT_UNARY(rsmx_i8, unsigned char, true)
+RSMX_INT_UNARY(rsmx_i32, unsigned int, true)
+RSMX_INT_UNARY(rsmx_i64, unsigned long long, true)
+
 // out[i] (=|+=) op(in[i]); `in` may be `out` (in place).
 template <typename T>
 __device__ void unary(T* out, const T* in, rsmx_i64 n, int op, int add, double a, double b) {
-  typedef typename rsmx_num<T>::compute C;
-  RSMX_GRID_LOOP(i, n) {
-    C v = unary_op<C>(op, rsmx_num<T>::load(in[i]), a, b);
-    out[i] = rsmx_num<T>::store(add ? rsmx_num<T>::load(out[i]) + v : v);
-  }
+  RSMX_GRID_LOOP(i, n) { put(out, i, unary_of<T>::apply(op, rsmx_num<T>::load(in[i]), a, b), add); }
 }
 
 #define RSMX_UNARY(kernel, T, suffix)                                                 \
@@ -301,7 +338,7 @@ __device__ void unary(T* out, const T* in, rsmx_i64 n, int op, int add, double a
     kernel<T>(out, lhs, rhs, n, b, op, add);                                            \
   }
 
-RSMX_DTYPE_FLOAT(RSMX_UNARY, unary)
+RSMX_DTYPE_NUM(RSMX_UNARY, unary)
 RSMX_DTYPE_NUM(RSMX_BINARY, binary)
 RSMX_DTYPE_NUM(RSMX_BINARY_SCALAR, binary_scalar)
 RSMX_DTYPE_NUM(RSMX_BROADCAST, broadcast)

@@ -1,7 +1,7 @@
 //! GPU kernels of the element-wise operators (`elemwise.cu`): unary, binary on equal
 //! shapes, with a scalar, and broadcasting.
 
-use super::launch::{float_suffix, launch_n, suffix, Args};
+use super::launch::{launch_n, suffix, Args};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::Blobs;
 use crate::ndarray::TBlob;
@@ -95,7 +95,7 @@ pub fn unary(
         return Ok(());
     }
     let (code, a, b) = unary_code(kind);
-    let kernel = format!("unary_{}", float_suffix("unary", out.dtype)?);
+    let kernel = format!("unary_{}", suffix("unary", out.dtype)?);
     let n = out.size();
     let args = Args::new()
         .ptr(out.ptr())

@@ -227,3 +227,94 @@ impl super::GpuKernel for FcBackward {
         Ok(())
     }
 }
+
+/// The (rows, cols) of each stored operand of a `dot`/`batch_dot`, and the batch.
+fn stored_operands(
+    batched: bool,
+    ta: bool,
+    tb: bool,
+    l: &[usize],
+    r: &[usize],
+) -> ((usize, usize), (usize, usize), usize) {
+    let prod = |s: &[usize]| s.iter().product::<usize>();
+    if batched {
+        let nd = l.len();
+        return (
+            (l[nd - 2], l[nd - 1]),
+            (r[nd - 2], r[nd - 1]),
+            prod(&l[..nd - 2]),
+        );
+    }
+    if l.len() == 1 && r.len() == 1 {
+        return ((1, l[0]), (r[0], 1), 1);
+    }
+    let (ln, rn) = (l.len(), r.len());
+    let a = if ta {
+        (l[0], prod(&l[1..]))
+    } else {
+        (prod(&l[..ln - 1]), l[ln - 1])
+    };
+    let b = if tb {
+        (prod(&r[..rn - 1]), r[rn - 1])
+    } else {
+        (r[0], prod(&r[1..]))
+    };
+    (a, b, 1)
+}
+
+/// `op(x) · op(y)` of stored row-major `x` and `y`, `batch` times; `None` if the inner
+/// dimensions differ.
+fn stored_gemm(
+    x: (usize, usize),
+    tx: bool,
+    y: (usize, usize),
+    ty: bool,
+    batch: usize,
+) -> Option<RowMajorGemm> {
+    let d = crate::op::linalg::MatMul::new(x.0, x.1, tx, y.0, y.1, ty)?;
+    Some(RowMajorGemm {
+        ta: tx,
+        tb: ty,
+        m: d.m,
+        n: d.n,
+        k: d.k,
+        lda: x.1,
+        ldb: y.1,
+        ldc: d.n,
+        batch,
+        stride_a: x.0 * x.1,
+        stride_b: y.0 * y.1,
+        stride_c: d.m * d.n,
+    })
+}
+
+impl super::GpuKernel for crate::op::grad::linalg::DotBackward {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        let name = self.name();
+        let (g, a, b) = (&io.inputs[0], &io.inputs[1], &io.inputs[2]);
+        let (ta, tb) = (self.ta, self.tb);
+        let (sa, sb, batch) = stored_operands(self.batched, ta, tb, &a.shape, &b.shape);
+        let bad = || Error::Runtime(format!("{name}: operand shapes do not match"));
+        let fwd = stored_gemm(sa, ta, sb, tb, batch).ok_or_else(bad)?;
+        let sg = (fwd.m, fwd.n);
+        if io.req[0] != OpReq::Null {
+            let (p, x, y) = if ta {
+                (stored_gemm(sb, tb, sg, true, batch), b, g)
+            } else {
+                (stored_gemm(sg, false, sb, !tb, batch), g, b)
+            };
+            product(ctx, p.ok_or_else(bad)?, x, y, &io.outputs[0], io.req[0])
+                .map_err(|e| e.in_op(name))?;
+        }
+        if io.req[1] != OpReq::Null {
+            let (p, x, y) = if tb {
+                (stored_gemm(sg, true, sa, ta, batch), g, a)
+            } else {
+                (stored_gemm(sa, !ta, sg, false, batch), a, g)
+            };
+            product(ctx, p.ok_or_else(bad)?, x, y, &io.outputs[1], io.req[1])
+                .map_err(|e| e.in_op(name))?;
+        }
+        Ok(())
+    }
+}

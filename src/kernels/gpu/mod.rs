@@ -15,7 +15,9 @@ mod pool;
 mod random;
 mod reduce;
 mod softmax;
+mod sort;
 mod temp;
+mod xform;
 
 use crate::context::DeviceType;
 use crate::error::{Error, Result};
@@ -76,4 +78,8 @@ pub fn register_kernels(k: &mut Kernels) {
     norm::register_kernels(k);
     conv::register_kernels(k);
     pool::register_kernels(k);
+    sort::register_kernels(k);
+    random::register_kernels(k);
+    xform::register_kernels(k);
+    add::<crate::op::grad::linalg::DotBackward>(k);
 }
