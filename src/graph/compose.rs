@@ -107,6 +107,7 @@ pub fn node_symbol(
         attrs: RwLock::new(attrs),
         inputs,
         input_names,
+        backward_of: None,
     });
     Symbol {
         outputs: (0..visible)
@@ -193,6 +194,7 @@ pub fn compose(sym: &Symbol, args: &[Symbol], kwargs: &[(String, Symbol)]) -> Re
             attrs: RwLock::new(n.attrs.read().clone()),
             inputs,
             input_names: n.input_names.clone(),
+            backward_of: None,
         });
         copied.copies.insert(key, copy);
     }

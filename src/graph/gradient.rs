@@ -2,9 +2,10 @@
 //! gradients of chosen variables, summing where an entry feeds several consumers.
 
 use super::compose::node_symbol;
-use super::{topo_order, Entry, Node};
+use super::{topo_order, BackwardOf, Entry, Node};
 use crate::error::{Error, Result};
 use crate::op::{self, Attrs, Grad};
+use parking_lot::RwLock;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -114,7 +115,7 @@ pub fn build(outputs: &[Entry], wrt: &[Arc<Node>]) -> Result<GradientGraph> {
             Grad::Zero => continue,
             Grad::Op(g) => g,
         };
-        let mut inputs = Vec::new();
+        let mut ograds = Vec::new();
         for &k in &g.ograds {
             let out = Entry {
                 node: n.clone(),
@@ -126,22 +127,31 @@ pub fn build(outputs: &[Entry], wrt: &[Arc<Node>]) -> Result<GradientGraph> {
             } else {
                 sum_entries(parts, &format!("{}_output{k}_grad_sum", n.name))?
             };
-            inputs.push(e);
+            ograds.push(e);
         }
-        inputs.extend(g.inputs.iter().map(|&i| n.inputs[i].clone()));
-        inputs.extend(g.outputs.iter().map(|&o| Entry {
-            node: n.clone(),
-            index: o,
-        }));
-        let names = (0..inputs.len()).map(|i| format!("arg{i}")).collect();
-        let bwd = node_symbol(
-            g.op.clone(),
-            &format!("{}_backward", n.name),
-            placement(n),
-            inputs,
-            names,
+        let inputs = g.arrange(
+            ograds,
+            g.inputs.iter().map(|&i| n.inputs[i].clone()).collect(),
+            g.outputs
+                .iter()
+                .map(|&o| Entry {
+                    node: n.clone(),
+                    index: o,
+                })
+                .collect(),
         );
-        let bwd_node = bwd.outputs[0].node.clone();
+        let bwd_node = Arc::new(Node {
+            name: format!("{}_backward", n.name),
+            op: Some(g.op.clone()),
+            attrs: RwLock::new(placement(n)),
+            input_names: (0..inputs.len()).map(|i| format!("arg{i}")).collect(),
+            inputs,
+            backward_of: Some(BackwardOf {
+                forward: n.clone(),
+                ograds: g.ograds.clone(),
+                grad_of: g.grad_of.clone(),
+            }),
+        });
         let aux = n.aux_inputs();
         for (j, &i) in g.grad_of.iter().enumerate() {
             if aux.contains(&i) {

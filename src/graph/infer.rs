@@ -65,7 +65,9 @@ fn run_passes<T: Clone + PartialEq>(
             let mut ins: Vec<Option<T>> = g.inputs[i].iter().map(|&e| slots[e].clone()).collect();
             let range = g.node_entries(i);
             let mut outs: Vec<Option<T>> = slots[range.clone()].to_vec();
-            step(op.as_ref(), &mut ins, &mut outs).map_err(|e| in_operator(node, e))?;
+            if link_backward(g, node, slots, &mut ins, &mut outs) {
+                step(op.as_ref(), &mut ins, &mut outs).map_err(|e| in_operator(node, e))?;
+            }
             for (&e, v) in g.inputs[i].iter().zip(ins) {
                 merge(&mut slots[e], v);
             }
@@ -79,6 +81,39 @@ fn run_passes<T: Clone + PartialEq>(
         }
     }
     Ok(())
+}
+
+/// Gives a backward node's output gradients and input gradients the slots of the
+/// forward entries they stand for (an index's gradient keeps the index's dtype, a
+/// `softmax(dtype=...)` data gradient the data's). False while some of them are unknown:
+/// the operator's own inference would guess them from its other inputs.
+fn link_backward<T: Clone>(
+    g: &IndexedGraph,
+    node: &Node,
+    slots: &[Option<T>],
+    ins: &mut [Option<T>],
+    outs: &mut [Option<T>],
+) -> bool {
+    let Some(link) = &node.backward_of else {
+        return true;
+    };
+    let Some(f) = g.node_index(&link.forward) else {
+        return true;
+    };
+    let mut known = true;
+    for (slot, &o) in ins.iter_mut().zip(&link.ograds) {
+        if slot.is_none() {
+            *slot = slots[g.entry_base[f] + o].clone();
+        }
+        known &= slot.is_some();
+    }
+    for (slot, &k) in outs.iter_mut().zip(&link.grad_of) {
+        if slot.is_none() {
+            *slot = slots[g.inputs[f][k]].clone();
+        }
+        known &= slot.is_some();
+    }
+    known
 }
 
 fn merge<T>(slot: &mut Option<T>, v: Option<T>) {

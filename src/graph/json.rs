@@ -254,6 +254,7 @@ pub fn from_json(text: &str) -> Result<Symbol> {
                 attrs: RwLock::new(attrs),
                 inputs,
                 input_names: names,
+                backward_of: None,
             })
         };
         nodes.push(node);

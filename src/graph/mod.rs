@@ -40,6 +40,20 @@ pub struct Node {
     pub inputs: Vec<Entry>,
     /// Names of the operator's inputs (`data`, `weight`, ...); empty for a variable.
     pub input_names: Vec<String>,
+    /// For a node the gradient pass made, the forward node whose gradient it computes.
+    pub backward_of: Option<BackwardOf>,
+}
+
+/// Links a backward node to its forward node: its first inputs are the gradients of the
+/// forward outputs `ograds` and its outputs the gradients of the forward inputs
+/// `grad_of`, so each has the shape and dtype of the forward entry it stands for.
+pub struct BackwardOf {
+    /// The forward node.
+    pub forward: Arc<Node>,
+    /// Forward outputs whose gradients are the backward node's first inputs.
+    pub ograds: Vec<usize>,
+    /// Forward inputs whose gradients are the backward node's outputs, one per output.
+    pub grad_of: Vec<usize>,
 }
 
 /// One output of a node.
@@ -60,6 +74,7 @@ impl Node {
             attrs: RwLock::new(attrs),
             inputs: Vec::new(),
             input_names: Vec::new(),
+            backward_of: None,
         })
     }
 

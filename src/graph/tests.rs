@@ -2,10 +2,11 @@
 
 use super::compose::create;
 use super::gradient;
-use super::infer::infer_shapes;
+use super::infer::{infer_shapes, infer_types};
 use super::json::{from_json, to_json};
 use super::plan::plan_memory;
 use super::{IndexedGraph, Symbol};
+use crate::dtype::DType;
 use crate::op::Attrs;
 use crate::shape::Shape;
 
@@ -105,6 +106,31 @@ fn gradient_reaches_requested_variables_only() {
     let ga = gg.grads[0].as_ref().unwrap();
     assert_eq!(ga.node.op_name(), "_copy");
     assert!(ga.node.inputs[0].node.is_variable());
+}
+
+#[test]
+fn gradients_take_the_dtype_of_their_own_input() {
+    // take(a: float64, indices: int32): the backward node's output is a's gradient, so
+    // float64, and its output gradient input is take's output, also float64.
+    let a = var("a");
+    let idx = var("idx");
+    let t = op("take", &[], &[a.clone(), idx.clone()], "t");
+    let gg = gradient::build(&t.outputs, &[a.outputs[0].node.clone()]).unwrap();
+    let grad = gg.grads[0].clone().unwrap();
+    let mut heads = t.outputs.clone();
+    heads.push(grad.clone());
+    let g = IndexedGraph::new(&heads);
+    let mut types = vec![None; g.num_entries()];
+    types[g.entry_of(&a.outputs[0]).unwrap()] = Some(DType::F64);
+    types[g.entry_of(&idx.outputs[0]).unwrap()] = Some(DType::I32);
+    infer_types(&g, &mut types).unwrap();
+    assert_eq!(types[g.entry_of(&grad).unwrap()], Some(DType::F64));
+    assert!(types.iter().all(|t| t.is_some()));
+    let head = gg.head_grads[0].clone().unwrap();
+    assert_eq!(
+        types[g.entry_base[g.node_index(&head).unwrap()]],
+        Some(DType::F64)
+    );
 }
 
 #[test]

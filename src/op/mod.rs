@@ -209,6 +209,12 @@ pub trait Operator: Send + Sync + AsAny {
         None
     }
 
+    /// For a backward operator, true if the forward outputs it reads come before the
+    /// forward inputs (`_backward_softmax`: output gradient, output, then data, length).
+    fn outputs_before_inputs(&self) -> bool {
+        false
+    }
+
     /// Attributes a variable made for input `input` gets when the input is not given
     /// (BatchNorm's moving statistics carry their `__init__`, as MXNet's do).
     fn input_var_attrs(&self, _input: usize) -> &'static [(&'static str, &'static str)] {
@@ -249,6 +255,20 @@ pub struct Gradient {
 }
 
 impl Gradient {
+    /// The backward operator's inputs from the output gradients (those of `ograds`) and
+    /// the forward inputs and outputs it takes (those of `inputs` and `outputs`).
+    pub fn arrange<T>(&self, ograds: Vec<T>, inputs: Vec<T>, outputs: Vec<T>) -> Vec<T> {
+        let mut all = ograds;
+        if self.op.outputs_before_inputs() {
+            all.extend(outputs);
+            all.extend(inputs);
+        } else {
+            all.extend(inputs);
+            all.extend(outputs);
+        }
+        all
+    }
+
     /// The common case: takes every output gradient of a single-output op, the listed
     /// inputs and outputs, and produces the gradients of inputs `0..n_inputs`.
     pub fn simple(op: OpRef, inputs: &[usize], outputs: &[usize], n_inputs: usize) -> Grad {

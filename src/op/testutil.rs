@@ -103,9 +103,11 @@ pub fn gradcheck(op: &crate::op::OpRef, inputs: &[NDArray], check: &[usize], eps
     let Grad::Op(g) = op.gradient() else {
         panic!("{name}: no backward op");
     };
-    let mut bin: Vec<NDArray> = g.ograds.iter().map(|&k| ograds[k].clone()).collect();
-    bin.extend(g.inputs.iter().map(|&i| inputs[i].clone()));
-    bin.extend(g.outputs.iter().map(|&o| outs[o].clone()));
+    let bin = g.arrange(
+        g.ograds.iter().map(|&k| ograds[k].clone()).collect(),
+        g.inputs.iter().map(|&i| inputs[i].clone()).collect(),
+        g.outputs.iter().map(|&o| outs[o].clone()).collect(),
+    );
     let grads = crate::imperative::invoke(&g.op, &bin, None, None, true)
         .unwrap_or_else(|e| panic!("{name} backward: {e}"));
     let objective = |ins: &[NDArray]| -> f64 {

@@ -173,6 +173,10 @@ impl Operator for SoftmaxBackward {
         self.name
     }
 
+    fn outputs_before_inputs(&self) -> bool {
+        true
+    }
+
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
         let out = ograd_shape(self.name, inputs, self.n_inputs(), "output")?;
         self.p.layout(&inputs[1])?;
