@@ -323,8 +323,9 @@ mod tests {
             DType::F32,
             Context::gpu(0),
         );
+        let mut buffer = [0f32; 4];
         let host = TBlob::on_device(
-            std::ptr::null_mut(),
+            buffer.as_mut_ptr().cast(),
             crate::shape::Shape::from_slice(&[4]),
             DType::F32,
             Context::cpu(0),
