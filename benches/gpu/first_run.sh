@@ -11,8 +11,9 @@
 # OUTDIR/report.md. Exits 0 unless OUTDIR cannot be written.
 #
 # Steps: image (versions, GPU, virtualisation) / compat (driver symbols, probe loads and
-# launches, rsmx's modules) / pytest under each engine type / figures (gpu_bench.py) /
-# the GPU cases of the device-parametrised tests / compute-sanitizer.
+# launches, rsmx's modules) / pytest -m gpu (the GPU tests and the GPU cases of every
+# device-parametrised test) under each engine type / figures (gpu_bench.py) /
+# compute-sanitizer.
 set -u
 
 if [ $# -lt 1 ]; then
@@ -176,18 +177,7 @@ left=$(( budget - $(elapsed_s) - 60 * budget / 420 ))
 step figures 240 60 "$py" "$here/gpu_bench.py" --out "$out" --summary "$out/figures.summary" \
     --budget $(( (left < 240 ? left : 240) - 10 ))
 
-# ------------------------------------------------------------------ 5. device-parametrised tests on gpu(0)
-STEP_RC=0
-step pytest-gpu-params 90 45 env PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" \
-    MXNET_ENGINE_TYPE=ThreadedEnginePerDevice "$py" -m pytest -q -p no:cacheprovider \
-    -p gpu_params --gpu-params --maxfail 25 tests/ "${timeout_opt[@]}"
-if [ "$STEP_RC" = 5 ]; then
-    last=${#rows[@]}
-    IFS='|' read -r n _ s m <<< "${rows[$((last - 1))]}"
-    rows[last-1]="$n|ok (empty)|$s|$m"
-fi
-
-# ------------------------------------------------------------------ 6. compute-sanitizer
+# ------------------------------------------------------------------ 5. compute-sanitizer
 sanitizer=""
 for c in "$(command -v compute-sanitizer 2>/dev/null)" /usr/local/cuda/bin/compute-sanitizer \
          /usr/local/cuda-*/bin/compute-sanitizer; do

@@ -215,8 +215,12 @@ impl OprBlock {
     }
 
     /// Sends a ready op to its pool, or runs it here. `continuation` is true when a worker
-    /// of that pool made it ready by finishing an op it just ran.
+    /// made it ready by finishing an op it just ran: a deletion then runs at once on that
+    /// worker, since handing memory back costs less than waking another thread for it.
     fn dispatch(self: OprRef, continuation: bool) {
+        if continuation && self.prop == FnProperty::DeleteVar {
+            return self.execute();
+        }
         match &self.runner {
             Runner::Pool(pool) => pool.clone().submit(self, continuation),
             Runner::Inline(_) | Runner::Internal => self.execute(),
