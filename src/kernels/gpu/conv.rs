@@ -283,6 +283,42 @@ impl WeightGrad {
         }))
     }
 
+    /// Adds images `first..first + count`'s products `lhs_g · src_gᵀ` per group: `lhs`
+    /// holds a `rows × cols` matrix per group, `lhs_len` elements per image; `src` the
+    /// `kg × cols` columns per group of the run's images, `stride` elements apart.
+    #[allow(clippy::too_many_arguments)]
+    fn products(
+        &self,
+        d: &Dev,
+        first: usize,
+        count: usize,
+        groups: usize,
+        (rows, kg, cols): (usize, usize, usize),
+        (lhs, lhs_len): (*mut u8, usize),
+        (src, stride): (*mut u8, usize),
+    ) -> Result<()> {
+        self.run(d, first, count, |s0, sb, parts| {
+            for g in 0..groups {
+                d.gemm(
+                    mm(
+                        false,
+                        true,
+                        rows,
+                        kg,
+                        cols,
+                        sb,
+                        [lhs_len, stride, rows * kg * groups],
+                    ),
+                    d.at(lhs, (first + s0) * lhs_len + g * rows * cols),
+                    d.at(src, s0 * stride + g * kg * cols),
+                    d.at(parts, g * rows * kg),
+                    false,
+                )?;
+            }
+            Ok(())
+        })
+    }
+
     /// Adds the products of images `first..first + count` of the batch, images `0..count`
     /// of the current run: `product(start, n, parts)` writes those of the run's images
     /// `start..start + n` to `parts`, one weight-sized array each.
@@ -393,26 +429,15 @@ impl super::GpuKernel for ConvolutionBackward {
                     d.im2col(&geo, col, d.at(x, n0 * in_len), nb * rows * cols)?;
                     (col, rows * cols)
                 };
-                wg.run(&d, n0, nb, |s0, sb, parts| {
-                    for g in 0..p.groups {
-                        d.gemm(
-                            mm(
-                                false,
-                                true,
-                                fg,
-                                kg,
-                                cols,
-                                sb,
-                                [out_len, stride, fg * kg * p.groups],
-                            ),
-                            d.at(dy, (n0 + s0) * out_len + g * fg * cols),
-                            d.at(src, s0 * stride + g * kg * cols),
-                            d.at(parts, g * fg * kg),
-                            false,
-                        )?;
-                    }
-                    Ok(())
-                })?;
+                wg.products(
+                    &d,
+                    n0,
+                    nb,
+                    p.groups,
+                    (fg, kg, cols),
+                    (dy, out_len),
+                    (src, stride),
+                )?;
             }
             if let Some((dx, add)) = dx {
                 let dx = d.at(dx, n0 * in_len);
@@ -550,26 +575,15 @@ impl super::GpuKernel for DeconvolutionBackward {
                 }
             }
             if let Some(wg) = &wg {
-                wg.run(&d, n0, nb, |s0, sb, parts| {
-                    for g in 0..p.groups {
-                        d.gemm(
-                            mm(
-                                false,
-                                true,
-                                cg,
-                                kg,
-                                cols,
-                                sb,
-                                [in_len, stride, cg * kg * p.groups],
-                            ),
-                            d.at(x, (n0 + s0) * in_len + g * cg * cols),
-                            d.at(src, s0 * stride + g * kg * cols),
-                            d.at(parts, g * cg * kg),
-                            false,
-                        )?;
-                    }
-                    Ok(())
-                })?;
+                wg.products(
+                    &d,
+                    n0,
+                    nb,
+                    p.groups,
+                    (cg, kg, cols),
+                    (x, in_len),
+                    (src, stride),
+                )?;
             }
         }
         Ok(())

@@ -228,40 +228,6 @@ impl super::GpuKernel for FcBackward {
     }
 }
 
-/// The (rows, cols) of each stored operand of a `dot`/`batch_dot`, and the batch.
-fn stored_operands(
-    batched: bool,
-    ta: bool,
-    tb: bool,
-    l: &[usize],
-    r: &[usize],
-) -> ((usize, usize), (usize, usize), usize) {
-    let prod = |s: &[usize]| s.iter().product::<usize>();
-    if batched {
-        let nd = l.len();
-        return (
-            (l[nd - 2], l[nd - 1]),
-            (r[nd - 2], r[nd - 1]),
-            prod(&l[..nd - 2]),
-        );
-    }
-    if l.len() == 1 && r.len() == 1 {
-        return ((1, l[0]), (r[0], 1), 1);
-    }
-    let (ln, rn) = (l.len(), r.len());
-    let a = if ta {
-        (l[0], prod(&l[1..]))
-    } else {
-        (prod(&l[..ln - 1]), l[ln - 1])
-    };
-    let b = if tb {
-        (prod(&r[..rn - 1]), r[rn - 1])
-    } else {
-        (r[0], prod(&r[1..]))
-    };
-    (a, b, 1)
-}
-
 /// `op(x) · op(y)` of stored row-major `x` and `y`, `batch` times; `None` if the inner
 /// dimensions differ.
 fn stored_gemm(
@@ -293,7 +259,7 @@ impl super::GpuKernel for crate::op::grad::linalg::DotBackward {
         let name = self.name();
         let (g, a, b) = (&io.inputs[0], &io.inputs[1], &io.inputs[2]);
         let (ta, tb) = (self.ta, self.tb);
-        let (sa, sb, batch) = stored_operands(self.batched, ta, tb, &a.shape, &b.shape);
+        let (sa, sb, batch) = self.stored_operands(ta, tb, &a.shape, &b.shape);
         let bad = || Error::Runtime(format!("{name}: operand shapes do not match"));
         let fwd = stored_gemm(sa, ta, sb, tb, batch).ok_or_else(bad)?;
         let sg = (fwd.m, fwd.n);

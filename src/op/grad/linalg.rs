@@ -14,6 +14,42 @@ pub struct DotBackward {
     pub batched: bool,
 }
 
+impl DotBackward {
+    /// The (rows, cols) of each stored operand as the forward op sees it, and the batch.
+    pub fn stored_operands(
+        &self,
+        ta: bool,
+        tb: bool,
+        l: &[usize],
+        r: &[usize],
+    ) -> ((usize, usize), (usize, usize), usize) {
+        let prod = |s: &[usize]| s.iter().product::<usize>();
+        if self.batched {
+            let nd = l.len();
+            return (
+                (l[nd - 2], l[nd - 1]),
+                (r[nd - 2], r[nd - 1]),
+                prod(&l[..nd - 2]),
+            );
+        }
+        if l.len() == 1 && r.len() == 1 {
+            return ((1, l[0]), (r[0], 1), 1);
+        }
+        let (ln, rn) = (l.len(), r.len());
+        let a = if ta {
+            (l[0], prod(&l[1..]))
+        } else {
+            (prod(&l[..ln - 1]), l[ln - 1])
+        };
+        let b = if tb {
+            (prod(&r[..rn - 1]), r[rn - 1])
+        } else {
+            (r[0], prod(&r[1..]))
+        };
+        (a, b, 1)
+    }
+}
+
 impl Operator for DotBackward {
     fn name(&self) -> &'static str {
         if self.batched {
