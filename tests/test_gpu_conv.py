@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import rsmx as mx
+from gpu_bind import bind_and_run
 
 pytestmark = pytest.mark.gpu
 
@@ -26,20 +27,10 @@ def close(gpu, cpu, what="") -> None:
 
 
 def run(sym, args: dict, ctx, grad, head, req, passes):
-    """Binds `sym` on `ctx`; returns the output and the gradients of the args in `grad`
-    after `passes` forward and backward passes."""
-    shapes = {k: v.shape for k, v in args.items()}
-    types = {k: v.dtype for k, v in args.items()}
-    reqs = {k: (req if k in grad else "null") for k in args}
-    ex = sym.simple_bind(ctx, grad_req=reqs, type_dict=types, **shapes)
-    for k, v in args.items():
-        ex.arg_dict[k][:] = v
-    for k in grad:
-        ex.grad_dict[k][:] = 0.5  # add-requests must keep what was there
-    for _ in range(passes):
-        out = ex.forward(is_train=True)[0]
-        ex.backward(mx.nd.array(head, ctx=ctx, dtype=head.dtype))
-    return [out] + [ex.grad_dict[k] for k in grad]
+    """The output and the gradients of the args in `grad` after `passes` passes; the
+    gradients start at 0.5, so that add-requests must keep what was there."""
+    ex = bind_and_run(sym, args, ctx, grad, [head], req, passes, start=0.5)
+    return [ex.outputs[0]] + [ex.grad_dict[k] for k in grad]
 
 
 def same_on_both(sym, args: dict, grad, seed, what="", reqs=(("write", 1), ("add", 2))) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import rsmx as mx
+from gpu_bind import bind_and_run, both
 
 pytestmark = pytest.mark.gpu
 
@@ -29,28 +30,13 @@ def close(gpu, cpu, tol=None) -> None:
                                atol=t, equal_nan=True)
 
 
-def both(x: np.ndarray, dtype=None):
-    dtype = dtype or x.dtype
-    return mx.nd.array(x, dtype=dtype), mx.nd.array(x, ctx=mx.gpu(0), dtype=dtype)
-
-
 def run(sym, args: dict, ctx, grad, head=None, req="write", passes=1, is_train=True):
-    """Binds `sym` on `ctx` with `args`; returns the outputs, the gradients of the args
-    in `grad` after `passes` backward passes, and the auxiliary states."""
-    shapes = {k: v.shape for k, v in args.items()}
-    types = {k: v.dtype for k, v in args.items()}
-    reqs = {k: (req if k in grad else "null") for k in args}
-    ex = sym.simple_bind(ctx, grad_req=reqs, type_dict=types, **shapes)
-    for k, v in args.items():
-        ex.arg_dict[k][:] = v
-    for k in grad:
-        ex.grad_dict[k][:] = 0
-    outs = []
-    for _ in range(passes):
-        outs = ex.forward(is_train=is_train)
-        if grad:
-            ex.backward(None if head is None else mx.nd.array(head, ctx=ctx, dtype=head.dtype))
-    return list(outs) + [ex.grad_dict[k] for k in grad] + list(ex.aux_dict.values())
+    """The outputs, the gradients of the args in `grad` after `passes` backward passes,
+    and the auxiliary states."""
+    heads = None if head is None else [head]
+    ex = bind_and_run(sym, args, ctx, grad, heads, req, passes, is_train)
+    outs = list(ex.outputs) if passes else []
+    return outs + [ex.grad_dict[k] for k in grad] + list(ex.aux_dict.values())
 
 
 def same_on_both(sym, args: dict, grad=(), head=None, req="write", passes=1, is_train=True,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import rsmx as mx
+from gpu_bind import both
 
 pytestmark = pytest.mark.gpu
 
@@ -38,11 +39,6 @@ def close(gpu, cpu, dtype, scale=None):
     atol = rtol * (1 if scale is None else max(1.0, scale))
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
                                atol=atol, equal_nan=True)
-
-
-def both(x: np.ndarray, dtype=None):
-    dtype = dtype or x.dtype
-    return mx.nd.array(x, dtype=dtype), mx.nd.array(x, ctx=mx.gpu(0), dtype=dtype)
 
 
 @pytest.mark.parametrize("dtype", NUMERIC)

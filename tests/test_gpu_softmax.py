@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import rsmx as mx
+from gpu_bind import bind_and_run
 
 pytestmark = pytest.mark.gpu
 
@@ -23,20 +24,9 @@ def close(gpu, cpu) -> None:
 
 
 def run(sym, args: dict, ctx, grad: dict, head=None, req="write", passes=1):
-    """Binds `sym` on `ctx` with `args` (name: array); returns the output and the
-    gradients of the args named in `grad` after `passes` backward passes."""
-    shapes = {k: v.shape for k, v in args.items()}
-    types = {k: v.dtype for k, v in args.items()}
-    reqs = {k: (req if k in grad else "null") for k in args}
-    ex = sym.simple_bind(ctx, grad_req=reqs, type_dict=types, **shapes)
-    for k, v in args.items():
-        ex.arg_dict[k][:] = v
-    for k in grad:
-        ex.grad_dict[k][:] = 0
-    for _ in range(passes):
-        out = ex.forward(is_train=True)[0]
-        ex.backward(None if head is None else mx.nd.array(head, ctx=ctx, dtype=head.dtype))
-    return [out] + [ex.grad_dict[k] for k in grad]
+    """The output and the gradients of the args named in `grad` after `passes` passes."""
+    ex = bind_and_run(sym, args, ctx, grad, None if head is None else [head], req, passes)
+    return [ex.outputs[0]] + [ex.grad_dict[k] for k in grad]
 
 
 def same_on_both(sym, args: dict, grad=(), head=None, req="write", passes=1) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import rsmx as mx
+from gpu_bind import bind_and_run, both
 
 pytestmark = pytest.mark.gpu
 
@@ -39,28 +40,10 @@ def data(dtype, shape, seed):
     return rng.uniform(-5, 5, shape).astype(dtype)
 
 
-def both(x):
-    return mx.nd.array(x, dtype=x.dtype), mx.nd.array(x, ctx=mx.gpu(0), dtype=x.dtype)
-
-
 def run(sym, args: dict, ctx, grad, head=None, req="write", passes=1):
-    """Binds `sym` on `ctx`; returns the outputs and the gradients of `grad` after
-    `passes` backward passes."""
-    shapes = {k: v.shape for k, v in args.items()}
-    types = {k: v.dtype for k, v in args.items()}
-    reqs = {k: (req if k in grad else "null") for k in args}
-    ex = sym.simple_bind(ctx, grad_req=reqs, type_dict=types, **shapes)
-    for k, v in args.items():
-        ex.arg_dict[k][:] = v
-    for k in grad:
-        ex.grad_dict[k][:] = 0
-    for _ in range(passes):
-        outs = ex.forward(is_train=True)
-        if head is None:
-            ex.backward()
-        else:
-            ex.backward([mx.nd.array(h, ctx=ctx, dtype=h.dtype) for h in head])
-    return [o.copy() for o in outs] + [ex.grad_dict[k] for k in grad]
+    """The outputs and the gradients of `grad` after `passes` backward passes."""
+    ex = bind_and_run(sym, args, ctx, grad, head, req, passes)
+    return [o.copy() for o in ex.outputs] + [ex.grad_dict[k] for k in grad]
 
 
 def same_on_both(sym, args: dict, grad=(), head=None, req="write", passes=1, exact=False):
