@@ -26,7 +26,7 @@ use crate::op::reduce::{reduce_axes, ArgReduce, Reduce, ReduceKind};
 use crate::op::transform::view::View;
 use crate::op::transform::Gather;
 use crate::op::{OpContext, OpReq};
-use crate::shape::{fmt_shape, strides_of, Shape};
+use crate::shape::{fmt_shape, Shape};
 use crate::storage;
 
 const MODULE: &str = "reduce";
@@ -585,75 +585,6 @@ fn clear_for(ctx: &OpContext, op: &str, out: &TBlob, req: OpReq) -> Result<()> {
     )
 }
 
-/// The view undoing `v` when `v` is a permutation (transpose, flip) of an input of `n`
-/// elements: output and input swap roles.
-fn inverse(v: &View, n: usize) -> Option<View> {
-    let ostrides = strides_of(&v.shape);
-    let mut axes: Vec<(usize, isize, usize)> = v
-        .shape
-        .iter()
-        .zip(&v.strides)
-        .zip(ostrides.iter())
-        .filter(|((&len, _), _)| len > 1)
-        .map(|((&len, &s), &os)| (len, s, os))
-        .collect();
-    if axes.iter().any(|a| a.1 == 0) {
-        return None;
-    }
-    axes.sort_by_key(|a| std::cmp::Reverse(a.1.unsigned_abs()));
-    let mut expect = 1usize;
-    for &(len, s, _) in axes.iter().rev() {
-        if s.unsigned_abs() != expect {
-            return None;
-        }
-        expect *= len;
-    }
-    let flipped = |f: &dyn Fn(&(usize, isize, usize)) -> usize| -> usize {
-        axes.iter().filter(|a| a.1 < 0).map(f).sum()
-    };
-    if expect != n || v.offset != flipped(&|a| (a.0 - 1) * a.1.unsigned_abs()) as isize {
-        return None;
-    }
-    Some(View {
-        shape: axes.iter().map(|a| a.0).collect(),
-        strides: axes
-            .iter()
-            .map(|a| {
-                if a.1 < 0 {
-                    -(a.2 as isize)
-                } else {
-                    a.2 as isize
-                }
-            })
-            .collect(),
-        offset: flipped(&|a| (a.0 - 1) * a.2) as isize,
-    })
-}
-
-/// The axes a view only repeats along (broadcast, tile, repeat), when it reads an input of
-/// `n` elements in order along the others.
-fn repeating_axes(v: &View, n: usize) -> Option<Vec<bool>> {
-    if v.offset != 0 {
-        return None;
-    }
-    let mut expect = 1usize;
-    for (&len, &s) in v.shape.iter().zip(&v.strides).rev() {
-        if len > 1 && s != 0 {
-            if s as usize != expect {
-                return None;
-            }
-            expect *= len;
-        }
-    }
-    (expect == n).then(|| {
-        v.shape
-            .iter()
-            .zip(&v.strides)
-            .map(|(&len, &s)| len > 1 && s == 0)
-            .collect()
-    })
-}
-
 /// True if no two elements of the view read the same input element: each axis steps
 /// past everything the axes of smaller steps reach.
 fn injective(v: &View) -> bool {
@@ -686,10 +617,10 @@ impl super::GpuKernel for GatherBackward {
         }
         let shapes: Vec<Shape> = io.inputs[1..].iter().map(|b| b.shape.clone()).collect();
         let (_, v) = (self.view)(&shapes)?;
-        if let Some(inv) = inverse(&v, out.size()) {
+        if let Some(inv) = v.inverse(out.size()) {
             return strided(ctx, self.name, g, &inv, out, req, false);
         }
-        if let Some(mask) = repeating_axes(&v, out.size()) {
+        if let Some(mask) = v.repeating_axes(out.size()) {
             let g = g.with_shape(&v.shape);
             return reduce(ctx, self.name, ReduceKind::Sum, &g, &mask, out, req);
         }

@@ -70,4 +70,72 @@ impl View {
         }
         (lo, hi)
     }
+
+    /// The gather that undoes the view if it visits each of the `n` input elements once.
+    pub fn inverse(&self, n: usize) -> Option<View> {
+        let ostrides = strides_of(&self.shape);
+        let mut axes: Vec<(usize, isize, usize)> = self
+            .shape
+            .iter()
+            .zip(&self.strides)
+            .zip(ostrides.iter())
+            .filter(|((&len, _), _)| len > 1)
+            .map(|((&len, &s), &os)| (len, s, os))
+            .collect();
+        if axes.iter().any(|a| a.1 == 0) {
+            return None;
+        }
+        axes.sort_by_key(|a| std::cmp::Reverse(a.1.unsigned_abs()));
+        let mut expect = 1usize;
+        for &(len, s, _) in axes.iter().rev() {
+            if s.unsigned_abs() != expect {
+                return None;
+            }
+            expect *= len;
+        }
+        let flipped = |f: &dyn Fn(&(usize, isize, usize)) -> usize| -> usize {
+            axes.iter().filter(|a| a.1 < 0).map(f).sum()
+        };
+        if expect != n || self.offset != flipped(&|a| (a.0 - 1) * a.1.unsigned_abs()) as isize {
+            return None;
+        }
+        Some(View {
+            shape: axes.iter().map(|a| a.0).collect(),
+            strides: axes
+                .iter()
+                .map(|a| {
+                    if a.1 < 0 {
+                        -(a.2 as isize)
+                    } else {
+                        a.2 as isize
+                    }
+                })
+                .collect(),
+            offset: flipped(&|a| (a.0 - 1) * a.2) as isize,
+        })
+    }
+
+    /// The axes to sum over if the view reads the `n` input elements in order, each
+    /// repeated along the axes of stride zero.
+    pub fn repeating_axes(&self, n: usize) -> Option<Vec<bool>> {
+        if self.offset != 0 {
+            return None;
+        }
+        let mut expect = 1usize;
+        for (&len, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if len > 1 && s != 0 {
+                if s as usize != expect {
+                    return None;
+                }
+                expect *= len;
+            }
+        }
+        (expect == n).then(|| {
+            self.shape
+                .iter()
+                .zip(&self.strides)
+                .map(|(&len, &s)| len > 1 && s == 0)
+                .collect()
+        })
+    }
 }

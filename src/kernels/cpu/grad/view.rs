@@ -20,75 +20,7 @@ use crate::op::grad::view::{GatherBackward, ReshapeBackward};
 use crate::op::reduce::ReduceKind;
 use crate::op::transform::view::View;
 use crate::op::{OpContext, OpReq};
-use crate::shape::{strides_of, Shape};
-
-/// The gather that undoes `v` if `v` visits each of the `n` input elements exactly once.
-fn inverse(v: &View, n: usize) -> Option<View> {
-    let ostrides = strides_of(&v.shape);
-    let mut axes: Vec<(usize, isize, usize)> = v
-        .shape
-        .iter()
-        .zip(&v.strides)
-        .zip(ostrides.iter())
-        .filter(|((&len, _), _)| len > 1)
-        .map(|((&len, &s), &os)| (len, s, os))
-        .collect();
-    if axes.iter().any(|a| a.1 == 0) {
-        return None;
-    }
-    axes.sort_by_key(|a| std::cmp::Reverse(a.1.unsigned_abs()));
-    let mut expect = 1usize;
-    for &(len, s, _) in axes.iter().rev() {
-        if s.unsigned_abs() != expect {
-            return None;
-        }
-        expect *= len;
-    }
-    let flipped = |f: &dyn Fn(&(usize, isize, usize)) -> usize| -> usize {
-        axes.iter().filter(|a| a.1 < 0).map(f).sum()
-    };
-    if expect != n || v.offset != flipped(&|a| (a.0 - 1) * a.1.unsigned_abs()) as isize {
-        return None;
-    }
-    Some(View {
-        shape: axes.iter().map(|a| a.0).collect(),
-        strides: axes
-            .iter()
-            .map(|a| {
-                if a.1 < 0 {
-                    -(a.2 as isize)
-                } else {
-                    a.2 as isize
-                }
-            })
-            .collect(),
-        offset: flipped(&|a| (a.0 - 1) * a.2) as isize,
-    })
-}
-
-/// The axes to sum over if `v` reads the `n` input elements in order, each repeated along
-/// the axes of stride zero.
-fn repeating_axes(v: &View, n: usize) -> Option<Vec<bool>> {
-    if v.offset != 0 {
-        return None;
-    }
-    let mut expect = 1usize;
-    for (&len, &s) in v.shape.iter().zip(&v.strides).rev() {
-        if len > 1 && s != 0 {
-            if s as usize != expect {
-                return None;
-            }
-            expect *= len;
-        }
-    }
-    (expect == n).then(|| {
-        v.shape
-            .iter()
-            .zip(&v.strides)
-            .map(|(&len, &s)| len > 1 && s == 0)
-            .collect()
-    })
-}
+use crate::shape::Shape;
 
 /// `out[view[i]] += g[i]` for every output index `i`, after clearing `out` for a write.
 fn scatter(op: &str, g: &TBlob, v: &View, out: &TBlob, req: OpReq) -> Result<()> {
@@ -132,10 +64,10 @@ impl CpuKernel for GatherBackward {
         }
         let shapes: Vec<Shape> = io.inputs[1..].iter().map(|b| b.shape.clone()).collect();
         let (_, v) = (self.view)(&shapes)?;
-        if let Some(inv) = inverse(&v, out.size()) {
+        if let Some(inv) = v.inverse(out.size()) {
             return gather(g, &inv, out, r);
         }
-        if let Some(mask) = repeating_axes(&v, out.size()) {
+        if let Some(mask) = v.repeating_axes(out.size()) {
             return reduce(
                 self.name,
                 ReduceKind::Sum,
