@@ -74,7 +74,7 @@ pub fn invoke_at(
         None => out_shapes
             .iter()
             .zip(&out_types)
-            .map(|(s, t)| NDArray::empty(s, *t, ctx))
+            .map(|(s, t)| NDArray::empty_output(s, *t, ctx))
             .collect::<Result<Vec<_>>>()?,
     };
     push_kernel(

@@ -105,3 +105,33 @@ def test_stress_many_small_ops_match_numpy():
             mirror[k] = mirror[k] + mirror[i] * np.float32(0.1)
     for a, m in zip(arrays, mirror, strict=True):
         np.testing.assert_allclose(a.asnumpy(), m, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.timeout(120)
+def test_memory_of_a_dropped_array_is_reused_only_after_its_readers(ctx):
+    # A slow op still reads `small` when it is dropped; the outputs made next take its
+    # memory, and must not write it before that op has read it.
+    big = mx.nd.ones((1500, 1500), ctx=ctx)
+    for step in range(20):
+        small = mx.nd.full((1,), float(step), ctx=ctx)
+        total = mx.nd.sum(mx.nd.broadcast_add(mx.nd.dot(big, big), small))
+        del small
+        later = [mx.nd.full((1,), -1.0, ctx=ctx) * 3 for _ in range(4)]
+        # Had `small` been overwritten first, the sum would be off by 1500 * 1500 * 3.
+        assert total.asscalar() == pytest.approx(1500.0 * 1500 * (1500 + step), rel=1e-5)
+        assert all(a.asscalar() == -3.0 for a in later)
+
+
+def test_an_error_stays_with_the_array_whose_op_failed():
+    a = mx.nd.ones((3,))
+    outside = mx.nd.array([7])
+    for _ in range(30):
+        bad = mx.nd.take(a, outside, mode="raise")
+        follows = bad + 1
+        del bad
+        # Outputs of the failed one's size, made after it was dropped, are clean.
+        fine = [mx.nd.ones((1,)) * 2 for _ in range(3)]
+        assert [f.asscalar() for f in fine] == [2.0, 2.0, 2.0]
+        with pytest.raises(mx.MXNetError, match="take: indices out of bounds"):
+            follows.asnumpy()
+        mx.nd.waitall()

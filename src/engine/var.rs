@@ -42,6 +42,12 @@ struct VarState {
     writing: bool,
     /// Ops waiting for this variable, in push order; `true` marks a write.
     queue: VecDeque<(OprRef, bool)>,
+    /// The variable was handed to a new owner (recycled memory) whose first write is
+    /// still to come.
+    handed_over: bool,
+    /// The first writes of the new owners, in push order, while queued: when one may
+    /// run, the errors its predecessors' writes left are no longer the variable's.
+    first_writes: VecDeque<usize>,
 }
 
 /// Ops that a completion let through on some variables; each still has to count down.
@@ -89,6 +95,30 @@ impl Var {
     pub fn is_idle(&self) -> bool {
         let s = self.0.state.lock();
         !s.writing && s.running_reads == 0 && s.queue.is_empty()
+    }
+
+    /// Hands the variable, with ops of its old owner still queued, to a new owner whose
+    /// next op writes it: readers pushed before see the old owner's errors, the new
+    /// owner's first write and everything after it do not.
+    pub fn hand_over(&self) {
+        self.0.state.lock().handed_over = true;
+    }
+
+    /// Forgets the stored error on this variable alone (other holders of the error and
+    /// the engine's list keep it).
+    fn forget_error(&self) {
+        let mut slot = self.0.error.lock();
+        self.0.has_error.store(false, Ordering::Release);
+        *slot = None;
+    }
+
+    /// A write is let through: the new owner's first write leaves the old errors behind.
+    fn grant_write(&self, s: &mut VarState, op: &OprRef) {
+        s.writing = true;
+        if s.first_writes.front() == Some(&(Arc::as_ptr(op) as usize)) {
+            s.first_writes.pop_front();
+            self.forget_error();
+        }
     }
 
     /// True while some pushed write on this variable has not completed.
@@ -149,8 +179,11 @@ impl Var {
     /// Registers a write by `op`; true if it may write at once.
     pub(crate) fn append_write(&self, op: &OprRef) -> bool {
         let mut s = self.0.state.lock();
+        if std::mem::take(&mut s.handed_over) {
+            s.first_writes.push_back(Arc::as_ptr(op) as usize);
+        }
         if !s.writing && s.running_reads == 0 && s.queue.is_empty() {
-            s.writing = true;
+            self.grant_write(&mut s, op);
             true
         } else {
             s.queue.push_back((op.clone(), true));
@@ -172,7 +205,7 @@ impl Var {
         s.running_reads -= 1;
         if s.running_reads == 0 && matches!(s.queue.front(), Some((_, true))) {
             let (op, _) = s.queue.pop_front().expect("front checked");
-            s.writing = true;
+            self.grant_write(&mut s, &op);
             granted.push(op);
             Self::trim(&mut s);
         }
@@ -191,7 +224,7 @@ impl Var {
         }
         if s.running_reads == 0 && matches!(s.queue.front(), Some((_, true))) {
             let (op, _) = s.queue.pop_front().expect("front checked");
-            s.writing = true;
+            self.grant_write(&mut s, &op);
             granted.push(op);
         }
         Self::trim(&mut s);

@@ -23,6 +23,19 @@ impl Chunk {
         })
     }
 
+    /// As [`Chunk::alloc`], for an operator output whose first op writes it: memory
+    /// of a dropped array may be reused with its variable, still busy with old ops.
+    pub fn alloc_output(ctx: Context, bytes: usize) -> Result<Chunk> {
+        match super::recycle::take(ctx, bytes) {
+            Some((block, var)) => Ok(Chunk {
+                block: Some(block),
+                var,
+                ctx,
+            }),
+            None => Chunk::alloc(ctx, bytes),
+        }
+    }
+
     /// The engine variable.
     pub fn var(&self) -> &Var {
         &self.var
@@ -49,26 +62,41 @@ impl Chunk {
 impl Drop for Chunk {
     fn drop(&mut self) {
         let block = self.block.take();
-        if self.var.is_idle() {
-            release(block, &self.var);
-        } else {
-            // Memory returns to the pool only after every queued op on it has run.
-            let var = self.var.clone();
-            let on_its_way = block
-                .as_ref()
-                .filter(|b| !b.context().is_cpu())
-                .map(storage::queued_return);
-            engine::get().delete_variable(
-                Box::new(move |_| {
-                    release(block, &var);
-                    drop(on_its_way);
-                    Ok(())
-                }),
-                self.ctx,
-                &self.var,
-            );
+        let var = self.var.clone();
+        if var.is_idle() {
+            release(block, &var);
+            return;
+        }
+        match block {
+            Some(b) => {
+                if let Err((b, var)) = super::recycle::keep(self.ctx, b, var) {
+                    retire(self.ctx, Some(b), var);
+                }
+            }
+            None => retire(self.ctx, None, var),
         }
     }
+}
+
+/// Returns `block` to its pool once every op queued on `var` has run.
+pub(super) fn retire(ctx: Context, block: Option<Block>, var: Var) {
+    // Memory returns to the pool only after every queued op on it has run.
+    let on_its_way = block
+        .as_ref()
+        .filter(|b| !b.context().is_cpu())
+        .map(storage::queued_return);
+    engine::get().delete_variable(
+        Box::new({
+            let var = var.clone();
+            move |_| {
+                release(block, &var);
+                drop(on_its_way);
+                Ok(())
+            }
+        }),
+        ctx,
+        &var,
+    );
 }
 
 /// Returns a chunk's memory to its pool once the engine is done with it: GPU memory only

@@ -6,6 +6,7 @@ mod borrow;
 mod chunk;
 pub mod copy;
 pub mod io;
+pub mod recycle;
 pub mod serialize;
 
 pub use blob::{InOut, TBlob};
@@ -33,17 +34,32 @@ pub struct NDArray {
 impl NDArray {
     /// A new array with uninitialised contents.
     pub fn empty(shape: &[usize], dtype: DType, ctx: Context) -> Result<NDArray> {
-        let n = shape
+        let n = Self::bytes_for(shape, dtype)?;
+        Ok(Self::over(Chunk::alloc(ctx, n)?, shape, dtype))
+    }
+
+    /// A new array for an operator output, which the next op pushed on it must write
+    /// (it may reuse the memory of a dropped array whose ops are still queued).
+    pub fn empty_output(shape: &[usize], dtype: DType, ctx: Context) -> Result<NDArray> {
+        let n = Self::bytes_for(shape, dtype)?;
+        Ok(Self::over(Chunk::alloc_output(ctx, n)?, shape, dtype))
+    }
+
+    fn bytes_for(shape: &[usize], dtype: DType) -> Result<usize> {
+        shape
             .iter()
             .try_fold(1usize, |acc, &d| acc.checked_mul(d))
             .and_then(|n| n.checked_mul(dtype.size()))
-            .ok_or_else(|| Error::Value(format!("shape {} is too large", fmt_shape(shape))))?;
-        Ok(NDArray {
-            chunk: Arc::new(Chunk::alloc(ctx, n)?),
+            .ok_or_else(|| Error::Value(format!("shape {} is too large", fmt_shape(shape))))
+    }
+
+    fn over(chunk: Chunk, shape: &[usize], dtype: DType) -> NDArray {
+        NDArray {
+            chunk: Arc::new(chunk),
             shape: Shape::from_slice(shape),
             offset: 0,
             dtype,
-        })
+        }
     }
 
     /// An array of `shape` and `dtype` over the start of `chunk`, which must be big enough.

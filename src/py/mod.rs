@@ -91,7 +91,10 @@ fn op_param_docs(name: &str) -> PyResult<Vec<(String, String, Option<String>, St
 /// Blocks until all pushed work is done; raises the first error since the last call.
 #[pyfunction]
 fn waitall(py: Python<'_>) -> PyResult<()> {
-    guard_detached(py, "waitall", || engine::get().wait_for_all())
+    guard_detached(py, "waitall", || {
+        crate::ndarray::recycle::flush();
+        engine::get().wait_for_all()
+    })
 }
 
 /// The engine type's name.
@@ -119,6 +122,7 @@ fn storage_stats<'py>(py: Python<'py>, dev_type: i32, dev_id: i32) -> PyResult<B
 #[pyfunction]
 fn storage_release_all(dev_type: i32, dev_id: i32) -> PyResult<()> {
     guard("storage.release_all", || {
+        crate::ndarray::recycle::flush();
         crate::storage::release_all(context_of(dev_type, dev_id)?).py()
     })
 }

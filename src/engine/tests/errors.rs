@@ -127,3 +127,51 @@ fn panicking_ops_become_errors() {
         assert!(ok.load(SeqCst));
     });
 }
+
+#[test]
+fn a_variable_handed_over_keeps_old_errors_from_its_new_owner() {
+    for_each_kind(2, |e| {
+        let [gate, v, old_reader, new_reader, later_reader] =
+            std::array::from_fn(|_| e.new_variable());
+        let boom = Error::Value("boom".to_string());
+        let (open, closed) = mpsc::channel::<()>();
+        if threaded(&e) {
+            // Holds the old owner's ops in the queue until the new owner has pushed.
+            push(&*e, &[], &[gate.clone()], move || {
+                let _ = closed.recv_timeout(Duration::from_secs(5));
+            });
+        }
+        let body: SyncFn = Box::new(move |_| Err(boom));
+        e.push_sync(
+            body,
+            PushSpec::new("fails", CPU, &[gate.clone()], &[v.clone()]),
+        );
+        let (ran_old, set_old) = flag();
+        push(&*e, &[v.clone()], &[old_reader.clone()], set_old);
+
+        // Two owners in turn, each writing and reading before the old ops have run.
+        let mut ran = Vec::new();
+        for reader in [&new_reader, &later_reader] {
+            v.hand_over();
+            let (ran_first, set_first) = flag();
+            push(&*e, &[], &[v.clone()], set_first);
+            let (ran_new, set_new) = flag();
+            push(&*e, &[v.clone()], &[reader.clone()], set_new);
+            ran.extend([ran_first, ran_new]);
+        }
+        let _ = open.send(());
+
+        assert_eq!(e.wait_for_var(&new_reader), Ok(()));
+        assert_eq!(e.wait_for_var(&later_reader), Ok(()));
+        assert_eq!(e.wait_for_var(&v), Ok(()));
+        assert!(ran.iter().all(|r| r.load(SeqCst)));
+        // The reader pushed before the hand-over saw the failed write, and the engine
+        // still raises the error once.
+        assert_eq!(
+            e.wait_for_var(&old_reader),
+            Err(Error::Value("boom".into()))
+        );
+        assert!(!ran_old.load(SeqCst));
+        assert_eq!(e.wait_for_all(), Ok(()));
+    });
+}

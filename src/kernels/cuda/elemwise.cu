@@ -218,14 +218,51 @@ __device__ __forceinline__ void put(T* out, rsmx_i64 i, typename rsmx_num<T>::co
       add ? binary_of<T>::apply(RSMX_BINARY_ADD, rsmx_num<T>::load(out[i]), v) : v);
 }
 
+// 16 bytes of T, loaded and stored whole: one wide memory access keeps more bytes in
+// flight per thread than one element at a time.
+template <typename T> struct alignas(16) rsmx_pack {
+  T v[16 / sizeof(T)];
+};
+
+// out[i] (=|+=) f(x[i], y[i]) for i < n, with f in T's compute type; without `y`, f
+// gets x[i] twice. Types of two bytes or more go a pack at a time when every pointer is
+// 16-byte aligned; the remainder, and everything otherwise, one element at a time.
+template <typename T, typename F>
+__device__ __forceinline__ void map_into(T* out, const T* x, const T* y, rsmx_i64 n, int add,
+                                         F f) {
+  typedef rsmx_num<T> N;
+  typedef rsmx_pack<T> P;
+  const int W = sizeof(P) / sizeof(T);
+  const T* y_or_x = y ? y : x;
+  const unsigned long long bits =
+      (unsigned long long)out | (unsigned long long)x | (unsigned long long)y_or_x;
+  rsmx_i64 done = 0;
+  if (sizeof(T) >= 2 && (bits & 15) == 0) {
+    const rsmx_i64 packs = n / W;
+    RSMX_GRID_LOOP(p, packs) {
+      const P a = ((const P*)x)[p];
+      const P b = y ? ((const P*)y)[p] : a;
+      P o = add ? ((const P*)out)[p] : a;
+#pragma unroll
+      for (int k = 0; k < W; k++) {
+        typename N::compute v = f(N::load(a.v[k]), N::load(b.v[k]));
+        o.v[k] = N::store(add ? binary_of<T>::apply(RSMX_BINARY_ADD, N::load(o.v[k]), v) : v);
+      }
+      ((P*)out)[p] = o;
+    }
+    done = packs * W;
+  }
+  RSMX_GRID_LOOP(j, n - done) {
+    const rsmx_i64 i = done + j;
+    put(out, i, f(N::load(x[i]), N::load(y_or_x[i])), add);
+  }
+}
+
 // out[i] (=|+=) op(lhs[i], rhs[i]); either input may be `out`.
 template <typename T>
 __device__ void binary(T* out, const T* lhs, const T* rhs, rsmx_i64 n, int op, int add) {
   typedef typename rsmx_num<T>::compute C;
-  RSMX_GRID_LOOP(i, n) {
-    put(out, i, binary_of<T>::apply(op, rsmx_num<T>::load(lhs[i]), rsmx_num<T>::load(rhs[i])),
-        add);
-  }
+  map_into(out, lhs, rhs, n, add, [op](C x, C y) { return binary_of<T>::apply(op, x, y); });
 }
 
 // out[i] (=|+=) op(in[i], s), or op(s, in[i]) with `reverse`.
@@ -234,10 +271,9 @@ __device__ void binary_scalar(T* out, const T* in, rsmx_i64 n, int op, int rever
                               double s) {
   typedef typename rsmx_num<T>::compute C;
   const C c = binary_of<T>::scalar(s);
-  RSMX_GRID_LOOP(i, n) {
-    C v = rsmx_num<T>::load(in[i]);
-    put(out, i, reverse ? binary_of<T>::apply(op, c, v) : binary_of<T>::apply(op, v, c), add);
-  }
+  map_into(out, in, (const T*)0, n, add, [=](C v, C) {
+    return reverse ? binary_of<T>::apply(op, c, v) : binary_of<T>::apply(op, v, c);
+  });
 }
 
 #define RSMX_MAX_DIM 8
