@@ -7,6 +7,7 @@
 
 mod check;
 mod comm;
+pub mod dist;
 mod factory;
 mod local;
 mod store;

@@ -1,0 +1,12 @@
+//! The distributed KVStore's wire layer, on ps-lite's own protocol so that rsmx nodes
+//! and MXNet 1.9.1's scheduler, servers and workers can share a cluster: the meta frame
+//! ([`meta`]); the node ids, key ranges, command heads and array splits by which MXNet
+//! lays its keys over the servers ([`layout`]); and MXNet's 2-bit gradient compression
+//! ([`compress`]).
+
+pub mod compress;
+pub mod layout;
+pub mod meta;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,289 @@
+//! The wire layer against bytes captured from MXNet 1.9.1 nodes, and MXNet's layout rules.
+
+use super::layout::*;
+use super::meta::*;
+use crate::dtype::DType;
+
+fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// Decodes `frame`, checks that re-encoding gives the same bytes, returns the meta.
+fn round_trip(frame: &str) -> Meta {
+    let bytes = hex(frame);
+    let meta = Meta::decode(&bytes).unwrap();
+    assert_eq!(meta.encode(), bytes, "{meta:?}");
+    meta
+}
+
+#[test]
+fn a_workers_registration() {
+    let m = round_trip(
+        "08ffffffff07 1a1f 0802 121b 0801 10ffffffff07 1a09 3132372e302e302e31 2097d602 2800 \
+         5000 2000 2800 3000 4000 50ffffffff07 6000 6800",
+    );
+    assert_eq!(m.head, EMPTY);
+    assert_eq!(m.control.cmd, Command::AddNode);
+    assert_eq!(
+        m.control.nodes,
+        [Node {
+            role: Role::Worker,
+            id: EMPTY,
+            hostname: "127.0.0.1".into(),
+            port: 43799,
+            is_recovery: false,
+            customer_id: 0,
+        }]
+    );
+    assert_eq!((m.app_id, m.timestamp, m.customer_id), (EMPTY, 0, EMPTY));
+    assert!(!m.request && !m.push && !m.pull && !m.simple_app);
+}
+
+#[test]
+fn barriers_request_and_reply() {
+    let m = round_trip("08ffffffff071a04080318072001280030003800400a500060006800");
+    assert_eq!(m.control.cmd, Command::Barrier);
+    assert_eq!(m.control.barrier_group, ALL);
+    assert_eq!((m.request, m.app_id, m.timestamp), (true, 0, 10));
+    // The scheduler's reply carries an uninitialised group: a 10-byte negative varint.
+    let m =
+        round_trip("08ffffffff071a0d080318c0a280a0faffffffff0120002800300038004007500060006800");
+    assert_eq!(m.control.barrier_group, -1_543_499_456);
+    assert!(!m.request);
+}
+
+#[test]
+fn push_and_pull() {
+    let m = round_trip("0800200128013000380040014a03080b03500060006800");
+    assert_eq!(
+        (m.head, m.request, m.push, m.pull, m.timestamp),
+        (0, true, true, false, 1)
+    );
+    assert_eq!(
+        m.data_type,
+        [DataType::Uint64, DataType::Other, DataType::Int32]
+    );
+    let m = round_trip("080020002801300038004001500060006800");
+    assert_eq!((m.request, m.push, m.timestamp), (false, true, 1));
+    assert!(m.data_type.is_empty());
+    let m = round_trip("0800200128003000380040024a02080b500060016800");
+    assert_eq!(
+        (m.request, m.push, m.pull, m.timestamp),
+        (true, false, true, 2)
+    );
+    assert_eq!(m.data_type, [DataType::Uint64, DataType::Other]);
+    let m = round_trip("0800200028003000380040024a03080b03500060016800");
+    assert_eq!((m.request, m.pull), (false, true));
+}
+
+#[test]
+fn commands_and_terminate() {
+    for (frame, request) in [
+        ("080320012800300138004000500060006800", true),
+        ("080320002800300138004000500060006800", false),
+    ] {
+        let m = round_trip(frame);
+        assert_eq!(
+            ServerCommand::from_head(m.head).unwrap(),
+            ServerCommand::SyncMode
+        );
+        assert!(m.simple_app && m.request == request && m.body.is_empty());
+    }
+    let m = round_trip("080220012800300138004019500060006800");
+    assert_eq!(
+        ServerCommand::from_head(m.head).unwrap(),
+        ServerCommand::StopServer
+    );
+    assert_eq!(m.timestamp, 25);
+    let m = round_trip("08ffffffff071a020801200028003000500060006800");
+    assert_eq!(m.control.cmd, Command::Terminate);
+    assert_eq!(m.timestamp, EMPTY);
+}
+
+#[test]
+fn a_body_and_an_ack_are_written_and_unknown_fields_skipped() {
+    let m = Meta {
+        head: 0,
+        body: b"ccopy_reg\n".to_vec(),
+        simple_app: true,
+        request: true,
+        app_id: 0,
+        timestamp: 4,
+        ..Meta::default()
+    };
+    assert_eq!(Meta::decode(&m.encode()).unwrap(), m);
+    let ack = Meta {
+        control: Control {
+            cmd: Command::Ack,
+            msg_sig: (9 << 40) | (8 << 32) | (4 << 1) | 1,
+            ..Control::default()
+        },
+        ..Meta::default()
+    };
+    assert_eq!(Meta::decode(&ack.encode()).unwrap(), ack);
+    // An rsmx-only extension in field 100 does not disturb a ps-lite reader.
+    let mut bytes = hex("080020002801300038004001500060006800");
+    bytes.extend(hex("a00601"));
+    assert_eq!(
+        Meta::decode(&bytes).unwrap(),
+        Meta::decode(&hex("080020002801300038004001500060006800")).unwrap()
+    );
+    let err = Meta::decode(&hex("0a05")).unwrap_err().to_string();
+    assert!(err.contains("malformed ps-lite meta frame"), "{err}");
+}
+
+#[test]
+fn ids_ranks_and_groups() {
+    assert_eq!(
+        (server_id(0), server_id(1), worker_id(0), worker_id(1)),
+        (8, 10, 9, 11)
+    );
+    assert_eq!((rank_of(8), rank_of(11), rank_of(1)), (0, 1, 0));
+    assert_eq!(role_of(1), Some(Role::Scheduler));
+    assert_eq!(
+        (role_of(10), role_of(13)),
+        (Some(Role::Server), Some(Role::Worker))
+    );
+    assert_eq!(role_of(EMPTY), None);
+    assert_eq!(group_members(ALL, 2, 2), [1, 8, 9, 10, 11]);
+    assert_eq!(group_members(WORKER_GROUP, 2, 3), [9, 11, 13]);
+    assert_eq!(group_members(SCHEDULER | SERVER_GROUP, 1, 2), [1, 8]);
+    assert_eq!(group_members(9, 2, 2), [9]);
+}
+
+#[test]
+fn key_ranges() {
+    let r = server_key_ranges(2);
+    assert_eq!(r[0], 0..0x7fff_ffff_ffff_ffff);
+    assert_eq!(r[1].start, 0x7fff_ffff_ffff_ffff);
+    let whole = server_key_ranges(1);
+    assert_eq!((whole.len(), whole[0].clone()), (1, 0..u64::MAX));
+}
+
+#[test]
+fn data_heads_are_cantor_pairs() {
+    let dense = [0, 2, 5, 9, 14, 20, 27];
+    let sparse = [1, 4, 8, 13, 19, 26, 34];
+    for (i, d) in DType::ALL[..7].iter().enumerate() {
+        assert_eq!(data_head(RequestKind::Dense, *d), dense[i]);
+        assert_eq!(data_head(RequestKind::RowSparse, *d), sparse[i]);
+        assert_eq!(parse_data_head(dense[i]).unwrap(), (RequestKind::Dense, *d));
+        assert_eq!(
+            parse_data_head(sparse[i]).unwrap(),
+            (RequestKind::RowSparse, *d)
+        );
+    }
+    assert_eq!(data_head(RequestKind::Compressed, DType::F32), 3);
+    assert_eq!(
+        parse_data_head(3).unwrap(),
+        (RequestKind::Compressed, DType::F32)
+    );
+    for bad in [-1, 6, 35, 10_000] {
+        assert!(parse_data_head(bad).is_err(), "{bad}");
+    }
+    assert!(ServerCommand::from_head(6).is_err());
+}
+
+#[test]
+fn small_arrays_go_whole_to_one_server_big_ones_are_split() {
+    let ranges = server_key_ranges(2);
+    for key in 0..6 {
+        let parts = dense_parts(key, 10, 4, 2, DEFAULT_BIGARRAY_BOUND);
+        let server = (key % 2) as usize;
+        assert_eq!(
+            parts,
+            [Part {
+                server,
+                ps_key: ranges[server].start + key as u64,
+                bytes: 40,
+            }]
+        );
+    }
+    // Checked against MXNet: 1,000,003 float32 elements over two servers.
+    let parts = dense_parts(3, 1_000_003, 4, 2, DEFAULT_BIGARRAY_BOUND);
+    assert_eq!(
+        parts.iter().map(|p| p.bytes).collect::<Vec<_>>(),
+        [2_000_008, 2_000_004]
+    );
+    assert_eq!(parts[1].ps_key, ranges[1].start + 3);
+    // Halves round away from zero, as C's round (Python's would give 500,000 first).
+    let parts = dense_parts(0, 1_000_001, 1, 2, DEFAULT_BIGARRAY_BOUND);
+    assert_eq!(parts[0].bytes, 500_001);
+    assert_eq!(parts[1].bytes, 500_000);
+    let parts = dense_parts(0, 10, 8, 3, 5);
+    assert_eq!(
+        parts.iter().map(|p| p.bytes / 8).collect::<Vec<_>>(),
+        [3, 4, 3]
+    );
+}
+
+#[test]
+fn two_bit_codes_and_residuals() {
+    use super::compress::*;
+    let grad = [
+        0.6f32, -0.7, 0.1, 0.5, -0.5, 0.0, 0.3, 0.3, 1.2, -0.49, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -2.0,
+    ];
+    let mut residual = [0.0f32; 17];
+    let mut out = vec![0xffu8; compressed_bytes(17)];
+    assert_eq!(out.len(), 8);
+    quantize_2bit(&grad, &mut residual, 0.5, &mut out);
+    // Values 0-3: +, -, 0, + -> 11 10 00 11; 4-7: -, 0, 0, 0 -> 10 00 00 00;
+    // 8-11: +, 0, 0, 0 -> 11 00 00 00; 12-15: 0; 16: - -> 10 in the next slot.
+    assert_eq!(out, [0xe3, 0x80, 0xc0, 0x00, 0x80, 0, 0, 0]);
+    let want_residual = [
+        0.6f32 - 0.5,
+        -0.7 + 0.5,
+        0.1,
+        0.0,
+        0.0,
+        0.0,
+        0.3,
+        0.3,
+        1.2 - 0.5,
+        -0.49,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        -1.5,
+    ];
+    assert_eq!(residual, want_residual);
+    let mut back = [9.0f32; 17];
+    dequantize_2bit(&out, 0.5, &mut back);
+    let mut want = [0.0f32; 17];
+    for (i, v) in [
+        (0, 0.5),
+        (1, -0.5),
+        (3, 0.5),
+        (4, -0.5),
+        (8, 0.5),
+        (16, -0.5),
+    ] {
+        want[i] = v;
+    }
+    assert_eq!(back, want);
+    // The next round sends what the residual has gathered.
+    quantize_2bit(&[0.0; 17], &mut residual, 0.5, &mut out);
+    assert_eq!(out, [0x00, 0x00, 0xc0, 0x00, 0x80, 0, 0, 0]);
+    assert_eq!(residual[16], -1.0);
+}
+
+#[test]
+fn two_bit_parameters() {
+    use super::compress::*;
+    assert_eq!(encode_params(0.5), "1,0.500000");
+    assert_eq!(decode_params("1,0.500000").unwrap(), 0.5);
+    assert!(decode_params("2,0.5")
+        .unwrap_err()
+        .to_string()
+        .contains("unknown gradient compression"));
+    for bad in ["", "1", "1,x", "1,-0.5", "1,0", "1,nan"] {
+        assert!(decode_params(bad).is_err(), "{bad}");
+    }
+}
