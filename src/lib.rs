@@ -22,6 +22,8 @@ pub mod op;
 pub mod optim;
 pub mod shape;
 pub mod storage;
+#[cfg(test)]
+mod testutil;
 
 #[cfg(feature = "python")]
 mod py;

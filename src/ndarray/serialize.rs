@@ -501,6 +501,7 @@ pub fn load_list(bytes: &[u8]) -> Result<(Vec<SavedArray>, Vec<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::unhex;
 
     fn arr(shape: &[usize], dtype: DType, seed: u8) -> SavedArray {
         let n = byte_len(shape, dtype).unwrap();
@@ -534,14 +535,6 @@ mod tests {
         02000000 0200000000000000 0300000000000000 01000000 00000000 00000000 \
         00000000 0000803f 00000040 00004040 00008040 0000a040 \
         0100000000000000 0100000000000000 77";
-
-    fn unhex(s: &str) -> Vec<u8> {
-        let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
 
     #[test]
     fn matches_mxnet_bytes() {

@@ -3,14 +3,7 @@
 use super::layout::*;
 use super::meta::*;
 use crate::dtype::DType;
-
-fn hex(s: &str) -> Vec<u8> {
-    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
+use crate::testutil::unhex as hex;
 
 /// Decodes `frame`, checks that re-encoding gives the same bytes, returns the meta.
 fn round_trip(frame: &str) -> Meta {
