@@ -49,22 +49,22 @@ pub fn role_of(id: i32) -> Option<Role> {
 }
 
 /// The ids of the nodes in `group`: a sum of `SCHEDULER`, `SERVER_GROUP` and
-/// `WORKER_GROUP`, or a single node's id. Ascending.
+/// `WORKER_GROUP`, or a single node's id. In ps-lite's order (workers, then servers, each
+/// by rank, then the scheduler), which is the order its scheduler answers them in.
 pub fn group_members(group: i32, num_servers: i32, num_workers: i32) -> Vec<i32> {
     if !(1..=ALL).contains(&group) {
         return vec![group];
     }
     let mut ids = Vec::new();
-    if group & SCHEDULER != 0 {
-        ids.push(SCHEDULER);
+    if group & WORKER_GROUP != 0 {
+        ids.extend((0..num_workers).map(worker_id));
     }
     if group & SERVER_GROUP != 0 {
         ids.extend((0..num_servers).map(server_id));
     }
-    if group & WORKER_GROUP != 0 {
-        ids.extend((0..num_workers).map(worker_id));
+    if group & SCHEDULER != 0 {
+        ids.push(SCHEDULER);
     }
-    ids.sort_unstable();
     ids
 }
 

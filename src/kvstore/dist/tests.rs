@@ -142,9 +142,9 @@ fn ids_ranks_and_groups() {
         (Some(Role::Server), Some(Role::Worker))
     );
     assert_eq!(role_of(EMPTY), None);
-    assert_eq!(group_members(ALL, 2, 2), [1, 8, 9, 10, 11]);
+    assert_eq!(group_members(ALL, 2, 2), [9, 11, 8, 10, 1]);
     assert_eq!(group_members(WORKER_GROUP, 2, 3), [9, 11, 13]);
-    assert_eq!(group_members(SCHEDULER | SERVER_GROUP, 1, 2), [1, 8]);
+    assert_eq!(group_members(SCHEDULER | SERVER_GROUP, 1, 2), [8, 1]);
     assert_eq!(group_members(9, 2, 2), [9]);
 }
 
@@ -279,4 +279,70 @@ fn two_bit_parameters() {
     for bad in ["", "1", "1,x", "1,-0.5", "1,0", "1,nan"] {
         assert!(decode_params(bad).is_err(), "{bad}");
     }
+}
+
+#[test]
+fn the_scheduler_numbers_nodes_by_address_once_all_have_come() {
+    use super::registry::*;
+    let scheduler = Node {
+        id: SCHEDULER,
+        ..unregistered(Role::Scheduler, "127.0.0.1", 32797, 0)
+    };
+    let mut reg = Registry::new(1, 2);
+    let w_late = unregistered(Role::Worker, "127.0.0.1", 51009, 0);
+    let w_early = unregistered(Role::Worker, "127.0.0.1", 47293, 0);
+    let s = unregistered(Role::Server, "127.0.0.1", 41036, 0);
+    assert!(reg.add(w_late, &scheduler).unwrap().is_none());
+    assert!(reg.add(w_early.clone(), &scheduler).unwrap().is_none());
+    let err = reg.add(w_early, &scheduler).unwrap_err().to_string();
+    assert!(err.contains("one Worker too many"), "{err}");
+    let nodes = reg.add(s, &scheduler).unwrap().unwrap();
+    // As in MXNet's transcript: server 8 :41036, worker 9 :47293, worker 11 :51009.
+    let ids: Vec<_> = nodes.iter().map(|n| (n.id, n.port)).collect();
+    assert_eq!(ids, [(8, 41036), (9, 47293), (11, 51009), (1, 32797)]);
+
+    // Host names sort descending before ports.
+    let mut reg = Registry::new(0, 3);
+    let mut last = None;
+    for (host, port) in [("10.0.0.1", 5), ("10.0.0.2", 9), ("10.0.0.1", 3)] {
+        last = reg
+            .add(unregistered(Role::Worker, host, port, 0), &scheduler)
+            .unwrap();
+    }
+    let order: Vec<_> = last
+        .unwrap()
+        .iter()
+        .map(|n| (n.hostname.clone(), n.port, n.id))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("10.0.0.2".to_string(), 9, 9),
+            ("10.0.0.1".to_string(), 3, 11),
+            ("10.0.0.1".to_string(), 5, 13),
+            ("127.0.0.1".to_string(), 32797, 1),
+        ]
+    );
+    let err = Registry::new(0, 1)
+        .add(unregistered(Role::Scheduler, "h", 1, 0), &scheduler)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("a second scheduler at h:1"), "{err}");
+}
+
+#[test]
+fn barriers_release_each_group_when_all_members_asked() {
+    use super::registry::*;
+    let mut b = Barriers::new(2, 2);
+    assert_eq!(b.request(WORKER_GROUP).unwrap(), None);
+    assert_eq!(b.request(ALL).unwrap(), None);
+    assert_eq!(b.request(WORKER_GROUP).unwrap(), Some(vec![9, 11]));
+    // Counted again from zero.
+    assert_eq!(b.request(WORKER_GROUP).unwrap(), None);
+    for _ in 0..3 {
+        assert_eq!(b.request(ALL).unwrap(), None);
+    }
+    assert_eq!(b.request(ALL).unwrap(), Some(vec![9, 11, 8, 10, 1]));
+    assert_eq!(b.request(SCHEDULER).unwrap(), Some(vec![1]));
+    assert!(b.request(0).is_err() && b.request(8).is_err());
 }
