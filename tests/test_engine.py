@@ -111,14 +111,14 @@ def test_stress_many_small_ops_match_numpy():
 def test_memory_of_a_dropped_array_is_reused_only_after_its_readers(ctx):
     # A slow op still reads `small` when it is dropped; the outputs made next take its
     # memory, and must not write it before that op has read it.
-    big = mx.nd.ones((1500, 1500), ctx=ctx)
-    for step in range(20):
+    big = mx.nd.ones((800, 800), ctx=ctx)
+    for step in range(10):
         small = mx.nd.full((1,), float(step), ctx=ctx)
         total = mx.nd.sum(mx.nd.broadcast_add(mx.nd.dot(big, big), small))
         del small
         later = [mx.nd.full((1,), -1.0, ctx=ctx) * 3 for _ in range(4)]
-        # Had `small` been overwritten first, the sum would be off by 1500 * 1500 * 3.
-        assert total.asscalar() == pytest.approx(1500.0 * 1500 * (1500 + step), rel=1e-5)
+        # Had `small` been overwritten first, the sum would be off by 800 * 800 * 3.
+        assert total.asscalar() == pytest.approx(800.0 * 800 * (800 + step), rel=1e-5)
         assert all(a.asscalar() == -3.0 for a in later)
 
 
