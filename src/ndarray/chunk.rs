@@ -80,7 +80,6 @@ impl Drop for Chunk {
 
 /// Returns `block` to its pool once every op queued on `var` has run.
 pub(super) fn retire(ctx: Context, block: Option<Block>, var: Var) {
-    // Memory returns to the pool only after every queued op on it has run.
     let on_its_way = block
         .as_ref()
         .filter(|b| !b.context().is_cpu())
