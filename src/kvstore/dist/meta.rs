@@ -17,6 +17,14 @@ pub enum Role {
 }
 
 impl Role {
+    fn name(self) -> &'static str {
+        match self {
+            Role::Server => "server",
+            Role::Worker => "worker",
+            Role::Scheduler => "scheduler",
+        }
+    }
+
     fn from_wire(v: i32) -> Result<Role> {
         match v {
             0 => Ok(Role::Server),
@@ -71,6 +79,13 @@ pub enum DataType {
 }
 
 impl DataType {
+    fn name(self) -> &'static str {
+        [
+            "CHAR", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64",
+            "FLOAT", "DOUBLE", "OTHER",
+        ][self as usize]
+    }
+
     fn from_wire(v: i32) -> DataType {
         use DataType::*;
         [
@@ -202,6 +217,87 @@ impl Meta {
             data_type: pb.data_type.into_iter().map(DataType::from_wire).collect(),
             priority: pb.priority.unwrap_or(0),
         })
+    }
+}
+
+impl Meta {
+    /// The message as ps-lite's `PS_VERBOSE=2` lines show it (`Message::DebugString`):
+    /// `sender => recver. Meta: ...`, then the size of each data frame. An unknown
+    /// sender shows as `?`.
+    pub fn debug_string(&self, sender: i32, recver: i32, data_sizes: &[usize]) -> String {
+        let flag = |b: bool| u8::from(b);
+        let mut s = if sender == EMPTY {
+            "?".to_string()
+        } else {
+            sender.to_string()
+        };
+        s += &format!(" => {recver}. Meta: request={}", flag(self.request));
+        if self.timestamp != EMPTY {
+            s += &format!(", timestamp={}", self.timestamp);
+        }
+        let c = &self.control;
+        if c.cmd == Command::Empty {
+            s += &format!(
+                ", app_id={}, customer_id={}, simple_app={}, push={}",
+                self.app_id,
+                self.customer_id,
+                flag(self.simple_app),
+                flag(self.push)
+            );
+        } else {
+            const CMDS: [&str; 6] = [
+                "EMPTY",
+                "TERMINATE",
+                "ADD_NODE",
+                "BARRIER",
+                "ACK",
+                "HEARTBEAT",
+            ];
+            s += &format!(", control={{ cmd={}", CMDS[c.cmd as usize]);
+            if !c.nodes.is_empty() {
+                s += ", node={";
+                for n in &c.nodes {
+                    s += &format!(" role={}", n.role.name());
+                    if n.id != EMPTY {
+                        s += &format!(", id={}", n.id);
+                    }
+                    s += &format!(
+                        ", ip={}, port={}, is_recovery={}",
+                        n.hostname,
+                        n.port,
+                        flag(n.is_recovery)
+                    );
+                }
+                s += " }";
+            }
+            match c.cmd {
+                Command::Barrier => s += &format!(", barrier_group={}", c.barrier_group),
+                Command::Ack => s += &format!(", msg_sig={}", c.msg_sig),
+                _ => {}
+            }
+            s += " }";
+        }
+        if self.head != EMPTY {
+            s += &format!(", head={}", self.head);
+        }
+        if !self.body.is_empty() {
+            s += &format!(", body={}", String::from_utf8_lossy(&self.body));
+        }
+        if !self.data_type.is_empty() {
+            s += ", data_type={";
+            for d in &self.data_type {
+                s += " ";
+                s += d.name();
+            }
+            s += " }";
+        }
+        if !data_sizes.is_empty() {
+            s += " Body:";
+            for n in data_sizes {
+                s += &format!(" data_size={n}");
+            }
+        }
+        s
     }
 }
 

@@ -346,3 +346,32 @@ fn barriers_release_each_group_when_all_members_asked() {
     assert_eq!(b.request(SCHEDULER).unwrap(), Some(vec![1]));
     assert!(b.request(0).is_err() && b.request(8).is_err());
 }
+
+#[test]
+fn messages_print_as_ps_lite_prints_them() {
+    let m = Meta::decode(&hex("0800200128013000380040014a03080b03500060006800")).unwrap();
+    assert_eq!(
+        m.debug_string(9, 8, &[8, 24, 4]),
+        "9 => 8. Meta: request=1, timestamp=1, app_id=0, customer_id=0, simple_app=0, \
+         push=1, head=0, data_type={ UINT64 OTHER INT32 } Body: data_size=8 data_size=24 \
+         data_size=4"
+    );
+    let m = Meta::decode(&hex(
+        "08ffffffff07 1a1f 0802 121b 0801 10ffffffff07 1a09 3132372e302e302e31 2097d602 2800 \
+         5000 2000 2800 3000 4000 50ffffffff07 6000 6800",
+    ))
+    .unwrap();
+    assert_eq!(
+        m.debug_string(EMPTY, 1, &[]),
+        "? => 1. Meta: request=0, timestamp=0, control={ cmd=ADD_NODE, node={ role=worker, \
+         ip=127.0.0.1, port=43799, is_recovery=0 } }"
+    );
+    let m = Meta::decode(&hex(
+        "08ffffffff071a04080318072001280030003800400a500060006800",
+    ))
+    .unwrap();
+    assert_eq!(
+        m.debug_string(9, 1, &[]),
+        "9 => 1. Meta: request=1, timestamp=10, control={ cmd=BARRIER, barrier_group=7 }"
+    );
+}
