@@ -1,10 +1,12 @@
 //! The distributed KVStore's wire layer, on ps-lite's own protocol so that rsmx nodes
 //! and MXNet 1.9.1's scheduler, servers and workers can share a cluster: the meta frame
-//! ([`meta`]); the node ids, key ranges, command heads and array splits by which MXNet
+//! ([`meta`]) and the key-value frames, sliced over the servers and joined back
+//! ([`kv`]); the node ids, key ranges, command heads and array splits by which MXNet
 //! lays its keys over the servers ([`layout`]); the scheduler's registrations and
 //! barriers ([`registry`]); and MXNet's 2-bit gradient compression ([`compress`]).
 
 pub mod compress;
+pub mod kv;
 pub mod layout;
 pub mod meta;
 pub mod registry;

@@ -375,3 +375,127 @@ fn messages_print_as_ps_lite_prints_them() {
         "9 => 1. Meta: request=1, timestamp=10, control={ cmd=BARRIER, barrier_group=7 }"
     );
 }
+
+#[test]
+fn key_value_frames_round_trip_and_refuse_bad_sizes() {
+    use super::kv::*;
+    let push = KvPairs {
+        keys: vec![5],
+        vals: vec![0; 24],
+        lens: vec![24],
+    };
+    let frames = push.frames();
+    assert_eq!(
+        frames.iter().map(Vec::len).collect::<Vec<_>>(),
+        [8, 24, 4],
+        "as in MXNet's push"
+    );
+    let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    assert_eq!(KvPairs::from_frames(&refs).unwrap(), push);
+    let pull = KvPairs {
+        keys: vec![5],
+        ..KvPairs::default()
+    };
+    assert_eq!(
+        pull.frames().iter().map(Vec::len).collect::<Vec<_>>(),
+        [8, 0]
+    );
+    assert_eq!(KvPairs::from_frames(&[]).unwrap(), KvPairs::default());
+    for bad in [
+        vec![&[0u8; 7][..], &[][..]],
+        vec![&[0u8; 8][..], &[][..], &[0u8; 3][..]],
+        vec![&[0u8; 16][..], &[][..], &[0u8; 4][..]],
+        vec![&[0u8; 8][..]],
+    ] {
+        let err = KvPairs::from_frames(&bad).unwrap_err().to_string();
+        assert!(err.contains("malformed key-value message"), "{err}");
+    }
+}
+
+#[test]
+fn requests_are_sliced_by_server_range_and_pulls_joined_in_key_order() {
+    use super::kv::*;
+    let ranges = server_key_ranges(2);
+    let b = ranges[1].start;
+    let send = KvPairs {
+        keys: vec![3, 7, b + 1],
+        vals: (0u8..12).collect(),
+        lens: vec![2, 4, 6],
+    };
+    let parts = slice(&send, &ranges).unwrap();
+    let first = parts[0].as_ref().unwrap();
+    let second = parts[1].as_ref().unwrap();
+    assert_eq!(
+        (first.keys.clone(), first.lens.clone()),
+        (vec![3, 7], vec![2, 4])
+    );
+    assert_eq!(first.vals, (0u8..6).collect::<Vec<_>>());
+    assert_eq!(
+        (second.keys.clone(), second.vals.clone()),
+        (vec![b + 1], (6u8..12).collect())
+    );
+    // Without lengths every key has the same share; a server without keys gets nothing.
+    let even = KvPairs {
+        keys: vec![b, b + 2],
+        vals: vec![1, 2, 3, 4],
+        lens: vec![],
+    };
+    let parts = slice(&even, &ranges).unwrap();
+    assert!(parts[0].is_none());
+    assert_eq!(parts[1].as_ref().unwrap().vals, [1, 2, 3, 4]);
+    for bad in [
+        KvPairs {
+            keys: vec![7, 3],
+            ..KvPairs::default()
+        },
+        KvPairs {
+            keys: vec![1, 2],
+            vals: vec![0; 3],
+            lens: vec![],
+        },
+        KvPairs {
+            keys: vec![1],
+            vals: vec![0; 3],
+            lens: vec![4],
+        },
+        KvPairs {
+            keys: vec![u64::MAX],
+            vals: vec![],
+            lens: vec![0],
+        },
+    ] {
+        assert!(slice(&bad, &ranges).is_err(), "{bad:?}");
+    }
+
+    // Replies come in any order and are joined by first key.
+    let replies = vec![
+        KvPairs {
+            keys: vec![b + 1],
+            vals: vec![9; 6],
+            lens: vec![6],
+        },
+        KvPairs {
+            keys: vec![3, 7],
+            vals: vec![1, 1, 2, 2, 2, 2],
+            lens: vec![2, 4],
+        },
+    ];
+    let joined = join_pull(&send.keys, replies.clone(), true).unwrap();
+    assert_eq!(joined.keys, send.keys);
+    assert_eq!(joined.vals, [1, 1, 2, 2, 2, 2, 9, 9, 9, 9, 9, 9]);
+    assert_eq!(joined.lens, [2, 4, 6]);
+    let err = join_pull(&send.keys, replies[..1].to_vec(), true)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("did not ask for"), "{err}");
+    let err = join_pull(&send.keys, replies[1..].to_vec(), true)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("a pull of 3 keys got answers for 2"), "{err}");
+    let stray = vec![KvPairs {
+        keys: vec![4],
+        vals: vec![0; 2],
+        lens: vec![2],
+    }];
+    assert!(join_pull(&[3], stray, true).is_err());
+}
