@@ -12,6 +12,7 @@ use crate::cu;
 use crate::engine::StreamHandle;
 use crate::error::{Error, Result};
 use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -27,8 +28,9 @@ pub struct Device {
     /// driver, the NUL-terminated path of the host build).
     images: HashMap<String, Vec<u8>>,
     modules: Mutex<HashMap<String, Handle>>,
-    /// Loaded functions by module, then kernel name.
-    functions: RwLock<HashMap<String, HashMap<String, Handle>>>,
+    /// Loaded functions by module, then kernel name (looked up on every launch, so with a
+    /// fast hash).
+    functions: RwLock<FxHashMap<String, FxHashMap<String, Handle>>>,
     free_events: Mutex<Vec<Handle>>,
     /// Every stream made for this device, for `waitall`.
     streams: Mutex<Vec<Handle>>,

@@ -246,7 +246,7 @@ impl OprBlock {
             match GpuOp::start(self.ctx, &self.const_vars, &self.mutable_vars) {
                 Ok(g) => {
                     rctx.stream = Some(g.stream);
-                    Some(Arc::new(g))
+                    Some(g)
                 }
                 Err(e) => {
                     drop(body);

@@ -1,7 +1,7 @@
 //! GPU kernels of the element-wise operators (`elemwise.cu`): unary, binary on equal
 //! shapes, with a scalar, and broadcasting.
 
-use super::launch::{launch_n, suffix, Args};
+use super::launch::{kernel_name, launch_n, suffix, Args};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::Blobs;
 use crate::ndarray::TBlob;
@@ -95,7 +95,7 @@ pub fn unary(
         return Ok(());
     }
     let (code, a, b) = unary_code(kind);
-    let kernel = format!("unary_{}", suffix("unary", out.dtype)?);
+    let kernel = kernel_name("unary", suffix("unary", out.dtype)?);
     let n = out.size();
     let args = Args::new()
         .ptr(out.ptr())
@@ -105,7 +105,7 @@ pub fn unary(
         .arg(add_flag(req))
         .arg(a)
         .arg(b);
-    launch_n(ctx, MODULE, &kernel, n, args)
+    launch_n(ctx, MODULE, kernel, n, args)
 }
 
 /// Element strides of an input of shape `shape` over an output of rank `ndim` (numpy's
@@ -144,7 +144,7 @@ pub fn binary(
         .arg(n as i64);
     if a.shape[..] == out.shape[..] && b.shape[..] == out.shape[..] {
         let args = head.arg(binary_code(kind)).arg(add_flag(req));
-        return launch_n(ctx, MODULE, &format!("binary_{sfx}"), n, args);
+        return launch_n(ctx, MODULE, kernel_name("binary", sfx), n, args);
     }
     let ndim = out.shape.len();
     if ndim > MAX_DIM {
@@ -163,7 +163,7 @@ pub fn binary(
         rhs_stride: strides_over(&b.shape, ndim),
     };
     let args = head.arg(desc).arg(binary_code(kind)).arg(add_flag(req));
-    launch_n(ctx, MODULE, &format!("broadcast_{sfx}"), n, args)
+    launch_n(ctx, MODULE, kernel_name("broadcast", sfx), n, args)
 }
 
 /// Runs `binary_scalar_<dtype>`: `x op s`, or `s op x` when `reverse`.
@@ -180,7 +180,7 @@ pub fn scalar(
     if req == OpReq::Null {
         return Ok(());
     }
-    let kernel = format!("binary_scalar_{}", suffix("scalar", out.dtype)?);
+    let kernel = kernel_name("binary_scalar", suffix("scalar", out.dtype)?);
     let n = out.size();
     let args = Args::new()
         .ptr(out.ptr())
@@ -190,7 +190,7 @@ pub fn scalar(
         .arg(i32::from(reverse))
         .arg(add_flag(req))
         .arg(s);
-    launch_n(ctx, MODULE, &kernel, n, args)
+    launch_n(ctx, MODULE, kernel, n, args)
 }
 
 impl super::GpuKernel for Unary {

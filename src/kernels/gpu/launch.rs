@@ -7,7 +7,9 @@ use crate::cuda::runtime::{self, for_context};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::OpContext;
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
+use std::cell::RefCell;
 use std::ffi::c_void;
 
 /// Threads per block of the element-wise kernels.
@@ -18,7 +20,7 @@ const BLOCKS_PER_SM: u32 = 16;
 /// A kernel's arguments, each kept in 8-byte-aligned words until the launch.
 #[derive(Default)]
 pub struct Args {
-    words: Vec<u64>,
+    words: SmallVec<[u64; 16]>,
     offsets: SmallVec<[usize; 12]>,
 }
 
@@ -50,6 +52,23 @@ impl Args {
     pub fn ptr(self, p: *const u8) -> Args {
         self.arg(p as u64)
     }
+}
+
+thread_local! {
+    /// Kernel names already made from a prefix and a suffix, by the two strings' addresses.
+    static NAMES: RefCell<FxHashMap<(usize, usize), &'static str>> = RefCell::default();
+}
+
+/// `prefix_suffix` (`binary_f32`), made once per thread and pair: kernels are looked up on
+/// every launch, and formatting the name each time is a measurable part of a tiny op.
+pub fn kernel_name(prefix: &'static str, suffix: &'static str) -> &'static str {
+    let key = (prefix.as_ptr() as usize, suffix.as_ptr() as usize);
+    NAMES.with(|names| {
+        *names
+            .borrow_mut()
+            .entry(key)
+            .or_insert_with(|| Box::leak(format!("{prefix}_{suffix}").into_boxed_str()))
+    })
 }
 
 /// The suffix of a kernel's name for `dtype` (`fill_f32`), or an error naming `op`.
