@@ -3,13 +3,15 @@
 //! ([`meta`]) and the key-value frames, sliced over the servers and joined back
 //! ([`kv`]); the node ids, key ranges, command heads and array splits by which MXNet
 //! lays its keys over the servers ([`layout`]); the scheduler's registrations and
-//! barriers ([`registry`]); and MXNet's 2-bit gradient compression ([`compress`]).
+//! barriers ([`registry`]); MXNet's 2-bit gradient compression ([`compress`]); and the
+//! node's ROUTER and DEALER sockets on libzmq ([`transport`]).
 
 pub mod compress;
 pub mod kv;
 pub mod layout;
 pub mod meta;
 pub mod registry;
+pub mod transport;
 
 #[cfg(test)]
 mod tests;
