@@ -68,6 +68,15 @@ pub fn group_members(group: i32, num_servers: i32, num_workers: i32) -> Vec<i32>
     ids
 }
 
+/// The barrier group of a node of `role`.
+pub fn group_of(role: Role) -> i32 {
+    match role {
+        Role::Scheduler => SCHEDULER,
+        Role::Server => SERVER_GROUP,
+        Role::Worker => WORKER_GROUP,
+    }
+}
+
 /// The key range of each of `num_servers` servers, in rank order: server i owns
 /// `[⌊(2^64−1)/S⌋·i, ⌊(2^64−1)/S⌋·(i+1))`.
 pub fn server_key_ranges(num_servers: usize) -> Vec<Range<u64>> {

@@ -17,7 +17,8 @@ pub enum Role {
 }
 
 impl Role {
-    fn name(self) -> &'static str {
+    /// `server`, `worker` or `scheduler`.
+    pub fn name(self) -> &'static str {
         match self {
             Role::Server => "server",
             Role::Worker => "worker",
@@ -107,6 +108,24 @@ pub struct Node {
     pub port: i32,
     pub is_recovery: bool,
     pub customer_id: i32,
+}
+
+impl Node {
+    /// The node as ps-lite's logs show it (`Node::DebugString`).
+    pub fn debug_string(&self) -> String {
+        let id = if self.id == EMPTY {
+            String::new()
+        } else {
+            format!(", id={}", self.id)
+        };
+        format!(
+            "role={}{id}, ip={}, port={}, is_recovery={}",
+            self.role.name(),
+            self.hostname,
+            self.port,
+            u8::from(self.is_recovery)
+        )
+    }
 }
 
 /// The control part of a meta; `cmd == Empty` for data and command messages.
@@ -257,16 +276,8 @@ impl Meta {
             if !c.nodes.is_empty() {
                 s += ", node={";
                 for n in &c.nodes {
-                    s += &format!(" role={}", n.role.name());
-                    if n.id != EMPTY {
-                        s += &format!(", id={}", n.id);
-                    }
-                    s += &format!(
-                        ", ip={}, port={}, is_recovery={}",
-                        n.hostname,
-                        n.port,
-                        flag(n.is_recovery)
-                    );
+                    s += " ";
+                    s += &n.debug_string();
                 }
                 s += " }";
             }

@@ -3,15 +3,19 @@
 //! ([`meta`]) and the key-value frames, sliced over the servers and joined back
 //! ([`kv`]); the node ids, key ranges, command heads and array splits by which MXNet
 //! lays its keys over the servers ([`layout`]); the scheduler's registrations and
-//! barriers ([`registry`]); MXNet's 2-bit gradient compression ([`compress`]); and the
-//! node's ROUTER and DEALER sockets on libzmq ([`transport`]).
+//! barriers ([`registry`]); MXNet's 2-bit gradient compression ([`compress`]); the
+//! node's ROUTER and DEALER sockets on libzmq ([`transport`]); and the node itself, set
+//! up from the launcher's environment ([`config`]), registering, passing barriers and
+//! noticing lost peers ([`van`]).
 
 pub mod compress;
+pub mod config;
 pub mod kv;
 pub mod layout;
 pub mod meta;
 pub mod registry;
 pub mod transport;
+pub mod van;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,191 @@
+//! A node's settings, read from the environment variables MXNet's launchers set
+//! (`DMLC_ROLE`, `DMLC_PS_ROOT_URI`, ...) and rsmx's own (`RSMX_DIST_*`).
+
+use super::meta::Role;
+use crate::error::{Error, Result};
+use std::time::Duration;
+
+/// What a node needs to know to join a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeConfig {
+    pub role: Role,
+    pub num_servers: i32,
+    pub num_workers: i32,
+    /// `DMLC_PS_ROOT_URI` and `DMLC_PS_ROOT_PORT`: where the scheduler listens.
+    pub scheduler_host: String,
+    pub scheduler_port: u16,
+    /// `DMLC_NODE_HOST`: the address other nodes reach this one at; empty: the address
+    /// this machine uses to reach the scheduler.
+    pub node_host: String,
+    /// `PORT`: the port to listen on (ps-lite lets it override the one it picks).
+    pub port: Option<u16>,
+    /// `DMLC_PS_WATER_MARK`: the send high-water mark of each connection.
+    pub send_hwm: Option<i32>,
+    /// `PS_VERBOSE`: 1 logs the node's life, 2 also every message.
+    pub verbose: i32,
+    /// `RSMX_DIST_HEARTBEAT_MS` (default 1000): libzmq heartbeat interval; a peer silent
+    /// for five intervals is gone. `0` turns heartbeats off.
+    pub heartbeat_ms: i32,
+    /// `RSMX_DIST_CONNECT_TIMEOUT` in seconds (default 120): how long a node waits to be
+    /// registered with the scheduler.
+    pub connect_timeout: Duration,
+}
+
+impl NodeConfig {
+    /// The settings from the process's environment.
+    pub fn from_env() -> Result<NodeConfig> {
+        NodeConfig::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// The settings from `lookup(name)`, which gives a variable's value if it is set.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<NodeConfig> {
+        let required = |name: &str| {
+            lookup(name).ok_or_else(|| {
+                Error::Value(format!(
+                    "KVStore dist: {name} is not set (a distributed job needs DMLC_ROLE, \
+                     DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT, DMLC_NUM_SERVER and DMLC_NUM_WORKER)"
+                ))
+            })
+        };
+        let number = |name: &str, text: String| {
+            text.trim()
+                .parse::<i64>()
+                .map_err(|_| Error::Value(format!("KVStore dist: {name}={text:?} is not a number")))
+        };
+        let in_range = |name: &str, text: String, low: i64, high: i64| {
+            let v = number(name, text.clone())?;
+            if (low..=high).contains(&v) {
+                Ok(v)
+            } else {
+                Err(Error::Value(format!(
+                    "KVStore dist: {name}={text:?} is out of range ({low} to {high})"
+                )))
+            }
+        };
+        let optional = |name: &str, low: i64, high: i64| {
+            lookup(name)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| in_range(name, v, low, high))
+                .transpose()
+        };
+        let role = match required("DMLC_ROLE")?.trim() {
+            "scheduler" => Role::Scheduler,
+            "server" => Role::Server,
+            "worker" => Role::Worker,
+            other => {
+                return Err(Error::Value(format!(
+                    "KVStore dist: DMLC_ROLE={other:?}: expected scheduler, server or worker"
+                )))
+            }
+        };
+        let count = |name: &str| in_range(name, required(name)?, 0, 1 << 20).map(|v| v as i32);
+        let num_servers = count("DMLC_NUM_SERVER")?;
+        let num_workers = count("DMLC_NUM_WORKER")?;
+        let port_max = i64::from(u16::MAX);
+        let scheduler_port = in_range(
+            "DMLC_PS_ROOT_PORT",
+            required("DMLC_PS_ROOT_PORT")?,
+            1,
+            port_max,
+        )? as u16;
+        Ok(NodeConfig {
+            role,
+            num_servers,
+            num_workers,
+            scheduler_host: required("DMLC_PS_ROOT_URI")?.trim().to_string(),
+            scheduler_port,
+            node_host: lookup("DMLC_NODE_HOST")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_default(),
+            port: optional("PORT", 1, port_max)?.map(|p| p as u16),
+            send_hwm: optional("DMLC_PS_WATER_MARK", 0, i64::from(i32::MAX))?.map(|v| v as i32),
+            verbose: optional("PS_VERBOSE", 0, 3)?.unwrap_or(0) as i32,
+            heartbeat_ms: optional("RSMX_DIST_HEARTBEAT_MS", 0, 1 << 30)?.unwrap_or(1000) as i32,
+            connect_timeout: Duration::from_secs(
+                optional("RSMX_DIST_CONNECT_TIMEOUT", 1, 1 << 30)?.unwrap_or(120) as u64,
+            ),
+        })
+    }
+
+    /// `host:port` of the scheduler, as errors name it.
+    pub fn scheduler_address(&self) -> String {
+        format!("{}:{}", self.scheduler_host, self.scheduler_port)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<NodeConfig> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        NodeConfig::from_lookup(|name| vars.get(name).cloned())
+    }
+
+    const BASE: [(&str, &str); 5] = [
+        ("DMLC_ROLE", "worker"),
+        ("DMLC_NUM_SERVER", "2"),
+        ("DMLC_NUM_WORKER", "3"),
+        ("DMLC_PS_ROOT_URI", "127.0.0.1"),
+        ("DMLC_PS_ROOT_PORT", "9091"),
+    ];
+
+    #[test]
+    fn the_launcher_variables_make_a_node_config() {
+        let c = config(&BASE).unwrap();
+        assert_eq!(c.role, Role::Worker);
+        assert_eq!((c.num_servers, c.num_workers), (2, 3));
+        assert_eq!(c.scheduler_address(), "127.0.0.1:9091");
+        assert_eq!((c.port, c.send_hwm, c.verbose), (None, None, 0));
+        assert_eq!(c.heartbeat_ms, 1000);
+        assert_eq!(c.connect_timeout, Duration::from_secs(120));
+
+        let mut more = BASE.to_vec();
+        more.extend([
+            ("PORT", "4567"),
+            ("DMLC_NODE_HOST", "10.0.0.7"),
+            ("DMLC_PS_WATER_MARK", "100"),
+            ("PS_VERBOSE", "2"),
+            ("RSMX_DIST_HEARTBEAT_MS", "0"),
+            ("RSMX_DIST_CONNECT_TIMEOUT", "5"),
+        ]);
+        let c = config(&more).unwrap();
+        assert_eq!(c.port, Some(4567));
+        assert_eq!(c.node_host, "10.0.0.7");
+        assert_eq!((c.send_hwm, c.verbose, c.heartbeat_ms), (Some(100), 2, 0));
+        assert_eq!(c.connect_timeout, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_missing_or_bad_variable_is_named() {
+        for (drop, want) in [
+            ("DMLC_ROLE", "DMLC_ROLE is not set"),
+            ("DMLC_PS_ROOT_PORT", "DMLC_PS_ROOT_PORT is not set"),
+            ("DMLC_NUM_WORKER", "DMLC_NUM_WORKER is not set"),
+        ] {
+            let vars: Vec<_> = BASE.iter().copied().filter(|(k, _)| *k != drop).collect();
+            let e = config(&vars).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
+        for (name, value, want) in [
+            (
+                "DMLC_ROLE",
+                "boss",
+                "DMLC_ROLE=\"boss\": expected scheduler, server or worker",
+            ),
+            ("DMLC_PS_ROOT_PORT", "70000", "out of range"),
+            ("DMLC_NUM_SERVER", "two", "is not a number"),
+            ("PORT", "0", "PORT=\"0\" is out of range"),
+        ] {
+            let mut vars = BASE.to_vec();
+            vars.retain(|(k, _)| *k != name);
+            vars.push((name, value));
+            let e = config(&vars).unwrap_err().to_string();
+            assert!(e.contains(want), "{name}: {e}");
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! The van's receiver thread: it reads the ROUTER and the monitor of every connection,
+//! answers control messages (on the scheduler: registrations and barrier counts), hands
+//! data messages to the node's app, and turns a lost connection into the node's failure.
+
+use super::{short, stamp, DataMessage, MonitorNote, Outgoing, Shared, POLL_MS};
+use crate::kvstore::dist::meta::{Command, Control, Meta, Node, Role, EMPTY};
+use crate::kvstore::dist::registry::{Barriers, Registry};
+use crate::kvstore::dist::transport::{LinkEvent, Monitor, Received, Router};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+
+/// A watched connection: its peer, how errors name it, whether it came up.
+struct Watched {
+    peer: i32,
+    what: String,
+    monitor: Monitor,
+    up: bool,
+}
+
+/// The receiver's own state: what only the scheduler keeps, and the monitors.
+struct Receiver<'a> {
+    shared: &'a Shared,
+    registry: Registry,
+    barriers: Barriers,
+    watched: Vec<Watched>,
+    notes: mpsc::Receiver<MonitorNote>,
+}
+
+/// The receiver thread: reads the ROUTER and the monitors until told to stop.
+pub(super) fn receive_loop(shared: &Shared, router: Router, notes: mpsc::Receiver<MonitorNote>) {
+    let c = &shared.config;
+    let mut r = Receiver {
+        shared,
+        registry: Registry::new(c.num_servers, c.num_workers),
+        barriers: Barriers::new(c.num_servers, c.num_workers),
+        watched: Vec::new(),
+        notes,
+    };
+    while !shared.stop.load(Ordering::Acquire) {
+        r.take_notes();
+        let (router_ready, ready_monitors) = {
+            let mut items = vec![router.socket().as_poll_item(zmq::POLLIN)];
+            items.extend(
+                r.watched
+                    .iter()
+                    .map(|w| w.monitor.socket().as_poll_item(zmq::POLLIN)),
+            );
+            if let Err(e) = zmq::poll(&mut items, POLL_MS) {
+                shared.fail(format!("KVStore dist: polling the node's sockets: {e}"));
+                return;
+            }
+            let ready: Vec<usize> = (1..items.len())
+                .filter(|&i| items[i].is_readable())
+                .collect();
+            (items[0].is_readable(), ready)
+        };
+        if router_ready {
+            loop {
+                match router.recv(0) {
+                    Ok(Some(msg)) => {
+                        if !r.handle(msg) {
+                            return;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        shared.fail(e.to_string());
+                        return;
+                    }
+                }
+            }
+        }
+        if !ready_monitors.is_empty() {
+            // Retirements sent before a socket closed are read before its events.
+            let peers: Vec<i32> = ready_monitors
+                .iter()
+                .map(|&i| r.watched[i - 1].peer)
+                .collect();
+            r.take_notes();
+            for peer in peers {
+                r.read_monitor(peer);
+            }
+        }
+    }
+}
+
+impl Receiver<'_> {
+    fn take_notes(&mut self) {
+        while let Ok(note) = self.notes.try_recv() {
+            match note {
+                MonitorNote::Watch(peer, what, monitor) => self.watched.push(Watched {
+                    peer,
+                    what,
+                    monitor,
+                    up: false,
+                }),
+                MonitorNote::Retire(peer) => self.watched.retain(|w| w.peer != peer),
+            }
+        }
+    }
+
+    fn read_monitor(&mut self, peer: i32) {
+        let Some(w) = self.watched.iter_mut().find(|w| w.peer == peer) else {
+            return;
+        };
+        while let Ok(Some(event)) = w.monitor.next(0) {
+            match event {
+                LinkEvent::HandshakeSucceeded => w.up = true,
+                LinkEvent::Disconnected | LinkEvent::Closed if w.up => {
+                    w.up = false;
+                    if !self.shared.state.lock().finished {
+                        self.shared.fail(format!(
+                            "KVStore dist: {} is unreachable (its connection was lost)",
+                            w.what
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Handles one message; false when the node is told to stop.
+    fn handle(&mut self, msg: Received) -> bool {
+        let meta = match Meta::decode(&msg.meta) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!(
+                    "{}",
+                    stamp(&format!(
+                        "KVStore dist: dropped a message from node {}: {e}",
+                        msg.sender
+                    ))
+                );
+                return true;
+            }
+        };
+        let me = self.shared.me.lock().clone();
+        if self.shared.config.verbose >= 2 {
+            let sizes: Vec<usize> = msg.data.iter().map(|d| d.len()).collect();
+            self.shared
+                .log(2, &meta.debug_string(msg.sender, me.id, &sizes));
+        }
+        match meta.control.cmd {
+            Command::Terminate => return false,
+            Command::AddNode => self.add_node(msg.sender, meta, &me),
+            Command::Barrier if meta.request => self.count_barrier(&meta),
+            Command::Barrier => {
+                let mut state = self.shared.state.lock();
+                state.barrier_done = true;
+                state.finished |= state.finalizing;
+                self.shared.changed.notify_all();
+            }
+            Command::Heartbeat => self.heartbeat(&meta, &me),
+            // Acknowledgements matter only to a node that resends (PS_RESEND).
+            Command::Ack => {}
+            Command::Empty => {
+                let app = self.shared.app.lock().clone();
+                match app {
+                    Some(app) => app.receive(DataMessage {
+                        sender: msg.sender,
+                        meta,
+                        data: msg.data,
+                    }),
+                    None => eprintln!(
+                        "{}",
+                        stamp(&format!(
+                            "KVStore dist: {} has no app for a data message from node {}",
+                            short(&me),
+                            msg.sender
+                        ))
+                    ),
+                }
+            }
+        }
+        true
+    }
+
+    fn add_node(&mut self, sender: i32, meta: Meta, me: &Node) {
+        if me.role == Role::Scheduler {
+            if sender != EMPTY || meta.control.nodes.len() != 1 {
+                return;
+            }
+            let node = meta.control.nodes.into_iter().next().expect("one node");
+            match self.registry.add(node, me) {
+                Ok(Some(nodes)) => self.registered(nodes),
+                Ok(None) => {}
+                Err(e) => eprintln!(
+                    "{}",
+                    stamp(&format!("KVStore dist: registration refused: {e}"))
+                ),
+            }
+            return;
+        }
+        let nodes = meta.control.nodes;
+        let Some(mine) = nodes
+            .iter()
+            .find(|n| n.hostname == me.hostname && n.port == me.port)
+        else {
+            self.shared.fail(format!(
+                "KVStore dist: the scheduler's node list does not have this node ({})",
+                me.debug_string()
+            ));
+            return;
+        };
+        if self.shared.state.lock().ready {
+            return;
+        }
+        *self.shared.me.lock() = mine.clone();
+        for n in &nodes {
+            self.shared.queue(Outgoing::Connect(n.clone()));
+        }
+        self.shared
+            .log(1, &format!("{} is connected to others", short(mine)));
+        let mut state = self.shared.state.lock();
+        state.nodes = nodes;
+        state.ready = true;
+        self.shared.changed.notify_all();
+    }
+
+    /// The scheduler has every registration: it connects to each node and sends each the
+    /// whole list.
+    fn registered(&mut self, nodes: Vec<Node>) {
+        let others: Vec<&Node> = nodes.iter().filter(|n| n.role != Role::Scheduler).collect();
+        for n in &others {
+            self.shared.log(
+                1,
+                &format!("assign rank={} to node {}", n.id, n.debug_string()),
+            );
+            self.shared.queue(Outgoing::Connect((*n).clone()));
+        }
+        for n in &others {
+            let list = Meta {
+                control: Control {
+                    cmd: Command::AddNode,
+                    nodes: nodes.clone(),
+                    ..Control::default()
+                },
+                timestamp: self.shared.next_timestamp(),
+                ..Meta::default()
+            };
+            self.shared.send(n.id, list, Vec::new());
+        }
+        let c = &self.shared.config;
+        self.shared.log(
+            1,
+            &format!(
+                "the scheduler is connected to {} workers and {} servers",
+                c.num_workers, c.num_servers
+            ),
+        );
+        let mut state = self.shared.state.lock();
+        state.nodes = nodes;
+        state.ready = true;
+        self.shared.changed.notify_all();
+    }
+
+    fn count_barrier(&mut self, request: &Meta) {
+        let group = request.control.barrier_group;
+        match self.barriers.request(group) {
+            Ok(Some(members)) => {
+                for id in members {
+                    let reply =
+                        self.shared
+                            .barrier_meta(false, request.app_id, request.customer_id, group);
+                    self.shared.send(id, reply, Vec::new());
+                }
+            }
+            Ok(None) => {}
+            Err(e) => eprintln!("{}", stamp(&format!("KVStore dist: {e}"))),
+        }
+    }
+
+    /// ps-lite's HEARTBEAT: the scheduler answers each node that sends one.
+    fn heartbeat(&mut self, meta: &Meta, me: &Node) {
+        if me.role != Role::Scheduler {
+            return;
+        }
+        for n in &meta.control.nodes {
+            let answer = Meta {
+                control: Control {
+                    cmd: Command::Heartbeat,
+                    nodes: vec![me.clone()],
+                    ..Control::default()
+                },
+                timestamp: self.shared.next_timestamp(),
+                ..Meta::default()
+            };
+            self.shared.send(n.id, answer, Vec::new());
+        }
+    }
+}
