@@ -1,6 +1,7 @@
 //! A node's settings, read from the environment variables MXNet's launchers set
 //! (`DMLC_ROLE`, `DMLC_PS_ROOT_URI`, ...) and rsmx's own (`RSMX_DIST_*`).
 
+use super::layout::DEFAULT_BIGARRAY_BOUND;
 use super::meta::Role;
 use crate::error::{Error, Result};
 use std::time::Duration;
@@ -29,6 +30,9 @@ pub struct NodeConfig {
     /// `RSMX_DIST_CONNECT_TIMEOUT` in seconds (default 120): how long a node waits to be
     /// registered with the scheduler.
     pub connect_timeout: Duration,
+    /// `MXNET_KVSTORE_BIGARRAY_BOUND` (default 1,000,000): arrays of at least this many
+    /// elements are split over every server.
+    pub bigarray_bound: usize,
 }
 
 impl NodeConfig {
@@ -104,6 +108,8 @@ impl NodeConfig {
             connect_timeout: Duration::from_secs(
                 optional("RSMX_DIST_CONNECT_TIMEOUT", 1, 1 << 30)?.unwrap_or(120) as u64,
             ),
+            bigarray_bound: optional("MXNET_KVSTORE_BIGARRAY_BOUND", 1, i64::MAX)?
+                .map_or(DEFAULT_BIGARRAY_BOUND, |v| v as usize),
         })
     }
 
@@ -143,6 +149,7 @@ mod tests {
         assert_eq!((c.port, c.send_hwm, c.verbose), (None, None, 0));
         assert_eq!(c.heartbeat_ms, 1000);
         assert_eq!(c.connect_timeout, Duration::from_secs(120));
+        assert_eq!(c.bigarray_bound, 1_000_000);
 
         let mut more = BASE.to_vec();
         more.extend([

@@ -10,12 +10,16 @@
 
 pub mod compress;
 pub mod config;
+pub mod flat;
 pub mod kv;
 pub mod layout;
 pub mod meta;
 pub mod registry;
+pub mod server;
+pub mod store;
 pub mod transport;
 pub mod van;
+pub mod worker;
 
 #[cfg(test)]
 mod tests;

@@ -39,6 +39,9 @@ pub struct DataMessage {
 /// What a node's data messages go to.
 pub trait App: Send + Sync {
     fn receive(&self, msg: DataMessage);
+
+    /// The node cannot go on (`why`): whatever waits on an answer should stop waiting.
+    fn failed(&self, _why: &str) {}
 }
 
 /// Work for the sender thread, done in the order given.
@@ -360,12 +363,22 @@ impl Shared {
 
     /// Records why the node cannot go on (the first reason wins) and wakes every waiter.
     fn fail(&self, why: String) {
-        let mut state = self.state.lock();
-        if state.failure.is_none() {
-            eprintln!("{}", stamp(&why));
-            state.failure = Some(why);
+        let first = {
+            let mut state = self.state.lock();
+            let first = state.failure.is_none();
+            if first {
+                eprintln!("{}", stamp(&why));
+                state.failure = Some(why.clone());
+            }
+            self.changed.notify_all();
+            first
+        };
+        if first {
+            let app = self.app.lock().clone();
+            if let Some(app) = app {
+                app.failed(&why);
+            }
         }
-        self.changed.notify_all();
     }
 
     fn log(&self, level: i32, text: &str) {
@@ -425,4 +438,4 @@ fn address_towards(host: &str, port: u16) -> Result<String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// A port for a test's scheduler: free now, below the range the system hands out for
 /// wildcard binds (so no node of another test takes it), and a different one each call.
-fn scheduler_port() -> u16 {
+pub(crate) fn scheduler_port() -> u16 {
     use std::sync::atomic::AtomicU32;
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let base = 20_000 + (std::process::id() * 97) % 10_000;
@@ -20,7 +20,7 @@ fn scheduler_port() -> u16 {
     }
 }
 
-fn config(role: Role, port: u16, servers: i32, workers: i32) -> NodeConfig {
+pub(crate) fn config(role: Role, port: u16, servers: i32, workers: i32) -> NodeConfig {
     NodeConfig {
         role,
         num_servers: servers,
@@ -33,6 +33,7 @@ fn config(role: Role, port: u16, servers: i32, workers: i32) -> NodeConfig {
         verbose: 0,
         heartbeat_ms: 200,
         connect_timeout: Duration::from_secs(20),
+        bigarray_bound: 1_000_000,
     }
 }
 

@@ -1,0 +1,172 @@
+//! A server node: its van hands each message to the thread that runs the server (in
+//! MXNet, the main thread), which answers commands (sync mode, optimizer, compression,
+//! stop) and data requests from its store until a worker stops it.
+
+use super::compress::decode_params;
+use super::config::NodeConfig;
+use super::layout::{rank_of, server_key_ranges, ServerCommand};
+use super::meta::{Meta, Role};
+use super::store::{Reply, ServerStore, Updater};
+use super::van::{App, DataMessage, Van};
+use crate::error::{Error, Result};
+use parking_lot::Mutex;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+/// What the server asks of its host for a kController command: the optimizer pickled
+/// in the command's body, as an updater.
+pub trait Controller {
+    fn updater(&mut self, body: &[u8]) -> Result<Box<dyn Updater>>;
+}
+
+/// Passes the van's data messages to the server's thread.
+struct Inbox(Mutex<mpsc::Sender<DataMessage>>);
+
+impl App for Inbox {
+    fn receive(&self, msg: DataMessage) {
+        // The server's thread only goes away after the van has stopped.
+        let _ = self.0.lock().send(msg);
+    }
+}
+
+/// A server that has joined its cluster.
+pub struct DistServer {
+    van: Van,
+    inbox: mpsc::Receiver<DataMessage>,
+    store: ServerStore,
+}
+
+impl DistServer {
+    /// Joins the cluster `config` describes, as a server.
+    pub fn join(config: NodeConfig) -> Result<DistServer> {
+        if config.role != Role::Server {
+            return Err(Error::Value(format!(
+                "KVStore dist: a server needs DMLC_ROLE=server, not {}",
+                config.role.name()
+            )));
+        }
+        let workers = config.num_workers.max(0) as usize;
+        let servers = config.num_servers.max(1) as usize;
+        let (tx, inbox) = mpsc::channel();
+        let van = Van::start(config)?;
+        van.set_app(Arc::new(Inbox(Mutex::new(tx))));
+        van.barrier(super::layout::ALL)?;
+        let rank = rank_of(van.my_node().id) as usize;
+        let begin = server_key_ranges(servers)
+            .get(rank)
+            .map(|r| r.start)
+            .ok_or_else(|| {
+                Error::Runtime(format!("KVStore dist: no key range for server rank {rank}"))
+            })?;
+        Ok(DistServer {
+            van,
+            inbox,
+            store: ServerStore::new(begin, workers),
+        })
+    }
+
+    pub fn van(&self) -> &Van {
+        &self.van
+    }
+
+    /// Serves until a worker sends kStopServer, then passes the final barrier. Requests
+    /// run on the calling thread, so `controller` may call into Python.
+    pub fn run(mut self, controller: &mut dyn Controller) -> Result<()> {
+        loop {
+            let msg = match self
+                .inbox
+                .recv_timeout(std::time::Duration::from_millis(200))
+            {
+                Ok(m) => m,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Some(f) = self.van.failure() {
+                        return Err(Error::Runtime(f));
+                    }
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Error::Runtime(
+                        "KVStore dist: the server's van stopped".into(),
+                    ))
+                }
+            };
+            if !msg.meta.request {
+                continue;
+            }
+            if msg.meta.simple_app {
+                let stop = self.command(&msg, controller);
+                if stop {
+                    break;
+                }
+                continue;
+            }
+            let frames: Vec<&[u8]> = msg.data.iter().map(|d| &d[..]).collect();
+            match self.store.handle(msg.sender, msg.meta.clone(), &frames) {
+                Ok(replies) => self.send(replies),
+                Err(e) => eprintln!("KVStore dist server: request from node {}: {e}", msg.sender),
+            }
+        }
+        self.van.finalize()
+    }
+
+    /// Handles a command and answers it; true for kStopServer.
+    fn command(&mut self, msg: &DataMessage, controller: &mut dyn Controller) -> bool {
+        let meta = &msg.meta;
+        let done = match ServerCommand::from_head(meta.head) {
+            Ok(ServerCommand::SyncMode) => {
+                self.store.set_sync_mode();
+                Ok(false)
+            }
+            Ok(ServerCommand::StopServer) => Ok(true),
+            Ok(ServerCommand::SetGradientCompression) => {
+                decode_params(&String::from_utf8_lossy(&meta.body)).map(|t| {
+                    self.store.set_compression(t);
+                    false
+                })
+            }
+            Ok(ServerCommand::Controller) => controller.updater(&meta.body).map(|u| {
+                self.store.set_updater(u);
+                false
+            }),
+            Ok(ServerCommand::SetMultiPrecision) => {
+                self.store.set_multi_precision();
+                Ok(false)
+            }
+            Ok(ServerCommand::SetProfilerParams) => {
+                eprintln!(
+                    "KVStore dist server: the server has no profiler; its settings are ignored"
+                );
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        };
+        let stop = match done {
+            Ok(stop) => stop,
+            Err(e) => {
+                eprintln!(
+                    "KVStore dist server: command {} from node {}: {e}",
+                    meta.head, msg.sender
+                );
+                false
+            }
+        };
+        // Every command is answered once handled: its head and timestamp, no body.
+        let answer = Meta {
+            head: meta.head,
+            request: false,
+            simple_app: true,
+            app_id: meta.app_id,
+            customer_id: meta.customer_id,
+            timestamp: meta.timestamp,
+            ..Meta::default()
+        };
+        self.van.send(msg.sender, answer, Vec::new());
+        stop
+    }
+
+    fn send(&self, replies: Vec<Reply>) {
+        for r in replies {
+            self.van.send(r.to, r.meta, r.data);
+        }
+    }
+}

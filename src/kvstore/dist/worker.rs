@@ -1,0 +1,294 @@
+//! A worker node: push, pull and commands to the servers, each a request numbered by the
+//! worker (ps-lite's customer) and completed, through a callback, when every server it
+//! went to has answered, or failed when a peer is lost.
+
+use super::config::NodeConfig;
+use super::kv::KvPairs;
+use super::layout::{data_head, dense_parts, server_id, Part, RequestKind, ALL};
+use super::meta::{Meta, Role};
+use super::van::{App, DataMessage, Van};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+/// What a request's answers are given to: the data frames of each answer, in the order
+/// of the servers the request went to.
+pub type Done = Box<dyn FnOnce(Result<Vec<KvPairs>>) + Send>;
+
+/// A request waiting for its answers.
+struct Pending {
+    /// Server ids, in the order answers are handed over.
+    servers: Vec<i32>,
+    answers: HashMap<i32, KvPairs>,
+    done: Done,
+}
+
+/// The worker's requests in flight, by timestamp.
+#[derive(Default)]
+struct Tracker {
+    pending: Mutex<HashMap<i32, Pending>>,
+    /// Why the worker cannot go on, once it cannot.
+    failure: Mutex<Option<String>>,
+}
+
+impl Tracker {
+    fn complete(&self, pending: Pending) {
+        let Pending {
+            servers,
+            mut answers,
+            done,
+        } = pending;
+        let answers = servers
+            .iter()
+            .map(|s| answers.remove(s).unwrap_or_default())
+            .collect();
+        done(Ok(answers));
+    }
+}
+
+impl App for Tracker {
+    fn receive(&self, msg: DataMessage) {
+        if msg.meta.request {
+            return;
+        }
+        let frames: Vec<&[u8]> = msg.data.iter().map(|d| &d[..]).collect();
+        let answer = KvPairs::from_frames(&frames);
+        let finished = {
+            let mut pending = self.pending.lock();
+            let Some(p) = pending.get_mut(&msg.meta.timestamp) else {
+                return;
+            };
+            match answer {
+                Ok(kv) => {
+                    p.answers.insert(msg.sender, kv);
+                }
+                Err(e) => {
+                    let p = pending.remove(&msg.meta.timestamp).expect("found above");
+                    drop(pending);
+                    (p.done)(Err(e));
+                    return;
+                }
+            }
+            if p.answers.len() < p.servers.len() {
+                return;
+            }
+            pending.remove(&msg.meta.timestamp).expect("found above")
+        };
+        self.complete(finished);
+    }
+
+    fn failed(&self, why: &str) {
+        *self.failure.lock() = Some(why.to_string());
+        let all: Vec<Pending> = self.pending.lock().drain().map(|(_, p)| p).collect();
+        for p in all {
+            (p.done)(Err(Error::Runtime(why.to_string())));
+        }
+    }
+}
+
+/// A worker that has joined its cluster.
+pub struct DistWorker {
+    van: Van,
+    tracker: Arc<Tracker>,
+    /// The customer's request counter.
+    next: AtomicI32,
+    num_servers: usize,
+    bigarray_bound: usize,
+}
+
+impl DistWorker {
+    /// Joins the cluster `config` describes, as a worker.
+    pub fn join(config: NodeConfig) -> Result<DistWorker> {
+        if config.role != Role::Worker {
+            return Err(Error::Value(format!(
+                "KVStore dist: a worker needs DMLC_ROLE=worker, not {}",
+                config.role.name()
+            )));
+        }
+        let num_servers = config.num_servers.max(1) as usize;
+        let bigarray_bound = config.bigarray_bound;
+        let van = Van::start(config)?;
+        let tracker = Arc::new(Tracker::default());
+        van.set_app(tracker.clone());
+        van.barrier(ALL)?;
+        Ok(DistWorker {
+            van,
+            tracker,
+            next: AtomicI32::new(0),
+            num_servers,
+            bigarray_bound,
+        })
+    }
+
+    pub fn van(&self) -> &Van {
+        &self.van
+    }
+
+    pub fn rank(&self) -> i32 {
+        self.van.rank()
+    }
+
+    /// Where the `elements` of key `key` go: one server, or every server for a big array.
+    pub fn parts(&self, key: i32, elements: usize, dtype: DType) -> Vec<Part> {
+        dense_parts(
+            key,
+            elements,
+            dtype.size(),
+            self.num_servers,
+            self.bigarray_bound,
+        )
+    }
+
+    /// Sends one request per server in `to` and calls `done` once all have answered.
+    fn request(&self, to: Vec<(i32, Meta, Vec<Vec<u8>>)>, done: Done) {
+        if let Some(why) = self.tracker.failure.lock().clone() {
+            return done(Err(Error::Runtime(why)));
+        }
+        let ts = self.next.fetch_add(1, Ordering::Relaxed);
+        let servers: Vec<i32> = to.iter().map(|(s, _, _)| *s).collect();
+        self.tracker.pending.lock().insert(
+            ts,
+            Pending {
+                servers,
+                answers: HashMap::new(),
+                done,
+            },
+        );
+        for (server, mut meta, data) in to {
+            meta.timestamp = ts;
+            self.van.send(server, meta, data);
+        }
+    }
+
+    /// Pushes `bytes` (elements of `dtype`) as key `key`; with `pull`, the answers carry
+    /// the updated value, which `done` gets back whole.
+    pub fn push(
+        &self,
+        key: i32,
+        dtype: DType,
+        bytes: &[u8],
+        pull: bool,
+        done: Box<dyn FnOnce(Result<Vec<u8>>) + Send>,
+    ) {
+        let elements = bytes.len() / dtype.size();
+        let parts = self.parts(key, elements, dtype);
+        let mut offset = 0;
+        let to = parts
+            .iter()
+            .map(|p| {
+                let vals = bytes[offset..offset + p.bytes].to_vec();
+                offset += p.bytes;
+                let kv = KvPairs {
+                    keys: vec![p.ps_key],
+                    lens: vec![p.bytes as i32],
+                    vals,
+                };
+                (
+                    server_id(p.server as i32),
+                    data_meta(dtype, true, pull),
+                    kv.frames(),
+                )
+            })
+            .collect();
+        let expected = if pull { bytes.len() } else { 0 };
+        self.request(
+            to,
+            Box::new(move |r| done(r.and_then(|a| joined(a, expected, key)))),
+        );
+    }
+
+    /// Pulls key `key`, `elements` of `dtype`; `done` gets the value's bytes.
+    pub fn pull(
+        &self,
+        key: i32,
+        dtype: DType,
+        elements: usize,
+        done: Box<dyn FnOnce(Result<Vec<u8>>) + Send>,
+    ) {
+        let parts = self.parts(key, elements, dtype);
+        let to = parts
+            .iter()
+            .map(|p| {
+                let kv = KvPairs {
+                    keys: vec![p.ps_key],
+                    ..KvPairs::default()
+                };
+                (
+                    server_id(p.server as i32),
+                    data_meta(dtype, false, true),
+                    kv.frames(),
+                )
+            })
+            .collect();
+        let expected = elements * dtype.size();
+        self.request(
+            to,
+            Box::new(move |r| done(r.and_then(|a| joined(a, expected, key)))),
+        );
+    }
+
+    /// Sends a command (a SimpleApp head and body) to every server; `done` when all have
+    /// answered.
+    pub fn command(&self, head: i32, body: &[u8], done: Box<dyn FnOnce(Result<()>) + Send>) {
+        let to = (0..self.num_servers as i32)
+            .map(|rank| {
+                let meta = Meta {
+                    head,
+                    body: body.to_vec(),
+                    request: true,
+                    simple_app: true,
+                    app_id: 0,
+                    customer_id: 0,
+                    ..Meta::default()
+                };
+                (server_id(rank), meta, Vec::new())
+            })
+            .collect();
+        self.request(to, Box::new(move |r| done(r.map(|_| ()))));
+    }
+
+    /// Passes a barrier of `group`.
+    pub fn barrier(&self, group: i32) -> Result<()> {
+        self.van.barrier(group)
+    }
+
+    /// The final barrier of every node, then the van stops.
+    pub fn finalize(&self) -> Result<()> {
+        self.van.finalize()
+    }
+}
+
+/// The meta of a dense data request.
+fn data_meta(dtype: DType, push: bool, pull: bool) -> Meta {
+    Meta {
+        head: data_head(RequestKind::Dense, dtype),
+        request: true,
+        push,
+        pull,
+        app_id: 0,
+        customer_id: 0,
+        ..Meta::default()
+    }
+}
+
+/// The values of a pull's answers, in server order, checked to be `expected` bytes.
+fn joined(answers: Vec<KvPairs>, expected: usize, key: i32) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(expected);
+    for a in answers {
+        out.extend_from_slice(&a.vals);
+    }
+    if out.len() != expected {
+        return Err(Error::Value(format!(
+            "KVStore dist: key {key}: the servers answered {} bytes where {expected} were expected \
+             (was the key initialised with this size and type?)",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;
