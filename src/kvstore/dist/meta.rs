@@ -46,7 +46,15 @@ pub enum Command {
     Barrier = 3,
     Ack = 4,
     Heartbeat = 5,
+    /// rsmx's own: a node is gone (`nodes` holds it, `body` says why). Sent only to peers
+    /// whose metas carry [`WIRE_VERSION`]: MXNet's nodes would index past their table of
+    /// command names.
+    NodeLost = 100,
 }
+
+/// The version of rsmx's additions to ps-lite's protocol, sent in meta field 100 (which
+/// MXNet skips) so that a node knows which peers understand them.
+pub const WIRE_VERSION: u32 = 1;
 
 impl Command {
     fn from_wire(v: i32) -> Result<Command> {
@@ -57,8 +65,22 @@ impl Command {
             3 => Command::Barrier,
             4 => Command::Ack,
             5 => Command::Heartbeat,
+            100 => Command::NodeLost,
             _ => return Err(malformed(format!("unknown control command {v}"))),
         })
+    }
+
+    /// The name ps-lite's logs give it (`NODE_LOST` for rsmx's own).
+    fn name(self) -> &'static str {
+        match self {
+            Command::Empty => "EMPTY",
+            Command::Terminate => "TERMINATE",
+            Command::AddNode => "ADD_NODE",
+            Command::Barrier => "BARRIER",
+            Command::Ack => "ACK",
+            Command::Heartbeat => "HEARTBEAT",
+            Command::NodeLost => "NODE_LOST",
+        }
     }
 }
 
@@ -156,6 +178,8 @@ pub struct Meta {
     /// One label per data frame.
     pub data_type: Vec<DataType>,
     pub priority: i32,
+    /// Field 100: the sender's [`WIRE_VERSION`], when the sender is an rsmx node.
+    pub rsmx_wire: Option<u32>,
 }
 
 impl Default for Meta {
@@ -173,6 +197,7 @@ impl Default for Meta {
             customer_id: 0,
             data_type: Vec::new(),
             priority: 0,
+            rsmx_wire: None,
         }
     }
 }
@@ -201,6 +226,7 @@ impl Meta {
             data_size: None,
             pull: Some(self.pull),
             priority: Some(self.priority),
+            rsmx_wire: self.rsmx_wire,
         }
         .encode_to_vec()
     }
@@ -235,6 +261,7 @@ impl Meta {
             customer_id: pb.customer_id.unwrap_or(0),
             data_type: pb.data_type.into_iter().map(DataType::from_wire).collect(),
             priority: pb.priority.unwrap_or(0),
+            rsmx_wire: pb.rsmx_wire,
         })
     }
 }
@@ -264,15 +291,7 @@ impl Meta {
                 flag(self.push)
             );
         } else {
-            const CMDS: [&str; 6] = [
-                "EMPTY",
-                "TERMINATE",
-                "ADD_NODE",
-                "BARRIER",
-                "ACK",
-                "HEARTBEAT",
-            ];
-            s += &format!(", control={{ cmd={}", CMDS[c.cmd as usize]);
+            s += &format!(", control={{ cmd={}", c.cmd.name());
             if !c.nodes.is_empty() {
                 s += ", node={";
                 for n in &c.nodes {
@@ -373,6 +392,8 @@ struct PbMeta {
     pull: Option<bool>,
     #[prost(int32, optional, tag = "13")]
     priority: Option<i32>,
+    #[prost(uint32, optional, tag = "100")]
+    rsmx_wire: Option<u32>,
 }
 
 /// `PBControl`.

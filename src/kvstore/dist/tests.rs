@@ -118,13 +118,30 @@ fn a_body_and_an_ack_are_written_and_unknown_fields_skipped() {
         ..Meta::default()
     };
     assert_eq!(Meta::decode(&ack.encode()).unwrap(), ack);
-    // An rsmx-only extension in field 100 does not disturb a ps-lite reader.
+    // rsmx's wire version travels in field 100; other unknown fields are skipped.
+    let plain = Meta::decode(&hex("080020002801300038004001500060006800")).unwrap();
     let mut bytes = hex("080020002801300038004001500060006800");
     bytes.extend(hex("a00601"));
+    let marked = Meta::decode(&bytes).unwrap();
+    assert_eq!(marked.rsmx_wire, Some(WIRE_VERSION));
     assert_eq!(
-        Meta::decode(&bytes).unwrap(),
-        Meta::decode(&hex("080020002801300038004001500060006800")).unwrap()
+        Meta {
+            rsmx_wire: None,
+            ..marked.clone()
+        },
+        plain
     );
+    assert_eq!(Meta::decode(&marked.encode()).unwrap(), marked);
+    bytes.extend(hex("a80607"));
+    assert_eq!(Meta::decode(&bytes).unwrap(), marked);
+    let lost = Meta {
+        control: Control {
+            cmd: Command::NodeLost,
+            ..Control::default()
+        },
+        ..Meta::default()
+    };
+    assert!(lost.debug_string(1, 9, &[]).contains("cmd=NODE_LOST"));
     let err = Meta::decode(&hex("0a05")).unwrap_err().to_string();
     assert!(err.contains("malformed ps-lite meta frame"), "{err}");
 }

@@ -12,6 +12,7 @@ use super::registry::unregistered;
 use super::transport::{Monitor, Router};
 use crate::error::{Error, Result};
 use parking_lot::{Condvar, Mutex};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
@@ -87,6 +88,8 @@ struct Shared {
     outbox: mpsc::Sender<Outgoing>,
     stop: AtomicBool,
     app: Mutex<Option<Arc<dyn App>>>,
+    /// The peers whose messages carry rsmx's wire version.
+    rsmx_peers: Mutex<HashSet<i32>>,
 }
 
 /// A node of a ps-lite cluster: scheduler, server or worker.
@@ -142,6 +145,7 @@ impl Van {
             outbox,
             stop: AtomicBool::new(false),
             app: Mutex::new(None),
+            rsmx_peers: Mutex::default(),
         });
         shared.log(1, &format!("Bind to {}", me.debug_string()));
         let sender = {

@@ -81,8 +81,12 @@ impl App for Tracker {
     }
 
     fn failed(&self, why: &str) {
+        // Under the lock of the pending requests, so that a request is either failed
+        // here or refused when it is made.
+        let mut pending = self.pending.lock();
         *self.failure.lock() = Some(why.to_string());
-        let all: Vec<Pending> = self.pending.lock().drain().map(|(_, p)| p).collect();
+        let all: Vec<Pending> = pending.drain().map(|(_, p)| p).collect();
+        drop(pending);
         for p in all {
             (p.done)(Err(Error::Runtime(why.to_string())));
         }
@@ -144,19 +148,23 @@ impl DistWorker {
 
     /// Sends one request per server in `to` and calls `done` once all have answered.
     fn request(&self, to: Vec<(i32, Meta, Vec<Vec<u8>>)>, done: Done) {
-        if let Some(why) = self.tracker.failure.lock().clone() {
-            return done(Err(Error::Runtime(why)));
-        }
         let ts = self.next.fetch_add(1, Ordering::Relaxed);
         let servers: Vec<i32> = to.iter().map(|(s, _, _)| *s).collect();
-        self.tracker.pending.lock().insert(
-            ts,
-            Pending {
-                servers,
-                answers: HashMap::new(),
-                done,
-            },
-        );
+        {
+            let mut pending = self.tracker.pending.lock();
+            if let Some(why) = self.tracker.failure.lock().clone() {
+                drop(pending);
+                return done(Err(Error::Runtime(why)));
+            }
+            pending.insert(
+                ts,
+                Pending {
+                    servers,
+                    answers: HashMap::new(),
+                    done,
+                },
+            );
+        }
         for (server, mut meta, data) in to {
             meta.timestamp = ts;
             self.van.send(server, meta, data);

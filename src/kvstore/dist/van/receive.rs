@@ -103,20 +103,54 @@ impl Receiver<'_> {
         let Some(w) = self.watched.iter_mut().find(|w| w.peer == peer) else {
             return;
         };
+        let mut lost = None;
         while let Ok(Some(event)) = w.monitor.next(0) {
             match event {
                 LinkEvent::HandshakeSucceeded => w.up = true,
                 LinkEvent::Disconnected | LinkEvent::Closed if w.up => {
                     w.up = false;
-                    if !self.shared.state.lock().finished {
-                        self.shared.fail(format!(
-                            "KVStore dist: {} is unreachable (its connection was lost)",
-                            w.what
-                        ));
-                    }
+                    lost = Some(format!(
+                        "KVStore dist: {} is unreachable (its connection was lost)",
+                        w.what
+                    ));
                 }
                 _ => {}
             }
+        }
+        if let Some(why) = lost {
+            if !self.shared.state.lock().finished {
+                self.tell_others(peer, &why);
+                self.shared.fail(why);
+            }
+        }
+    }
+
+    /// On the scheduler: tells every other node that speaks rsmx's additions that node
+    /// `lost` is gone, so that none of them waits for it.
+    fn tell_others(&self, lost: i32, why: &str) {
+        if self.shared.config.role != Role::Scheduler {
+            return;
+        }
+        let nodes = self.shared.state.lock().nodes.clone();
+        let Some(gone) = nodes.iter().find(|n| n.id == lost) else {
+            return;
+        };
+        let rsmx_peers = self.shared.rsmx_peers.lock().clone();
+        for n in &nodes {
+            if n.id == lost || n.role == Role::Scheduler || !rsmx_peers.contains(&n.id) {
+                continue;
+            }
+            let notice = Meta {
+                body: why.as_bytes().to_vec(),
+                control: Control {
+                    cmd: Command::NodeLost,
+                    nodes: vec![gone.clone()],
+                    ..Control::default()
+                },
+                timestamp: self.shared.next_timestamp(),
+                ..Meta::default()
+            };
+            self.shared.send(n.id, notice, Vec::new());
         }
     }
 
@@ -135,6 +169,9 @@ impl Receiver<'_> {
                 return true;
             }
         };
+        if meta.rsmx_wire.is_some() && msg.sender != EMPTY {
+            self.shared.rsmx_peers.lock().insert(msg.sender);
+        }
         let me = self.shared.me.lock().clone();
         if self.shared.config.verbose >= 2 {
             let sizes: Vec<usize> = msg.data.iter().map(|d| d.len()).collect();
@@ -152,6 +189,13 @@ impl Receiver<'_> {
                 self.shared.changed.notify_all();
             }
             Command::Heartbeat => self.heartbeat(&meta, &me),
+            Command::NodeLost => {
+                if !self.shared.state.lock().finished {
+                    let why = String::from_utf8_lossy(&meta.body);
+                    self.shared
+                        .fail(format!("{why} (reported by the scheduler)"));
+                }
+            }
             // Acknowledgements matter only to a node that resends (PS_RESEND).
             Command::Ack => {}
             Command::Empty => {

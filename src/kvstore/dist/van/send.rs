@@ -4,7 +4,7 @@
 use super::{MonitorNote, Outgoing, Shared, CLOSE_LINGER_MS};
 use crate::error::Error;
 use crate::kvstore::dist::layout::rank_of;
-use crate::kvstore::dist::meta::{Node, Role, EMPTY};
+use crate::kvstore::dist::meta::{Node, Role, EMPTY, WIRE_VERSION};
 use crate::kvstore::dist::transport::{endpoint, Dealer, DealerOptions};
 use std::collections::HashMap;
 use std::sync::mpsc;
@@ -46,7 +46,12 @@ pub(super) fn send_loop(
                     Err(e) => shared.fail(format!("KVStore dist: {}: {e}", describe(&node))),
                 }
             }
-            Outgoing::Send { recver, meta, data } => {
+            Outgoing::Send {
+                recver,
+                mut meta,
+                data,
+            } => {
+                meta.rsmx_wire = Some(WIRE_VERSION);
                 if shared.config.verbose >= 2 {
                     let sizes: Vec<usize> = data.iter().map(Vec::len).collect();
                     shared.log(2, &meta.debug_string(EMPTY, recver, &sizes));

@@ -163,10 +163,21 @@ fn a_lost_worker_fails_the_barriers_of_the_nodes_connected_to_it() {
     let lost = vans.pop().unwrap();
     let what = format!("worker rank {} (node {}", lost.rank(), lost.my_node().id);
     drop(lost);
-    // The scheduler and the server each hold a connection to the worker.
-    for v in &vans[..2] {
-        let e = v.barrier(ALL).unwrap_err().to_string();
-        assert!(e.contains(&what) && e.contains("unreachable"), "{e}");
-        assert!(v.failure().is_some());
-    }
+    // The scheduler and the server each hold a connection to the worker; the other
+    // worker holds none and hears it from the scheduler.
+    thread::scope(|s| {
+        for v in &vans {
+            s.spawn(|| {
+                let e = v.barrier(ALL).unwrap_err().to_string();
+                assert!(e.contains(&what) && e.contains("unreachable"), "{e}");
+                assert!(v.failure().is_some());
+            });
+        }
+    });
+    let other = vans
+        .iter()
+        .find(|v| v.config().role == Role::Worker)
+        .unwrap();
+    let e = other.failure().unwrap();
+    assert!(e.ends_with("(reported by the scheduler)"), "{e}");
 }

@@ -137,3 +137,42 @@ fn a_controller_command_installs_the_servers_updater() {
         );
     });
 }
+
+#[test]
+fn a_request_in_flight_fails_when_its_server_is_lost() {
+    let port = scheduler_port();
+    let c = |role| config(role, port, 1, 1);
+    let (sc, svc, wc) = (c(Role::Scheduler), c(Role::Server), c(Role::Worker));
+    let scheduler = thread::spawn(move || Van::join(sc).unwrap());
+    // A server that joins but never serves, then goes away.
+    let server = thread::spawn(move || DistServer::join(svc).unwrap());
+    let worker = DistWorker::join(wc).unwrap();
+    let server = server.join().unwrap();
+    let scheduler = scheduler.join().unwrap();
+    let (tx, rx) = mpsc::channel();
+    worker.push(
+        5,
+        DType::F32,
+        &f32s(&[1.0]),
+        false,
+        Box::new(move |r| {
+            let _ = tx.send(r);
+        }),
+    );
+    drop(server);
+    let e = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("an answer within 20 s")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("server rank 0") && e.contains("unreachable"),
+        "{e}"
+    );
+    // Later requests fail at once with the same reason.
+    let e = wait(|d| worker.pull(5, DType::F32, 1, d))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("server rank 0"), "{e}");
+    drop(scheduler);
+}
