@@ -273,24 +273,6 @@ impl Store for LocalStore {
         self.pull(keys, outs, priorities)
     }
 
-    fn broadcast(
-        &self,
-        keys: &[Key],
-        values: &[NDArray],
-        outs: &[Vec<NDArray>],
-        priorities: &[i32],
-    ) -> Result<()> {
-        check::count("init", keys.len(), values.len())?;
-        check::lists("pull", keys.len(), outs.len(), priorities.len())?;
-        for ((k, v), dsts) in keys.iter().zip(values).zip(outs) {
-            for d in dsts {
-                check::like("pull", k, "output", d, v)?;
-            }
-        }
-        self.init(keys, values)?;
-        self.pull(keys, outs, priorities)
-    }
-
     fn reduce_for_updater(
         &self,
         keys: &[Key],

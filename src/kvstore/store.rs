@@ -1,7 +1,7 @@
-//! The store interface every KVStore offers (MXNet's `KVStore`): the local store today,
-//! a distributed store wrapping it later.
+//! The store interface every KVStore offers (MXNet's `KVStore`): the local store and, on
+//! a worker of a cluster, the distributed one.
 
-use super::{Key, StoreUpdater};
+use super::{check, Key, StoreUpdater};
 use crate::error::Result;
 use crate::ndarray::NDArray;
 use std::sync::Arc;
@@ -50,14 +50,25 @@ pub trait Store: Send + Sync {
         priorities: &[i32],
     ) -> Result<()>;
 
-    /// Stores each value under its new key, then copies it into the arrays given for it.
+    /// Stores each value under its new key, then copies it into the arrays given for it;
+    /// every output is checked before anything is stored.
     fn broadcast(
         &self,
         keys: &[Key],
         values: &[NDArray],
         outs: &[Vec<NDArray>],
         priorities: &[i32],
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check::count("init", keys.len(), values.len())?;
+        check::lists("pull", keys.len(), outs.len(), priorities.len())?;
+        for ((k, v), dsts) in keys.iter().zip(values).zip(outs) {
+            for d in dsts {
+                check::like("pull", k, "output", d, v)?;
+            }
+        }
+        self.init(keys, values)?;
+        self.pull(keys, outs, priorities)
+    }
 
     /// Groups and sums a push for an updater outside the store, in the order the store
     /// would update the keys; the caller applies each sum to its stored value.

@@ -1,13 +1,18 @@
-//! The distributed KVStore's wire layer, on ps-lite's own protocol so that rsmx nodes
-//! and MXNet 1.9.1's scheduler, servers and workers can share a cluster: the meta frame
-//! ([`meta`]) and the key-value frames, sliced over the servers and joined back
-//! ([`kv`]); the node ids, key ranges, command heads and array splits by which MXNet
-//! lays its keys over the servers ([`layout`]); the scheduler's registrations and
-//! barriers ([`registry`]); MXNet's 2-bit gradient compression ([`compress`]); the
-//! node's ROUTER and DEALER sockets on libzmq ([`transport`]); and the node itself, set
-//! up from the launcher's environment ([`config`]), registering, passing barriers and
-//! noticing lost peers ([`van`]).
+//! The distributed KVStore on ps-lite's own protocol, so that rsmx nodes and MXNet
+//! 1.9.1's scheduler, servers and workers can share a cluster.
+//!
+//! - The wire: the meta frame ([`meta`]); the key-value frames, sliced over the servers
+//!   and joined back ([`kv`]); the node ids, key ranges, command heads and array splits
+//!   by which MXNet lays its keys over the servers ([`layout`]); MXNet's 2-bit gradient
+//!   compression ([`compress`]).
+//! - A node: its settings from the launcher's environment ([`config`]), its ROUTER and
+//!   DEALER sockets on libzmq ([`transport`]), and the node itself, registering, passing
+//!   barriers and noticing lost peers ([`van`]); the scheduler's bookkeeping
+//!   ([`registry`]).
+//! - A server: its values ([`flat`]) and rounds ([`store`]), served by [`server`].
+//! - A worker: its requests ([`worker`]) and the KVStore interface over them ([`client`]).
 
+pub mod client;
 pub mod compress;
 pub mod config;
 pub mod flat;

@@ -4,7 +4,9 @@
 
 use super::config::NodeConfig;
 use super::kv::KvPairs;
-use super::layout::{data_head, dense_parts, server_id, Part, RequestKind, ALL};
+use super::layout::{
+    data_head, dense_parts, server_id, Part, RequestKind, ServerCommand, ALL, WORKER_GROUP,
+};
 use super::meta::{Meta, Role};
 use super::van::{App, DataMessage, Van};
 use crate::dtype::DType;
@@ -267,6 +269,33 @@ impl DistWorker {
     pub fn finalize(&self) -> Result<()> {
         self.van.finalize()
     }
+
+    /// Sends a command to every server and waits for all answers.
+    pub fn command_and_wait(&self, command: ServerCommand, body: &[u8]) -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.command(
+            command as i32,
+            body,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        rx.recv().unwrap_or_else(|_| {
+            Err(Error::Runtime(format!(
+                "KVStore dist: command {command:?} was dropped unanswered"
+            )))
+        })
+    }
+
+    /// How MXNet's worker leaves: a barrier of the workers, rank 0 stops the servers,
+    /// then the final barrier of every node.
+    pub fn shutdown(&self) -> Result<()> {
+        self.barrier(WORKER_GROUP)?;
+        if self.rank() == 0 {
+            self.command_and_wait(ServerCommand::StopServer, b"")?;
+        }
+        self.finalize()
+    }
 }
 
 /// The meta of a dense data request.
@@ -299,4 +328,4 @@ fn joined(answers: Vec<KvPairs>, expected: usize, key: i32) -> Result<Vec<u8>> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

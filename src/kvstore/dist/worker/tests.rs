@@ -12,7 +12,9 @@ use std::sync::mpsc;
 use std::thread;
 
 /// Waits for a callback's result.
-fn wait<T: Send + 'static>(start: impl FnOnce(Box<dyn FnOnce(Result<T>) + Send>)) -> Result<T> {
+pub(crate) fn wait<T: Send + 'static>(
+    start: impl FnOnce(Box<dyn FnOnce(Result<T>) + Send>),
+) -> Result<T> {
     let (tx, rx) = mpsc::channel();
     start(Box::new(move |r| {
         let _ = tx.send(r);
@@ -36,7 +38,7 @@ impl Updater for Sgd {
     }
 }
 
-struct TextController;
+pub(crate) struct TextController;
 
 impl Controller for TextController {
     fn updater(&mut self, body: &[u8]) -> Result<Box<dyn Updater>> {
@@ -49,7 +51,12 @@ impl Controller for TextController {
 
 /// Runs `work` on each of `workers` workers of a cluster with `servers` servers (the
 /// scheduler and servers on their own threads), then stops the servers and ends.
-fn with_cluster(servers: i32, workers: i32, bound: usize, work: impl Fn(&DistWorker) + Sync) {
+pub(crate) fn with_cluster(
+    servers: i32,
+    workers: i32,
+    bound: usize,
+    work: impl Fn(&Arc<DistWorker>) + Sync,
+) {
     let port = scheduler_port();
     let cfg = |role| {
         let mut c = config(role, port, servers, workers);
@@ -71,13 +78,9 @@ fn with_cluster(servers: i32, workers: i32, bound: usize, work: impl Fn(&DistWor
         for c in configs {
             let work = &work;
             s.spawn(move || {
-                let w = DistWorker::join(c).unwrap();
+                let w = Arc::new(DistWorker::join(c).unwrap());
                 work(&w);
-                w.barrier(WORKER_GROUP).unwrap();
-                if w.rank() == 0 {
-                    wait(|d| w.command(ServerCommand::StopServer as i32, b"", d)).unwrap();
-                }
-                w.finalize().unwrap();
+                w.shutdown().unwrap();
             });
         }
     });
@@ -91,7 +94,7 @@ fn with_cluster(servers: i32, workers: i32, bound: usize, work: impl Fn(&DistWor
 fn dist_sync_sums_each_round_over_the_workers() {
     with_cluster(2, 2, 5, |w| {
         if w.rank() == 0 {
-            wait(|d| w.command(ServerCommand::SyncMode as i32, b"", d)).unwrap();
+            w.command_and_wait(ServerCommand::SyncMode, b"").unwrap();
             // Initial values: key 3 (small, one server), key 8 (10 elements >= the bound
             // of 5, split over both servers).
             wait(|d| w.push(3, DType::F32, &f32s(&[1.0, 2.0, 3.0]), false, d)).unwrap();

@@ -1,0 +1,300 @@
+//! `DistStore`: the store of the `dist_*` types on a worker. Values pushed from this
+//! worker's devices are summed into a host buffer per key, which an engine op sends to
+//! the servers; a pull is an engine op that writes the servers' answer into that buffer,
+//! then copies it to the arrays given. The buffer's engine variable orders one key's
+//! pushes and pulls; different keys travel independently.
+
+use super::config::NodeConfig;
+use super::layout::{ServerCommand, WORKER_GROUP};
+use super::worker::DistWorker;
+use crate::context::Context;
+use crate::engine::{self, OnComplete, PushSpec};
+use crate::error::{Error, Result};
+use crate::kvstore::{check, Comm, CommCpu, Key, Reduced, Store, StoreUpdater};
+use crate::ndarray::{copy_into, NDArray};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What a worker keeps of one key.
+struct Entry {
+    /// The integer key the servers know it by (string keys are numbered in `init` order,
+    /// as MXNet does, so every worker must init them in the same order).
+    id: i32,
+    /// The host buffer pushes are summed into and pulls land in.
+    buf: NDArray,
+}
+
+/// A worker's view of a distributed store.
+pub struct DistStore {
+    type_name: String,
+    worker: Arc<DistWorker>,
+    comm: CommCpu,
+    entries: Mutex<HashMap<Key, Entry>>,
+}
+
+impl DistStore {
+    /// The store of MXNet's type `name` (`dist_sync`, `dist_async`, ...) over `worker`.
+    pub fn new(name: &str, worker: Arc<DistWorker>) -> DistStore {
+        DistStore {
+            type_name: name.to_string(),
+            worker,
+            comm: CommCpu,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Joins the cluster `config` describes as a worker and opens the store `name`: rank
+    /// 0 puts the servers in sync mode unless the name asks for `_async`, as MXNet does.
+    pub fn open(name: &str, config: NodeConfig) -> Result<DistStore> {
+        let worker = Arc::new(DistWorker::join(config)?);
+        if worker.rank() == 0 && !name.contains("_async") {
+            worker.command_and_wait(ServerCommand::SyncMode, b"")?;
+        }
+        Ok(DistStore::new(name, worker))
+    }
+
+    pub fn worker(&self) -> &Arc<DistWorker> {
+        &self.worker
+    }
+
+    /// The entry of each key, checked against every array given for it.
+    fn entries_for(
+        &self,
+        op: &str,
+        keys: &[Key],
+        arrays: &[Vec<NDArray>],
+        what: &str,
+    ) -> Result<Vec<(i32, NDArray)>> {
+        let entries = self.entries.lock();
+        keys.iter()
+            .zip(arrays)
+            .map(|(k, list)| {
+                let e = entries.get(k).ok_or_else(|| check::uninit(op, k))?;
+                if list.is_empty() {
+                    return Err(Error::Value(format!(
+                        "KVStore.{op}: no {what} given for key {k}"
+                    )));
+                }
+                for a in list {
+                    check::like(op, k, what, a, &e.buf)?;
+                }
+                Ok((e.id, e.buf.clone()))
+            })
+            .collect()
+    }
+
+    /// Queues the engine op that sends `buf` to the servers as key `id`.
+    fn send(&self, id: i32, buf: &NDArray, priority: i32) {
+        let worker = self.worker.clone();
+        let data = buf.clone();
+        let body = Box::new(move |_ctx, done: OnComplete| {
+            let bytes = data.blob().bytes().to_vec();
+            worker.push(
+                id,
+                data.dtype(),
+                &bytes,
+                false,
+                Box::new(move |r| done.done(r.map(|_| ()))),
+            );
+        });
+        let spec = PushSpec::new(
+            "KVStoreDistPush",
+            Context::cpu(0),
+            std::slice::from_ref(buf.var()),
+            &[],
+        )
+        .priority(priority);
+        engine::get().push_async(body, spec);
+    }
+
+    /// Queues the engine op that writes the servers' value of key `id` into `buf`.
+    fn fetch(&self, id: i32, buf: &NDArray, priority: i32) {
+        let worker = self.worker.clone();
+        let data = buf.clone();
+        let body = Box::new(move |_ctx, done: OnComplete| {
+            let (dtype, n) = (data.dtype(), data.size());
+            worker.pull(
+                id,
+                dtype,
+                n,
+                Box::new(move |r| {
+                    // The op holds write access to the buffer until `done`.
+                    let r = r.map(|bytes| data.blob().bytes_mut().copy_from_slice(&bytes));
+                    done.done(r);
+                }),
+            );
+        });
+        let spec = PushSpec::new(
+            "KVStoreDistPull",
+            Context::cpu(0),
+            &[],
+            std::slice::from_ref(buf.var()),
+        )
+        .priority(priority);
+        engine::get().push_async(body, spec);
+    }
+}
+
+impl Store for DistStore {
+    fn type_name(&self) -> &str {
+        &self.type_name
+    }
+
+    fn rank(&self) -> usize {
+        self.worker.rank().max(0) as usize
+    }
+
+    fn num_workers(&self) -> usize {
+        self.worker.van().config().num_workers.max(1) as usize
+    }
+
+    /// A barrier of every worker.
+    fn barrier(&self) -> Result<()> {
+        self.worker.barrier(WORKER_GROUP)
+    }
+
+    /// Records each key on every worker; rank 0 sends the initial values and waits for
+    /// them to be stored, then all workers pass one barrier.
+    fn init(&self, keys: &[Key], values: &[NDArray]) -> Result<()> {
+        check::count("init", keys.len(), values.len())?;
+        let mut bufs = Vec::with_capacity(keys.len());
+        {
+            let mut entries = self.entries.lock();
+            for (i, k) in keys.iter().enumerate() {
+                if entries.contains_key(k) || keys[..i].contains(k) {
+                    return Err(Error::Value(format!(
+                        "KVStore.init: duplicate init of key {k}"
+                    )));
+                }
+            }
+            for (k, v) in keys.iter().zip(values) {
+                let id = match k {
+                    Key::Int(i) => i32::try_from(*i).map_err(|_| {
+                        Error::Value(format!(
+                            "KVStore.init: key {i} does not fit the servers' 32-bit keys"
+                        ))
+                    })?,
+                    Key::Name(_) => entries.len() as i32,
+                };
+                let buf = NDArray::empty(v.shape(), v.dtype(), Context::cpu(0))?;
+                copy_into(v, &buf)?;
+                entries.insert(
+                    k.clone(),
+                    Entry {
+                        id,
+                        buf: buf.clone(),
+                    },
+                );
+                bufs.push((id, buf));
+            }
+        }
+        if self.rank() == 0 {
+            let (tx, rx) = std::sync::mpsc::channel();
+            for (id, buf) in &bufs {
+                buf.wait_to_read()?;
+                let tx = tx.clone();
+                let bytes = buf.blob().bytes().to_vec();
+                self.worker.push(
+                    *id,
+                    buf.dtype(),
+                    &bytes,
+                    false,
+                    Box::new(move |r| {
+                        let _ = tx.send(r);
+                    }),
+                );
+            }
+            drop(tx);
+            for r in rx {
+                r?;
+            }
+        }
+        self.barrier()
+    }
+
+    /// Sums each key's values (a key given twice has both lists summed, as one push to
+    /// the servers) and sends the sums.
+    fn push(&self, keys: &[Key], values: &[Vec<NDArray>], priorities: &[i32]) -> Result<()> {
+        check::lists("push", keys.len(), values.len(), priorities.len())?;
+        let targets = self.entries_for("push", keys, values, "value")?;
+        let mut groups: Vec<(i32, NDArray, Vec<NDArray>, i32)> = Vec::new();
+        for (((id, buf), vals), &priority) in targets.into_iter().zip(values).zip(priorities) {
+            match groups.iter_mut().find(|g| g.0 == id) {
+                Some(g) => {
+                    g.2.extend(vals.iter().cloned());
+                    g.3 = g.3.max(priority);
+                }
+                None => groups.push((id, buf, vals.clone(), priority)),
+            }
+        }
+        for (id, buf, vals, priority) in &groups {
+            self.comm.reduce(vals, buf, *priority)?;
+            self.send(*id, buf, *priority);
+        }
+        Ok(())
+    }
+
+    fn pull(&self, keys: &[Key], outs: &[Vec<NDArray>], priorities: &[i32]) -> Result<()> {
+        check::lists("pull", keys.len(), outs.len(), priorities.len())?;
+        let sources = self.entries_for("pull", keys, outs, "output")?;
+        for (((id, buf), dsts), &priority) in sources.iter().zip(outs).zip(priorities) {
+            self.fetch(*id, buf, priority);
+            self.comm.broadcast(buf, dsts, priority)?;
+        }
+        Ok(())
+    }
+
+    fn pushpull(
+        &self,
+        keys: &[Key],
+        values: &[Vec<NDArray>],
+        outs: &[Vec<NDArray>],
+        priorities: &[i32],
+    ) -> Result<()> {
+        check::lists("pushpull", keys.len(), values.len(), priorities.len())?;
+        self.entries_for("pushpull", keys, values, "value")?;
+        self.entries_for("pushpull", keys, outs, "output")?;
+        self.push(keys, values, priorities)?;
+        self.pull(keys, outs, priorities)
+    }
+
+    fn reduce_for_updater(
+        &self,
+        _keys: &[Key],
+        _values: &[Vec<NDArray>],
+        _priorities: &[i32],
+    ) -> Result<Vec<Reduced>> {
+        Err(Error::Value(format!(
+            "KVStore '{}': updates run on the servers (set_optimizer), not on a worker",
+            self.type_name
+        )))
+    }
+
+    /// This worker's buffer of `key`: the last value it pushed or pulled.
+    fn stored(&self, key: &Key) -> Result<NDArray> {
+        let entries = self.entries.lock();
+        Ok(entries
+            .get(key)
+            .ok_or_else(|| check::uninit("pull", key))?
+            .buf
+            .clone())
+    }
+
+    /// As in MXNet, a worker of a distributed store keeps no updater: the servers update.
+    fn set_updater(&self, _updater: Option<Arc<dyn StoreUpdater>>) {}
+
+    fn states(&self) -> Vec<(Key, Vec<NDArray>)> {
+        Vec::new()
+    }
+
+    fn set_state(&self, key: &Key, _state: &[NDArray]) -> Result<()> {
+        Err(Error::Value(format!(
+            "KVStore '{}': the optimizer state of key {key} lives on the servers",
+            self.type_name
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,111 @@
+//! The store interface over a whole cluster in one process.
+
+use super::*;
+use crate::kvstore::dist::layout::ServerCommand;
+use crate::kvstore::dist::worker::tests::with_cluster;
+use crate::kvstore::testutil::{full, values};
+
+#[test]
+fn dist_sync_through_the_store_interface() {
+    with_cluster(2, 2, 1_000_000, |w| {
+        let kv = DistStore::new("dist_sync", w.clone());
+        assert_eq!(kv.num_workers(), 2);
+        if kv.rank() == 0 {
+            w.command_and_wait(ServerCommand::SyncMode, b"").unwrap();
+        }
+        let keys = [Key::Int(3), Key::Name("weight".into())];
+        kv.init(
+            &keys,
+            &[
+                full(&[2, 2], 1.0, Context::cpu(0)),
+                full(&[5], 2.0, Context::cpu(0)),
+            ],
+        )
+        .unwrap();
+        let e = kv
+            .init(&keys[..1], &[full(&[2, 2], 1.0, Context::cpu(0))])
+            .unwrap_err();
+        assert!(e.message().contains("duplicate init of key 3"), "{e}");
+        // After init, every worker pulls the initial values.
+        let outs = vec![
+            vec![full(&[2, 2], 0.0, Context::cpu(0))],
+            vec![full(&[5], 0.0, Context::cpu(1))],
+        ];
+        kv.pull(&keys, &outs, &[0, 0]).unwrap();
+        assert_eq!(values(&outs[0][0]), vec![1.0; 4]);
+        assert_eq!(values(&outs[1][0]), vec![2.0; 5]);
+        // Each worker pushes from two devices; the round sums both workers' sums.
+        let r = (kv.rank() + 1) as f32;
+        let pushed = vec![
+            vec![
+                full(&[2, 2], r, Context::cpu(0)),
+                full(&[2, 2], r, Context::cpu(1)),
+            ],
+            vec![full(&[5], 10.0 * r, Context::cpu(0))],
+        ];
+        kv.pushpull(&keys, &pushed, &outs, &[1, 0]).unwrap();
+        assert_eq!(values(&outs[0][0]), vec![6.0; 4]);
+        assert_eq!(values(&outs[1][0]), vec![30.0; 5]);
+        // A key given twice in one push is one push of the sum: one round per worker.
+        let twice = vec![
+            vec![full(&[5], r, Context::cpu(0))],
+            vec![full(&[5], 1.0, Context::cpu(0))],
+        ];
+        kv.push(&[keys[1].clone(), keys[1].clone()], &twice, &[0, 0])
+            .unwrap();
+        kv.pull(&keys[1..], &outs[1..], &[0]).unwrap();
+        assert_eq!(values(&outs[1][0]), vec![5.0; 5]);
+        // Bad input changes nothing and says what was wrong.
+        let e = kv
+            .push(
+                &[Key::Int(9)],
+                &[vec![full(&[1], 0.0, Context::cpu(0))]],
+                &[0],
+            )
+            .unwrap_err();
+        assert!(
+            e.message().contains("key 9 has not been initialized"),
+            "{e}"
+        );
+        let e = kv
+            .pull(&keys[..1], &[vec![full(&[3], 0.0, Context::cpu(0))]], &[0])
+            .unwrap_err();
+        assert!(e.message().contains("(3,)"), "{e}");
+        kv.barrier().unwrap();
+    });
+}
+
+#[test]
+fn a_store_opened_from_its_settings_joins_and_sets_the_servers_mode() {
+    use crate::kvstore::dist::meta::Role;
+    use crate::kvstore::dist::server::DistServer;
+    use crate::kvstore::dist::van::tests::{config, scheduler_port};
+    use crate::kvstore::dist::van::Van;
+    use crate::kvstore::dist::worker::tests::TextController;
+    let port = scheduler_port();
+    let c = |role| config(role, port, 1, 1);
+    let (sc, svc, wc) = (c(Role::Scheduler), c(Role::Server), c(Role::Worker));
+    let scheduler = std::thread::spawn(move || Van::join(sc).and_then(|v| v.finalize()));
+    let server =
+        std::thread::spawn(move || DistServer::join(svc).and_then(|s| s.run(&mut TextController)));
+    let kv = DistStore::open("dist_sync", wc).unwrap();
+    assert_eq!(
+        (kv.type_name(), kv.rank(), kv.num_workers()),
+        ("dist_sync", 0, 1)
+    );
+    kv.init(&[Key::Int(0)], &[full(&[3], 4.0, Context::cpu(0))])
+        .unwrap();
+    // One worker: each push is a whole round, and the sum replaces the value.
+    let out = vec![vec![full(&[3], 0.0, Context::cpu(0))]];
+    kv.pushpull(
+        &[Key::Int(0)],
+        &[vec![full(&[3], 1.5, Context::cpu(0))]],
+        &out,
+        &[0],
+    )
+    .unwrap();
+    assert_eq!(values(&out[0][0]), vec![1.5; 3]);
+    kv.worker().shutdown().unwrap();
+    server.join().unwrap().unwrap();
+    scheduler.join().unwrap().unwrap();
+}
