@@ -63,6 +63,10 @@ pub struct Counters {
     pub launches: u64,
     /// Host waits on device work (event and stream synchronisations).
     pub host_syncs: u64,
+    /// Of those, waits of a copy for a busy pinned staging block, when the device holds
+    /// all the pinned memory it may (back-pressure on a host that copies faster than the
+    /// device takes the bytes).
+    pub staging_waits: u64,
     /// Device allocations from the driver, and frees back to it.
     pub allocs: u64,
     pub frees: u64,
@@ -70,6 +74,7 @@ pub struct Counters {
 
 static LAUNCHES: AtomicU64 = AtomicU64::new(0);
 static HOST_SYNCS: AtomicU64 = AtomicU64::new(0);
+static STAGING_WAITS: AtomicU64 = AtomicU64::new(0);
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 static FREES: AtomicU64 = AtomicU64::new(0);
 
@@ -78,6 +83,7 @@ pub fn counters() -> Counters {
     Counters {
         launches: LAUNCHES.load(Ordering::Relaxed),
         host_syncs: HOST_SYNCS.load(Ordering::Relaxed),
+        staging_waits: STAGING_WAITS.load(Ordering::Relaxed),
         allocs: ALLOCS.load(Ordering::Relaxed),
         frees: FREES.load(Ordering::Relaxed),
     }
@@ -89,6 +95,10 @@ pub(crate) fn count_launch() {
 
 pub(crate) fn count_host_sync() {
     HOST_SYNCS.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn count_staging_wait() {
+    STAGING_WAITS.fetch_add(1, Ordering::Relaxed);
 }
 
 pub(crate) fn count_alloc(freed: bool) {

@@ -68,6 +68,7 @@ impl Staging {
                 }
                 Some(Some(fence)) if inner.pinned + size > CAP => {
                     drop(inner);
+                    super::runtime::count_staging_wait();
                     fence.synchronize()?;
                 }
                 _ => {

@@ -70,7 +70,8 @@ pub fn cuda_init_fake(py: Python<'_>, images: Images) -> PyResult<usize> {
     })
 }
 
-/// What the GPU backend has done: `launches`, `host_syncs`, `allocs`, `frees`.
+/// What the GPU backend has done: `launches`, `host_syncs` (of which `staging_waits`),
+/// `allocs`, `frees`.
 #[pyfunction]
 pub fn cuda_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     guard("cuda_stats", || {
@@ -78,6 +79,7 @@ pub fn cuda_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
         let d = PyDict::new(py);
         d.set_item("launches", c.launches)?;
         d.set_item("host_syncs", c.host_syncs)?;
+        d.set_item("staging_waits", c.staging_waits)?;
         d.set_item("allocs", c.allocs)?;
         d.set_item("frees", c.frees)?;
         d.set_item("fake", runtime::get().is_some_and(|r| r.fake))?;

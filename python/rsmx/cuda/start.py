@@ -121,5 +121,7 @@ def ensure_started() -> int:
 
 def stats() -> dict:
     """What the GPU backend has done since the process started: kernel ``launches``,
-    ``host_syncs`` (host waits on the device), device ``allocs`` and ``frees``."""
+    ``host_syncs`` (host waits on the device; ``staging_waits`` of them were copies
+    waiting for a pinned staging block while the device held all it may pin), device
+    ``allocs`` and ``frees``."""
     return dict(_core.cuda_stats())
