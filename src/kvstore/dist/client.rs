@@ -93,7 +93,7 @@ impl DistStore {
             worker.push(
                 id,
                 data.dtype(),
-                &bytes,
+                bytes,
                 false,
                 Box::new(move |r| done.done(r.map(|_| ()))),
             );
@@ -198,7 +198,7 @@ impl Store for DistStore {
                 self.worker.push(
                     *id,
                     buf.dtype(),
-                    &bytes,
+                    bytes,
                     false,
                     Box::new(move |r| {
                         let _ = tx.send(r);

@@ -18,9 +18,14 @@ pub struct KvPairs {
 impl KvPairs {
     /// The data frames: keys, values, and lengths when there are any.
     pub fn frames(&self) -> Vec<Vec<u8>> {
+        self.clone().into_frames()
+    }
+
+    /// As [`KvPairs::frames`], moving the values into their frame without a copy.
+    pub fn into_frames(self) -> Vec<Vec<u8>> {
         let mut frames = vec![
             self.keys.iter().flat_map(|k| k.to_le_bytes()).collect(),
-            self.vals.clone(),
+            self.vals,
         ];
         if !self.lens.is_empty() {
             frames.push(self.lens.iter().flat_map(|l| l.to_le_bytes()).collect());

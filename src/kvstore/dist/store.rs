@@ -303,7 +303,7 @@ fn answer(to: i32, request: &Meta, value: Option<(u64, &Flat)>) -> Reply {
                 vals: v.bytes.clone(),
                 lens: vec![v.bytes.len() as i32],
             }
-            .frames()
+            .into_frames()
         })
         .unwrap_or_default();
     Reply { to, meta, data }

@@ -174,23 +174,36 @@ impl DistWorker {
     }
 
     /// Pushes `bytes` (elements of `dtype`) as key `key`; with `pull`, the answers carry
-    /// the updated value, which `done` gets back whole.
+    /// the updated value, which `done` gets back whole. A key on one server sends `bytes`
+    /// as they are; a big array is cut into one part per server.
     pub fn push(
         &self,
         key: i32,
         dtype: DType,
-        bytes: &[u8],
+        bytes: Vec<u8>,
         pull: bool,
         done: Box<dyn FnOnce(Result<Vec<u8>>) + Send>,
     ) {
-        let elements = bytes.len() / dtype.size();
-        let parts = self.parts(key, elements, dtype);
-        let mut offset = 0;
+        let expected = if pull { bytes.len() } else { 0 };
+        let parts = self.parts(key, bytes.len() / dtype.size(), dtype);
+        let values: Vec<Vec<u8>> = if let [only] = &parts[..] {
+            let mut bytes = bytes;
+            bytes.truncate(only.bytes);
+            vec![bytes]
+        } else {
+            let mut offset = 0;
+            parts
+                .iter()
+                .map(|p| {
+                    offset += p.bytes;
+                    bytes[offset - p.bytes..offset].to_vec()
+                })
+                .collect()
+        };
         let to = parts
             .iter()
-            .map(|p| {
-                let vals = bytes[offset..offset + p.bytes].to_vec();
-                offset += p.bytes;
+            .zip(values)
+            .map(|(p, vals)| {
                 let kv = KvPairs {
                     keys: vec![p.ps_key],
                     lens: vec![p.bytes as i32],
@@ -199,11 +212,10 @@ impl DistWorker {
                 (
                     server_id(p.server as i32),
                     data_meta(dtype, true, pull),
-                    kv.frames(),
+                    kv.into_frames(),
                 )
             })
             .collect();
-        let expected = if pull { bytes.len() } else { 0 };
         self.request(
             to,
             Box::new(move |r| done(r.and_then(|a| joined(a, expected, key)))),
@@ -229,7 +241,7 @@ impl DistWorker {
                 (
                     server_id(p.server as i32),
                     data_meta(dtype, false, true),
-                    kv.frames(),
+                    kv.into_frames(),
                 )
             })
             .collect();

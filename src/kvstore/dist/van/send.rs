@@ -75,7 +75,8 @@ pub(super) fn send_loop(
     }
 }
 
-/// How errors name a peer: `server 8 (127.0.0.1:41234)`, `the scheduler at host:port`.
+/// How errors name a peer: `server rank 0 (node 8, 127.0.0.1:41234)`, `the scheduler at
+/// host:port`.
 pub(super) fn describe(node: &Node) -> String {
     match node.role {
         Role::Scheduler => format!("the scheduler at {}:{}", node.hostname, node.port),

@@ -97,21 +97,21 @@ fn dist_sync_sums_each_round_over_the_workers() {
             w.command_and_wait(ServerCommand::SyncMode, b"").unwrap();
             // Initial values: key 3 (small, one server), key 8 (10 elements >= the bound
             // of 5, split over both servers).
-            wait(|d| w.push(3, DType::F32, &f32s(&[1.0, 2.0, 3.0]), false, d)).unwrap();
+            wait(|d| w.push(3, DType::F32, f32s(&[1.0, 2.0, 3.0]), false, d)).unwrap();
             let big: Vec<f32> = (0..10).map(|i| i as f32).collect();
-            wait(|d| w.push(8, DType::F32, &f32s(&big), false, d)).unwrap();
+            wait(|d| w.push(8, DType::F32, f32s(&big), false, d)).unwrap();
         }
         w.barrier(WORKER_GROUP).unwrap();
         let got = wait(|d| w.pull(8, DType::F32, 10, d)).unwrap();
         assert_eq!(floats(&got), (0..10).map(|i| i as f32).collect::<Vec<_>>());
         let mine = (w.rank() + 1) as f32;
         // A push completes with its round, so the pull after it sees the sum 1 + 2.
-        wait(|d| w.push(3, DType::F32, &f32s(&[mine; 3]), false, d)).unwrap();
+        wait(|d| w.push(3, DType::F32, f32s(&[mine; 3]), false, d)).unwrap();
         assert_eq!(
             floats(&wait(|d| w.pull(3, DType::F32, 3, d)).unwrap()),
             [3.0; 3]
         );
-        let pushed_pulled = wait(|d| w.push(8, DType::F32, &f32s(&[mine; 10]), true, d)).unwrap();
+        let pushed_pulled = wait(|d| w.push(8, DType::F32, f32s(&[mine; 10]), true, d)).unwrap();
         assert_eq!(floats(&pushed_pulled), [3.0; 10]);
         let e = wait(|d| w.pull(3, DType::F32, 4, d))
             .unwrap_err()
@@ -129,10 +129,10 @@ fn a_controller_command_installs_the_servers_updater() {
         wait(|d| w.command(ServerCommand::Controller as i32, b"0.5", d)).unwrap();
         if w.rank() == 0 {
             wait(|d| w.command(ServerCommand::SyncMode as i32, b"", d)).unwrap();
-            wait(|d| w.push(1, DType::F32, &f32s(&[10.0]), false, d)).unwrap();
+            wait(|d| w.push(1, DType::F32, f32s(&[10.0]), false, d)).unwrap();
         }
         w.barrier(WORKER_GROUP).unwrap();
-        wait(|d| w.push(1, DType::F32, &f32s(&[2.0]), false, d)).unwrap();
+        wait(|d| w.push(1, DType::F32, f32s(&[2.0]), false, d)).unwrap();
         // 10 - 0.5 * (2 + 2)
         assert_eq!(
             floats(&wait(|d| w.pull(1, DType::F32, 1, d)).unwrap()),
@@ -156,7 +156,7 @@ fn a_request_in_flight_fails_when_its_server_is_lost() {
     worker.push(
         5,
         DType::F32,
-        &f32s(&[1.0]),
+        f32s(&[1.0]),
         false,
         Box::new(move |r| {
             let _ = tx.send(r);
