@@ -24,6 +24,9 @@ pub struct NodeConfig {
     pub send_hwm: Option<i32>,
     /// `PS_VERBOSE`: 1 logs the node's life, 2 also every message.
     pub verbose: i32,
+    /// `PS_RESEND` (non-zero): acknowledge every message, as ps-lite's resender expects
+    /// (rsmx itself never resends: its peers' losses are noticed by the connections).
+    pub resend: bool,
     /// `RSMX_DIST_HEARTBEAT_MS` (default 1000): libzmq heartbeat interval; a peer silent
     /// for five intervals is gone. `0` turns heartbeats off.
     pub heartbeat_ms: i32,
@@ -104,6 +107,7 @@ impl NodeConfig {
             port: optional("PORT", 1, port_max)?.map(|p| p as u16),
             send_hwm: optional("DMLC_PS_WATER_MARK", 0, i64::from(i32::MAX))?.map(|v| v as i32),
             verbose: optional("PS_VERBOSE", 0, 3)?.unwrap_or(0) as i32,
+            resend: optional("PS_RESEND", i64::MIN, i64::MAX)?.unwrap_or(0) != 0,
             heartbeat_ms: optional("RSMX_DIST_HEARTBEAT_MS", 0, 1 << 30)?.unwrap_or(1000) as i32,
             connect_timeout: Duration::from_secs(
                 optional("RSMX_DIST_CONNECT_TIMEOUT", 1, 1 << 30)?.unwrap_or(120) as u64,
@@ -146,7 +150,10 @@ mod tests {
         assert_eq!(c.role, Role::Worker);
         assert_eq!((c.num_servers, c.num_workers), (2, 3));
         assert_eq!(c.scheduler_address(), "127.0.0.1:9091");
-        assert_eq!((c.port, c.send_hwm, c.verbose), (None, None, 0));
+        assert_eq!(
+            (c.port, c.send_hwm, c.verbose, c.resend),
+            (None, None, 0, false)
+        );
         assert_eq!(c.heartbeat_ms, 1000);
         assert_eq!(c.connect_timeout, Duration::from_secs(120));
         assert_eq!(c.bigarray_bound, 1_000_000);
@@ -159,12 +166,14 @@ mod tests {
             ("PS_VERBOSE", "2"),
             ("RSMX_DIST_HEARTBEAT_MS", "0"),
             ("RSMX_DIST_CONNECT_TIMEOUT", "5"),
+            ("PS_RESEND", "1"),
         ]);
         let c = config(&more).unwrap();
         assert_eq!(c.port, Some(4567));
         assert_eq!(c.node_host, "10.0.0.7");
         assert_eq!((c.send_hwm, c.verbose, c.heartbeat_ms), (Some(100), 2, 0));
         assert_eq!(c.connect_timeout, Duration::from_secs(5));
+        assert!(c.resend);
     }
 
     #[test]

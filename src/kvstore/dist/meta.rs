@@ -52,6 +52,17 @@ pub enum Command {
     NodeLost = 100,
 }
 
+/// ps-lite's signature of a message, which an ACK names (`Resender::GetKey`): app id,
+/// sender and receiver ids truncated to 16, 8 and 8 bits, the timestamp and the request
+/// flag, computed as its C++ does (the timestamp shifted as a 32-bit int, sign-extended).
+pub fn msg_sig(app_id: i32, sender: i32, recver: i32, timestamp: i32, request: bool) -> u64 {
+    (u64::from(app_id as u16) << 48)
+        | (u64::from(sender as u8) << 40)
+        | (u64::from(recver as u8) << 32)
+        | (timestamp.wrapping_shl(1) as i64 as u64)
+        | u64::from(request)
+}
+
 /// The version of rsmx's additions to ps-lite's protocol, sent in meta field 100 (which
 /// MXNet skips) so that a node knows which peers understand them.
 pub const WIRE_VERSION: u32 = 1;

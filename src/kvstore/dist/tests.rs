@@ -118,6 +118,12 @@ fn a_body_and_an_ack_are_written_and_unknown_fields_skipped() {
         ..Meta::default()
     };
     assert_eq!(Meta::decode(&ack.encode()).unwrap(), ack);
+    assert_eq!(msg_sig(0, 9, 8, 4, true), ack.control.msg_sig);
+    // An absent app id (i32::MAX) keeps its low 16 bits; ids keep their low 8.
+    assert_eq!(
+        msg_sig(EMPTY, 265, 1, 0, false),
+        (0xffff << 48) | (9 << 40) | (1 << 32)
+    );
     // rsmx's wire version travels in field 100; other unknown fields are skipped.
     let plain = Meta::decode(&hex("080020002801300038004001500060006800")).unwrap();
     let mut bytes = hex("080020002801300038004001500060006800");

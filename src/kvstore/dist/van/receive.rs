@@ -3,9 +3,10 @@
 //! data messages to the node's app, and turns a lost connection into the node's failure.
 
 use super::{short, stamp, DataMessage, MonitorNote, Outgoing, Shared, POLL_MS};
-use crate::kvstore::dist::meta::{Command, Control, Meta, Node, Role, EMPTY};
+use crate::kvstore::dist::meta::{msg_sig, Command, Control, Meta, Node, Role, EMPTY};
 use crate::kvstore::dist::registry::{Barriers, Registry};
 use crate::kvstore::dist::transport::{LinkEvent, Monitor, Received, Router};
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 
@@ -24,6 +25,8 @@ struct Receiver<'a> {
     barriers: Barriers,
     watched: Vec<Watched>,
     notes: mpsc::Receiver<MonitorNote>,
+    /// With `PS_RESEND`: the signatures of the messages acknowledged so far.
+    acked: HashSet<u64>,
 }
 
 /// The receiver thread: reads the ROUTER and the monitors until told to stop.
@@ -35,6 +38,7 @@ pub(super) fn receive_loop(shared: &Shared, router: Router, notes: mpsc::Receive
         barriers: Barriers::new(c.num_servers, c.num_workers),
         watched: Vec::new(),
         notes,
+        acked: HashSet::new(),
     };
     while !shared.stop.load(Ordering::Acquire) {
         r.take_notes();
@@ -178,6 +182,9 @@ impl Receiver<'_> {
             self.shared
                 .log(2, &meta.debug_string(msg.sender, me.id, &sizes));
         }
+        if self.shared.config.resend && !self.acknowledge(msg.sender, &meta, &me) {
+            return true;
+        }
         match meta.control.cmd {
             Command::Terminate => return false,
             Command::AddNode => self.add_node(msg.sender, meta, &me),
@@ -218,6 +225,38 @@ impl Receiver<'_> {
             }
         }
         true
+    }
+
+    /// With `PS_RESEND`, as ps-lite's resender: once the node is ready, every message but
+    /// ACK and TERMINATE is acknowledged to its sender; false for one seen before, which is
+    /// dropped.
+    fn acknowledge(&mut self, sender: i32, meta: &Meta, me: &Node) -> bool {
+        let cmd = meta.control.cmd;
+        if matches!(cmd, Command::Ack | Command::Terminate)
+            || sender == EMPTY
+            || meta.timestamp == EMPTY
+            || !self.shared.state.lock().ready
+        {
+            return true;
+        }
+        let sig = msg_sig(meta.app_id, sender, me.id, meta.timestamp, meta.request);
+        let ack = Meta {
+            control: Control {
+                cmd: Command::Ack,
+                msg_sig: sig,
+                ..Control::default()
+            },
+            ..Meta::default()
+        };
+        self.shared.send(sender, ack, Vec::new());
+        if self.acked.insert(sig) {
+            return true;
+        }
+        self.shared.log(
+            0,
+            &format!("KVStore dist: dropped a duplicated message from node {sender}"),
+        );
+        false
     }
 
     fn add_node(&mut self, sender: i32, meta: Meta, me: &Node) {

@@ -31,6 +31,7 @@ pub(crate) fn config(role: Role, port: u16, servers: i32, workers: i32) -> NodeC
         port: None,
         send_hwm: None,
         verbose: 0,
+        resend: false,
         heartbeat_ms: 200,
         connect_timeout: Duration::from_secs(20),
         bigarray_bound: 1_000_000,
@@ -180,4 +181,32 @@ fn a_lost_worker_fails_the_barriers_of_the_nodes_connected_to_it() {
         .unwrap();
     let e = other.failure().unwrap();
     assert!(e.ends_with("(reported by the scheduler)"), "{e}");
+}
+
+#[test]
+fn with_ps_resend_every_message_is_acknowledged_and_the_cluster_runs_as_before() {
+    let port = scheduler_port();
+    let joins: Vec<_> = [Role::Scheduler, Role::Server, Role::Worker, Role::Worker]
+        .into_iter()
+        .map(|role| {
+            let mut c = config(role, port, 1, 2);
+            c.resend = true;
+            thread::spawn(move || Van::join(c))
+        })
+        .collect();
+    let vans: Vec<Van> = joins
+        .into_iter()
+        .map(|j| j.join().unwrap().unwrap())
+        .collect();
+    thread::scope(|s| {
+        for v in &vans {
+            s.spawn(|| {
+                v.barrier(ALL).unwrap();
+                v.finalize().unwrap();
+            });
+        }
+    });
+    for v in &vans {
+        assert_eq!(v.failure(), None);
+    }
 }
