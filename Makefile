@@ -5,7 +5,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 ENGINES := ThreadedEnginePerDevice ThreadedEngine NaiveEngine
 
-.PHONY: venv build demo test test-rust test-python lint stubtest bench
+.PHONY: venv build demo test test-rust test-python lint stubtest bench mxref
 
 $(VENV)/.ready: pyproject.toml
 	python3 -m venv $(VENV)
@@ -16,6 +16,18 @@ $(VENV)/.ready: pyproject.toml
 	touch $@
 
 venv: $(VENV)/.ready
+
+# MXNet 1.9.1 in a venv of its own, the reference the distributed KVStore tests run
+# against; where it cannot be installed, the reason is written down and those tests skip.
+MXREF ?= .mxref
+$(MXREF)/.done:
+	rm -rf $(MXREF)
+	(python3 -m venv $(MXREF) && $(MXREF)/bin/python -m pip install -q mxnet==1.9.1 numpy==1.23.5) \
+		|| (mkdir -p $(MXREF) && echo "installing mxnet==1.9.1 numpy==1.23.5 in $(MXREF) failed" \
+			> $(MXREF)/UNAVAILABLE)
+	touch $@
+
+mxref: $(MXREF)/.done
 
 build: venv
 	maturin develop --release -q
@@ -36,7 +48,7 @@ lint: venv stubtest
 test-rust:
 	cargo test
 
-test-python: build
+test-python: build mxref
 	# RSMX_CHECK_BORROWS: every kernel's slices of its blobs are checked for in-place
 	# soundness (a shared and a mutable slice over the same bytes is an error).
 	for e in $(ENGINES); do \

@@ -5,6 +5,8 @@ Use it as ``import rsmx as mx``.
 
 from __future__ import annotations
 
+import os as _os
+
 __version__ = "0.1.0"
 
 from . import (
@@ -81,3 +83,10 @@ __all__ = [
     "attribute",
     "AttrScope",
 ]
+
+# A process started as a cluster's scheduler or server runs that role and exits, as
+# ``import mxnet`` does in MXNet (its launchers start them as ``python -c 'import mxnet'``).
+if _os.environ.get("DMLC_ROLE") in ("server", "scheduler"):
+    from .kvstore.server import run_role_and_exit as _run_role_and_exit
+
+    _run_role_and_exit()

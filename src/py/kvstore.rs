@@ -77,12 +77,10 @@ pub struct PyKVStore {
 #[pymethods]
 impl PyKVStore {
     #[new]
-    fn new(name: &str) -> PyResult<PyKVStore> {
-        guard("KVStore", || {
-            Ok(PyKVStore {
-                inner: kvstore::create(name).py()?,
-            })
-        })
+    fn new(py: Python<'_>, name: &str) -> PyResult<PyKVStore> {
+        // A distributed store joins its cluster first.
+        let inner = guard_detached(py, "KVStore", || kvstore::create(name))?;
+        Ok(PyKVStore { inner })
     }
 
     /// MXNet's name of the store type.
@@ -109,8 +107,9 @@ impl PyKVStore {
     }
 
     /// Stores a copy of each value under its key.
-    fn init(&self, keys: Keys, values: Arrays) -> PyResult<()> {
-        guard("KVStore.init", || self.inner.init(&keys.0, &values.0).py())
+    fn init(&self, py: Python<'_>, keys: Keys, values: Arrays) -> PyResult<()> {
+        // A distributed init waits for rank 0's values to reach the servers.
+        guard_detached(py, "KVStore.init", || self.inner.init(&keys.0, &values.0))
     }
 
     /// Sums the values of each key and applies them (assignment or the built-in updater).

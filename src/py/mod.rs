@@ -1,6 +1,7 @@
 //! The Python extension module `rsmx._core`: the only code that touches pyo3.
 
 mod cuda;
+mod dist;
 mod errors;
 mod executor;
 mod kvstore;
@@ -174,6 +175,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kvstore::PyKVStore>()?;
     m.add_class::<optim::PyFusedOptimizer>()?;
     m.add_function(wrap_pyfunction!(executor::bind, m)?)?;
+    m.add_function(wrap_pyfunction!(dist::dist_run_role, m)?)?;
+    m.add_function(wrap_pyfunction!(dist::dist_send_command, m)?)?;
+    m.add_function(wrap_pyfunction!(dist::dist_command_head, m)?)?;
+    m.add_function(wrap_pyfunction!(dist::dist_leave, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::_set_numpy_types, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::_set_array_class, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::empty, m)?)?;

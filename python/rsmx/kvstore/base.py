@@ -77,8 +77,10 @@ def create(name: str = "local") -> KVStoreBase:
     name : str
         ``'local'`` sums on the host (also ``'local_allreduce_cpu'``,
         ``'local_update_cpu'``); ``'device'`` sums on the devices the values come from,
-        spreading keys over them (also ``'local_allreduce_device'``); or the name of a
-        registered :class:`KVStoreBase` subclass.
+        spreading keys over them (also ``'local_allreduce_device'``); ``'dist_sync'``,
+        ``'dist_device_sync'`` (or ``'dist_sync_device'``) and ``'dist_async'``: a
+        worker's store of the cluster the launcher's ``DMLC_*`` variables describe (see
+        :mod:`rsmx.launch`); or the name of a registered :class:`KVStoreBase` subclass.
 
     Returns
     -------
@@ -90,6 +92,9 @@ def create(name: str = "local") -> KVStoreBase:
     name = name.lower()
     if name in KVStoreBase.kv_registry:
         return KVStoreBase.kv_registry[name]()
+    from .dist import DistKVStore, is_dist_type
     from .kvstore import KVStore
 
+    if is_dist_type(name):
+        return DistKVStore(name)
     return KVStore(name)

@@ -6,6 +6,7 @@
 
 use super::config::NodeConfig;
 use super::layout::{ServerCommand, WORKER_GROUP};
+use super::process;
 use super::worker::DistWorker;
 use crate::context::Context;
 use crate::engine::{self, OnComplete, PushSpec};
@@ -18,8 +19,8 @@ use std::sync::Arc;
 
 /// What a worker keeps of one key.
 struct Entry {
-    /// The integer key the servers know it by (string keys are numbered in `init` order,
-    /// as MXNet does, so every worker must init them in the same order).
+    /// The integer key the servers know it by (string keys are numbered 0, 1, ... in
+    /// `init` order, as MXNet does, so every worker must init them in the same order).
     id: i32,
     /// The host buffer pushes are summed into and pulls land in.
     buf: NDArray,
@@ -47,7 +48,16 @@ impl DistStore {
     /// Joins the cluster `config` describes as a worker and opens the store `name`: rank
     /// 0 puts the servers in sync mode unless the name asks for `_async`, as MXNet does.
     pub fn open(name: &str, config: NodeConfig) -> Result<DistStore> {
-        let worker = Arc::new(DistWorker::join(config)?);
+        DistStore::over(name, Arc::new(DistWorker::join(config)?))
+    }
+
+    /// Opens the store `name` over this process's worker (see [`process`]), joining the
+    /// cluster the environment describes if no store has yet.
+    pub fn for_process(name: &str) -> Result<DistStore> {
+        DistStore::over(name, process::worker()?)
+    }
+
+    fn over(name: &str, worker: Arc<DistWorker>) -> Result<DistStore> {
         if worker.rank() == 0 && !name.contains("_async") {
             worker.command_and_wait(ServerCommand::SyncMode, b"")?;
         }
@@ -161,10 +171,20 @@ impl Store for DistStore {
         let mut bufs = Vec::with_capacity(keys.len());
         {
             let mut entries = self.entries.lock();
+            let named = |k: &Key| matches!(k, Key::Name(_));
+            let first = entries.keys().next().or(keys.first());
             for (i, k) in keys.iter().enumerate() {
                 if entries.contains_key(k) || keys[..i].contains(k) {
                     return Err(Error::Value(format!(
                         "KVStore.init: duplicate init of key {k}"
+                    )));
+                }
+                // String keys are numbered from 0 like int keys, so mixing them would
+                // make two keys one on the servers (MXNet refuses it too).
+                if first.is_some_and(|f| named(f) != named(k)) {
+                    return Err(Error::Type(format!(
+                        "KVStore.init: key {k}: a distributed store takes int keys or str \
+                         keys, not both"
                     )));
                 }
             }

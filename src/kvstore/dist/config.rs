@@ -4,6 +4,7 @@
 use super::layout::DEFAULT_BIGARRAY_BOUND;
 use super::meta::Role;
 use crate::error::{Error, Result};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// What a node needs to know to join a cluster.
@@ -36,6 +37,9 @@ pub struct NodeConfig {
     /// `MXNET_KVSTORE_BIGARRAY_BOUND` (default 1,000,000): arrays of at least this many
     /// elements are split over every server.
     pub bigarray_bound: usize,
+    /// `RSMX_DIST_PORT_FILE`: where a scheduler started with `DMLC_PS_ROOT_PORT=0` writes
+    /// the port the system gave it (how `rsmx.launch` avoids guessing a free port).
+    pub port_file: Option<PathBuf>,
 }
 
 impl NodeConfig {
@@ -89,10 +93,12 @@ impl NodeConfig {
         let num_servers = count("DMLC_NUM_SERVER")?;
         let num_workers = count("DMLC_NUM_WORKER")?;
         let port_max = i64::from(u16::MAX);
+        // Only a scheduler may take port 0: the system picks one, which it then reports.
+        let lowest_port = i64::from(role != Role::Scheduler);
         let scheduler_port = in_range(
             "DMLC_PS_ROOT_PORT",
             required("DMLC_PS_ROOT_PORT")?,
-            1,
+            lowest_port,
             port_max,
         )? as u16;
         Ok(NodeConfig {
@@ -114,6 +120,9 @@ impl NodeConfig {
             ),
             bigarray_bound: optional("MXNET_KVSTORE_BIGARRAY_BOUND", 1, i64::MAX)?
                 .map_or(DEFAULT_BIGARRAY_BOUND, |v| v as usize),
+            port_file: lookup("RSMX_DIST_PORT_FILE")
+                .filter(|p| !p.trim().is_empty())
+                .map(PathBuf::from),
         })
     }
 
@@ -196,6 +205,11 @@ mod tests {
             ("DMLC_PS_ROOT_PORT", "70000", "out of range"),
             ("DMLC_NUM_SERVER", "two", "is not a number"),
             ("PORT", "0", "PORT=\"0\" is out of range"),
+            (
+                "DMLC_PS_ROOT_PORT",
+                "0",
+                "DMLC_PS_ROOT_PORT=\"0\" is out of range (1 to",
+            ),
         ] {
             let mut vars = BASE.to_vec();
             vars.retain(|(k, _)| *k != name);
@@ -203,5 +217,19 @@ mod tests {
             let e = config(&vars).unwrap_err().to_string();
             assert!(e.contains(want), "{name}: {e}");
         }
+    }
+
+    #[test]
+    fn only_a_scheduler_may_ask_for_any_port_and_report_it() {
+        let mut vars = BASE.to_vec();
+        vars.retain(|(k, _)| !["DMLC_ROLE", "DMLC_PS_ROOT_PORT"].contains(k));
+        vars.extend([
+            ("DMLC_ROLE", "scheduler"),
+            ("DMLC_PS_ROOT_PORT", "0"),
+            ("RSMX_DIST_PORT_FILE", "/tmp/port"),
+        ]);
+        let c = config(&vars).unwrap();
+        assert_eq!(c.scheduler_port, 0);
+        assert_eq!(c.port_file, Some(PathBuf::from("/tmp/port")));
     }
 }

@@ -191,6 +191,9 @@ pub struct Meta {
     pub priority: i32,
     /// Field 100: the sender's [`WIRE_VERSION`], when the sender is an rsmx node.
     pub rsmx_wire: Option<u32>,
+    /// Field 101: why an rsmx server could not carry out this answer's request; sent only
+    /// to rsmx peers (MXNet's nodes skip the field, but would misread the answer).
+    pub rsmx_error: Option<String>,
 }
 
 impl Default for Meta {
@@ -209,6 +212,7 @@ impl Default for Meta {
             data_type: Vec::new(),
             priority: 0,
             rsmx_wire: None,
+            rsmx_error: None,
         }
     }
 }
@@ -238,6 +242,7 @@ impl Meta {
             pull: Some(self.pull),
             priority: Some(self.priority),
             rsmx_wire: self.rsmx_wire,
+            rsmx_error: self.rsmx_error.clone(),
         }
         .encode_to_vec()
     }
@@ -273,6 +278,7 @@ impl Meta {
             data_type: pb.data_type.into_iter().map(DataType::from_wire).collect(),
             priority: pb.priority.unwrap_or(0),
             rsmx_wire: pb.rsmx_wire,
+            rsmx_error: pb.rsmx_error,
         })
     }
 }
@@ -405,6 +411,8 @@ struct PbMeta {
     priority: Option<i32>,
     #[prost(uint32, optional, tag = "100")]
     rsmx_wire: Option<u32>,
+    #[prost(string, optional, tag = "101")]
+    rsmx_error: Option<String>,
 }
 
 /// `PBControl`.

@@ -9,8 +9,10 @@
 //!   DEALER sockets on libzmq ([`transport`]), and the node itself, registering, passing
 //!   barriers and noticing lost peers ([`van`]); the scheduler's bookkeeping
 //!   ([`registry`]).
-//! - A server: its values ([`flat`]) and rounds ([`store`]), served by [`server`].
+//! - A server: its values ([`flat`]) and rounds ([`store`]), served by [`server`], with
+//!   optimizers run on arrays ([`updaters`]).
 //! - A worker: its requests ([`worker`]) and the KVStore interface over them ([`client`]).
+//! - The process's own node: its worker, or the scheduler or server role ([`process`]).
 
 pub mod client;
 pub mod compress;
@@ -19,10 +21,12 @@ pub mod flat;
 pub mod kv;
 pub mod layout;
 pub mod meta;
+pub mod process;
 pub mod registry;
 pub mod server;
 pub mod store;
 pub mod transport;
+pub mod updaters;
 pub mod van;
 pub mod worker;
 

@@ -34,6 +34,8 @@ pub struct DistServer {
     van: Van,
     inbox: mpsc::Receiver<DataMessage>,
     store: ServerStore,
+    /// The pickled optimizer the updater was made from.
+    optimizer: Option<Vec<u8>>,
 }
 
 impl DistServer {
@@ -62,6 +64,7 @@ impl DistServer {
             van,
             inbox,
             store: ServerStore::new(begin, workers),
+            optimizer: None,
         })
     }
 
@@ -103,7 +106,7 @@ impl DistServer {
             let frames: Vec<&[u8]> = msg.data.iter().map(|d| &d[..]).collect();
             match self.store.handle(msg.sender, msg.meta.clone(), &frames) {
                 Ok(replies) => self.send(replies),
-                Err(e) => eprintln!("KVStore dist server: request from node {}: {e}", msg.sender),
+                Err(e) => self.refuse(&msg, &e),
             }
         }
         self.van.finalize()
@@ -124,8 +127,13 @@ impl DistServer {
                     false
                 })
             }
+            // Every worker sends the same optimizer; a repeat must not reset its states.
+            Ok(ServerCommand::Controller) if self.optimizer.as_deref() == Some(&meta.body[..]) => {
+                Ok(false)
+            }
             Ok(ServerCommand::Controller) => controller.updater(&meta.body).map(|u| {
                 self.store.set_updater(u);
+                self.optimizer = Some(meta.body.clone());
                 false
             }),
             Ok(ServerCommand::SetMultiPrecision) => {
@@ -140,33 +148,54 @@ impl DistServer {
             }
             Err(e) => Err(e),
         };
-        let stop = match done {
-            Ok(stop) => stop,
+        // Every command is answered once handled: its head and timestamp, no body.
+        match done {
+            Ok(stop) => {
+                self.van.send(msg.sender, answer_to(meta), Vec::new());
+                stop
+            }
             Err(e) => {
-                eprintln!(
-                    "KVStore dist server: command {} from node {}: {e}",
-                    meta.head, msg.sender
-                );
+                self.refuse(msg, &Error::Value(format!("command {}: {e}", meta.head)));
                 false
             }
-        };
-        // Every command is answered once handled: its head and timestamp, no body.
+        }
+    }
+
+    /// Answers a request that failed: an rsmx worker gets the reason and fails the call;
+    /// MXNet's workers cannot be told, so the reason is only logged (MXNet's own server
+    /// would stop at a failed check).
+    fn refuse(&self, msg: &DataMessage, why: &Error) {
+        let rank = rank_of(self.van.my_node().id);
+        let why = format!("server rank {rank}: {}", why.message());
+        if msg.meta.rsmx_wire.is_none() {
+            eprintln!("KVStore dist: {why} (request from node {})", msg.sender);
+            return;
+        }
         let answer = Meta {
-            head: meta.head,
-            request: false,
-            simple_app: true,
-            app_id: meta.app_id,
-            customer_id: meta.customer_id,
-            timestamp: meta.timestamp,
-            ..Meta::default()
+            push: msg.meta.push,
+            pull: msg.meta.pull,
+            rsmx_error: Some(why),
+            ..answer_to(&msg.meta)
         };
         self.van.send(msg.sender, answer, Vec::new());
-        stop
     }
 
     fn send(&self, replies: Vec<Reply>) {
         for r in replies {
             self.van.send(r.to, r.meta, r.data);
         }
+    }
+}
+
+/// The answer's meta for `request`: its head, app, customer and timestamp.
+fn answer_to(request: &Meta) -> Meta {
+    Meta {
+        head: request.head,
+        request: false,
+        simple_app: request.simple_app,
+        app_id: request.app_id,
+        customer_id: request.customer_id,
+        timestamp: request.timestamp,
+        ..Meta::default()
     }
 }

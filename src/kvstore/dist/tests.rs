@@ -138,8 +138,16 @@ fn a_body_and_an_ack_are_written_and_unknown_fields_skipped() {
         plain
     );
     assert_eq!(Meta::decode(&marked.encode()).unwrap(), marked);
-    bytes.extend(hex("a80607"));
+    bytes.extend(hex("b00607"));
     assert_eq!(Meta::decode(&bytes).unwrap(), marked);
+    // An rsmx server's reason for refusing a request travels in field 101.
+    let refused = Meta {
+        rsmx_error: Some("key 3 holds 4 elements".into()),
+        ..marked.clone()
+    };
+    let encoded = refused.encode();
+    assert!(encoded.ends_with(&[&hex("aa0616")[..], b"key 3 holds 4 elements"].concat()));
+    assert_eq!(Meta::decode(&encoded).unwrap(), refused);
     let lost = Meta {
         control: Control {
             cmd: Command::NodeLost,

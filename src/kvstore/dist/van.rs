@@ -103,9 +103,14 @@ pub struct Van {
 impl Van {
     /// Binds, registers with the scheduler and waits until every node has (the scheduler
     /// waits for all registrations). Errors name the scheduler's address or the port.
-    pub fn start(config: NodeConfig) -> Result<Van> {
+    pub fn start(mut config: NodeConfig) -> Result<Van> {
         let ctx = zmq::Context::new();
         let is_scheduler = config.role == Role::Scheduler;
+        let scheduler_router = if is_scheduler {
+            Some(bind_scheduler(&ctx, &mut config)?)
+        } else {
+            None
+        };
         let scheduler = Node {
             id: SCHEDULER,
             ..unregistered(
@@ -115,14 +120,7 @@ impl Van {
                 0,
             )
         };
-        let (router, me) = if is_scheduler {
-            let router = Router::bind(&ctx, &config.scheduler_host, Some(config.scheduler_port))
-                .map_err(|e| {
-                    Error::Runtime(format!(
-                        "KVStore dist: the scheduler cannot listen on {}: {e}",
-                        config.scheduler_address()
-                    ))
-                })?;
+        let (router, me) = if let Some(router) = scheduler_router {
             (router, scheduler.clone())
         } else {
             let host = if config.node_host.is_empty() {
@@ -325,6 +323,33 @@ impl Van {
         self.shared
             .log(1, &format!("{} is stopped", short(&self.my_node())));
     }
+}
+
+/// The scheduler's ROUTER, on its port or, for port 0, on one the system picks, which
+/// becomes the configured port and is written to the port file if there is one.
+fn bind_scheduler(ctx: &zmq::Context, config: &mut NodeConfig) -> Result<Router> {
+    let port = (config.scheduler_port != 0).then_some(config.scheduler_port);
+    let router = Router::bind(ctx, &config.scheduler_host, port).map_err(|e| {
+        Error::Runtime(format!(
+            "KVStore dist: the scheduler cannot listen on {}: {e}",
+            config.scheduler_address()
+        ))
+    })?;
+    config.scheduler_port = router.port();
+    if let Some(path) = &config.port_file {
+        // Written whole under another name first, so a reader never sees part of it.
+        let partial = path.with_extension("partial");
+        std::fs::write(&partial, format!("{}\n", router.port()))
+            .and_then(|()| std::fs::rename(&partial, path))
+            .map_err(|e| {
+                Error::Runtime(format!(
+                    "KVStore dist: the scheduler cannot write its port to {} \
+                     (RSMX_DIST_PORT_FILE): {e}",
+                    path.display()
+                ))
+            })?;
+    }
+    Ok(router)
 }
 
 impl Drop for Van {

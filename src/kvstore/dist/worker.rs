@@ -56,6 +56,13 @@ impl App for Tracker {
         if msg.meta.request {
             return;
         }
+        if let Some(why) = &msg.meta.rsmx_error {
+            let refused = self.pending.lock().remove(&msg.meta.timestamp);
+            if let Some(p) = refused {
+                (p.done)(Err(Error::Value(format!("KVStore dist: {why}"))));
+            }
+            return;
+        }
         let frames: Vec<&[u8]> = msg.data.iter().map(|d| &d[..]).collect();
         let answer = KvPairs::from_frames(&frames);
         let finished = {

@@ -13,7 +13,7 @@ fn dist_sync_through_the_store_interface() {
         if kv.rank() == 0 {
             w.command_and_wait(ServerCommand::SyncMode, b"").unwrap();
         }
-        let keys = [Key::Int(3), Key::Name("weight".into())];
+        let keys = [Key::Int(3), Key::Int(4)];
         kv.init(
             &keys,
             &[
@@ -26,6 +26,17 @@ fn dist_sync_through_the_store_interface() {
             .init(&keys[..1], &[full(&[2, 2], 1.0, Context::cpu(0))])
             .unwrap_err();
         assert!(e.message().contains("duplicate init of key 3"), "{e}");
+        // String keys are numbered from 0 like int keys: a store takes one kind only.
+        let e = kv
+            .init(
+                &[Key::Name("w".into())],
+                &[full(&[1], 1.0, Context::cpu(0))],
+            )
+            .unwrap_err();
+        assert!(
+            e.message().contains("int keys or str keys, not both"),
+            "{e}"
+        );
         // After init, every worker pulls the initial values.
         let outs = vec![
             vec![full(&[2, 2], 0.0, Context::cpu(0))],

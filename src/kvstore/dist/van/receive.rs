@@ -3,12 +3,14 @@
 //! data messages to the node's app, and turns a lost connection into the node's failure.
 
 use super::{short, stamp, DataMessage, MonitorNote, Outgoing, Shared, POLL_MS};
+use crate::kvstore::dist::layout::SCHEDULER;
 use crate::kvstore::dist::meta::{msg_sig, Command, Control, Meta, Node, Role, EMPTY};
 use crate::kvstore::dist::registry::{Barriers, Registry};
 use crate::kvstore::dist::transport::{LinkEvent, Monitor, Received, Router};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 /// A watched connection: its peer, how errors name it, whether it came up.
 struct Watched {
@@ -27,7 +29,14 @@ struct Receiver<'a> {
     notes: mpsc::Receiver<MonitorNote>,
     /// With `PS_RESEND`: the signatures of the messages acknowledged so far.
     acked: HashSet<u64>,
+    /// The scheduler, lost while this node waits in its last barrier: it may simply have
+    /// finished first, its answer to the barrier still on its way through another socket,
+    /// so the loss counts only if the barrier has not passed by the deadline.
+    lost_at_end: Option<(Instant, i32, String)>,
 }
+
+/// How long a node in its last barrier waits for it after losing a peer.
+const END_GRACE: Duration = Duration::from_secs(2);
 
 /// The receiver thread: reads the ROUTER and the monitors until told to stop.
 pub(super) fn receive_loop(shared: &Shared, router: Router, notes: mpsc::Receiver<MonitorNote>) {
@@ -39,9 +48,11 @@ pub(super) fn receive_loop(shared: &Shared, router: Router, notes: mpsc::Receive
         watched: Vec::new(),
         notes,
         acked: HashSet::new(),
+        lost_at_end: None,
     };
     while !shared.stop.load(Ordering::Acquire) {
         r.take_notes();
+        r.check_lost_at_end();
         let (router_ready, ready_monitors) = {
             let mut items = vec![router.socket().as_poll_item(zmq::POLLIN)];
             items.extend(
@@ -122,10 +133,37 @@ impl Receiver<'_> {
             }
         }
         if let Some(why) = lost {
-            if !self.shared.state.lock().finished {
-                self.tell_others(peer, &why);
-                self.shared.fail(why);
+            let state = self.shared.state.lock();
+            if state.finished {
+                return;
             }
+            // In its last barrier a node waits only for the scheduler, which notices lost
+            // nodes itself: the others may just have finished first.
+            if state.finalizing && self.shared.config.role != Role::Scheduler {
+                if peer == SCHEDULER && self.lost_at_end.is_none() {
+                    self.lost_at_end = Some((Instant::now() + END_GRACE, peer, why));
+                }
+                return;
+            }
+            drop(state);
+            self.tell_others(peer, &why);
+            self.shared.fail(why);
+        }
+    }
+
+    /// Fails the node for a peer lost in its last barrier, once the grace has passed.
+    fn check_lost_at_end(&mut self) {
+        let Some((deadline, _, _)) = &self.lost_at_end else {
+            return;
+        };
+        if self.shared.state.lock().finished {
+            self.lost_at_end = None;
+            return;
+        }
+        if Instant::now() >= *deadline {
+            let (_, peer, why) = self.lost_at_end.take().expect("checked above");
+            self.tell_others(peer, &why);
+            self.shared.fail(why);
         }
     }
 
@@ -342,11 +380,20 @@ impl Receiver<'_> {
         let group = request.control.barrier_group;
         match self.barriers.request(group) {
             Ok(Some(members)) => {
-                for id in members {
+                for &id in members.iter().filter(|&&id| id != SCHEDULER) {
                     let reply =
                         self.shared
                             .barrier_meta(false, request.app_id, request.customer_id, group);
                     self.shared.send(id, reply, Vec::new());
+                }
+                // The scheduler passes at once, after the answers are queued (it may stop
+                // right after): were its own answer to go round through its sockets, the
+                // others could finish and close first, which it would take for lost nodes.
+                if members.contains(&SCHEDULER) {
+                    let mut state = self.shared.state.lock();
+                    state.barrier_done = true;
+                    state.finished |= state.finalizing;
+                    self.shared.changed.notify_all();
                 }
             }
             Ok(None) => {}

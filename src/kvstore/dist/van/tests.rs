@@ -30,11 +30,13 @@ pub(crate) fn config(role: Role, port: u16, servers: i32, workers: i32) -> NodeC
         node_host: "127.0.0.1".into(),
         port: None,
         send_hwm: None,
-        verbose: 0,
+        // PS_VERBOSE's log for a test being debugged.
+        verbose: std::env::var("RSMX_TEST_PS_VERBOSE").map_or(0, |v| v.parse().unwrap_or(0)),
         resend: false,
         heartbeat_ms: 200,
         connect_timeout: Duration::from_secs(20),
         bigarray_bound: 1_000_000,
+        port_file: None,
     }
 }
 
