@@ -67,11 +67,12 @@ def worker(iters: int) -> None:
     figures = {}
     small = mx.nd.ones((10,))
     small_out = mx.nd.zeros((10,))
-    kv.init(0, small)
+    # String keys throughout: Module.fit below adds its parameters' names to this store.
+    kv.init("small", small)
 
     def small_round():
-        kv.push(0, small)
-        kv.pull(0, out=small_out)
+        kv.push("small", small)
+        kv.pull("small", out=small_out)
         small_out.wait_to_read()
 
     p50(small_round, 20)
@@ -79,18 +80,18 @@ def worker(iters: int) -> None:
 
     big = mx.nd.ones((4 << 20,))
     big_out = mx.nd.zeros((4 << 20,))
-    kv.init(1, big)
+    kv.init("big", big)
 
     def big_round():
-        kv.push(1, big)
-        kv.pull(1, out=big_out)
+        kv.push("big", big)
+        kv.pull("big", out=big_out)
         big_out.wait_to_read()
 
     p50(big_round, 3)
     figures["16MB_ms"] = p50(big_round, iters)
     figures["16MB_MBps"] = 2 * 16 / (figures["16MB_ms"] / 1e3)
 
-    keys = list(range(100, 120))
+    keys = [f"k{i}" for i in range(20)]
     vals = [mx.nd.ones((1 << 18,)) for _ in keys]
     outs = [mx.nd.zeros((1 << 18,)) for _ in keys]
     kv.init(keys, vals)

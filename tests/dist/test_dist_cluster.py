@@ -3,6 +3,9 @@ worker checks, and every process exits by itself."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,3 +40,19 @@ def test_dist_async_applies_every_push(tmp_path, optimizer):
         if not optimizer:
             servers = "".join(s.output() for s in cluster.by_role("server"))
             assert "a push replaces the stored value" in servers, cluster.report()
+
+
+def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path):
+    with Cluster(tmp_path, servers=2, workers=1,
+                 worker_cmd=[str(Path(__file__).with_name("worker_bad_input.py"))]) as cluster:
+        codes = cluster.wait(120)
+        assert all(c == 0 for c in codes.values()), f"{codes}\n{cluster.report()}"
+        assert "BAD INPUT PASSED" in cluster.by_role("worker")[0].output(), cluster.report()
+
+
+def test_a_dist_store_without_a_launcher_names_what_is_missing():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DMLC_")}
+    r = subprocess.run([sys.executable, "-c", "import rsmx; rsmx.kv.create('dist_sync')"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "MXNetValueError" in r.stderr and "DMLC_ROLE is not set" in r.stderr, r.stderr
