@@ -175,8 +175,18 @@ def test_single_machine_cluster_and_distributed_types():
     kv = mx.kv.create("device")
     assert (kv.rank, kv.num_workers) == (0, 1)
     kv._barrier()
-    with pytest.raises(NotImplementedError, match="distributed stores are not available"):
-        mx.kv.create("dist_sync")
+    with pytest.raises(MXNetError, match="2-bit gradient compression runs on distributed stores"):
+        kv.set_gradient_compression({"type": "2bit"})
+    with pytest.raises(MXNetError, match="unknown type '1bit'"):
+        kv.set_gradient_compression({"type": "1bit"})
+
+
+def test_a_distributed_type_outside_a_launched_job_names_what_is_missing(monkeypatch):
+    for name in ("DMLC_ROLE", "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("dist_sync", "dist_async", "dist_device_sync"):
+        with pytest.raises(MXNetError, match="DMLC_ROLE is not set"):
+            mx.kv.create(name)
 
 
 def test_priorities_and_many_keys_stay_ordered():

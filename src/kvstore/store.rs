@@ -70,6 +70,16 @@ pub trait Store: Send + Sync {
         self.pull(keys, outs, priorities)
     }
 
+    /// Turns MXNet's 2-bit gradient compression on with `threshold`: only distributed
+    /// stores compress.
+    fn set_gradient_compression(&self, threshold: f32) -> Result<()> {
+        let _ = threshold;
+        Err(crate::error::Error::NotImplemented(format!(
+            "KVStore '{}': 2-bit gradient compression runs on distributed stores (dist_*) only",
+            self.type_name()
+        )))
+    }
+
     /// Groups and sums a push for an updater outside the store, in the order the store
     /// would update the keys; the caller applies each sum to its stored value.
     fn reduce_for_updater(

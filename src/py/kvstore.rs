@@ -197,6 +197,13 @@ impl PyKVStore {
         })
     }
 
+    /// Turns 2-bit gradient compression on (distributed stores only).
+    fn set_gradient_compression(&self, py: Python<'_>, threshold: f32) -> PyResult<()> {
+        guard_detached(py, "KVStore.set_gradient_compression", || {
+            self.inner.set_gradient_compression(threshold)
+        })
+    }
+
     /// Goes back to the default update, which assigns pushed sums.
     fn reset_updater(&self) -> PyResult<()> {
         guard("KVStore.set_updater", || {

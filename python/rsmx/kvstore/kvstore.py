@@ -222,6 +222,31 @@ class KVStore(KVStoreBase):
         self._updater = None
         self._state_keeper = FusedUpdater(self._handle, optimizer, fused)
 
+    def set_gradient_compression(self, compression_params: dict[str, Any]) -> None:
+        """Turns on MXNet's 2-bit gradient compression (distributed stores only): each
+        float32 push sends, per value, ``+threshold``, ``-threshold`` or nothing, and keeps
+        the rest for the key's next push. Call it before the first ``init``.
+
+        Parameters
+        ----------
+        compression_params : dict
+            ``{'type': '2bit', 'threshold': 0.5}``; the threshold defaults to 0.5.
+        """
+        if not isinstance(compression_params, dict):
+            raise MXNetTypeError("set_gradient_compression: compression_params must be a dict")
+        kind = compression_params.get("type")
+        if kind is None:
+            raise MXNetValueError("set_gradient_compression: 'type' is required (only '2bit')")
+        if kind != "2bit":
+            raise MXNetValueError(f"set_gradient_compression: unknown type {kind!r} (only '2bit')")
+        try:
+            threshold = float(compression_params.get("threshold", 0.5))
+        except (TypeError, ValueError):
+            raise MXNetValueError(
+                f"set_gradient_compression: threshold {compression_params['threshold']!r} is not a number"
+            ) from None
+        self._handle.set_gradient_compression(threshold)
+
     @staticmethod
     def is_capable(capability: str) -> bool:
         """Whether the store can run ``capability``: local stores run optimizers."""

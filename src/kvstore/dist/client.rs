@@ -4,11 +4,13 @@
 //! then copies it to the arrays given. The buffer's engine variable orders one key's
 //! pushes and pulls; different keys travel independently.
 
+use super::compress::encode_params;
 use super::config::NodeConfig;
 use super::layout::{ServerCommand, WORKER_GROUP};
 use super::process;
 use super::worker::DistWorker;
 use crate::context::Context;
+use crate::dtype::DType;
 use crate::engine::{self, OnComplete, PushSpec};
 use crate::error::{Error, Result};
 use crate::kvstore::{check, Comm, CommCpu, Key, Reduced, Store, StoreUpdater};
@@ -18,12 +20,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// What a worker keeps of one key.
+#[derive(Clone)]
 struct Entry {
     /// The integer key the servers know it by (string keys are numbered 0, 1, ... in
     /// `init` order, as MXNet does, so every worker must init them in the same order).
     id: i32,
     /// The host buffer pushes are summed into and pulls land in.
     buf: NDArray,
+    /// Under 2-bit compression, what earlier pushes of the key did not send.
+    residual: Arc<Mutex<Vec<f32>>>,
 }
 
 /// A worker's view of a distributed store.
@@ -75,7 +80,7 @@ impl DistStore {
         keys: &[Key],
         arrays: &[Vec<NDArray>],
         what: &str,
-    ) -> Result<Vec<(i32, NDArray)>> {
+    ) -> Result<Vec<Entry>> {
         let entries = self.entries.lock();
         keys.iter()
             .zip(arrays)
@@ -89,23 +94,39 @@ impl DistStore {
                 for a in list {
                     check::like(op, k, what, a, &e.buf)?;
                 }
-                Ok((e.id, e.buf.clone()))
+                Ok(e.clone())
             })
             .collect()
     }
 
     /// Queues the engine op that sends `buf` to the servers as key `id`.
-    fn send(&self, id: i32, buf: &NDArray, priority: i32) {
+    /// Under 2-bit compression, a float32 key is sent as its codes, the rest of each value
+    /// kept in `residual` for the key's next push.
+    fn send(&self, id: i32, buf: &NDArray, residual: Arc<Mutex<Vec<f32>>>, priority: i32) {
         let worker = self.worker.clone();
         let data = buf.clone();
+        let compressed = data.dtype() == DType::F32 && worker.compression().is_some();
         let body = Box::new(move |_ctx, done: OnComplete| {
+            let finish: Box<dyn FnOnce(Result<()>) + Send> = Box::new(move |r| done.done(r));
+            if compressed {
+                let grad: Vec<f32> = data
+                    .blob()
+                    .bytes()
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
+                    .collect();
+                let mut residual = residual.lock();
+                residual.resize(grad.len(), 0.0);
+                worker.push_compressed(id, &grad, &mut residual, finish);
+                return;
+            }
             let bytes = data.blob().bytes().to_vec();
             worker.push(
                 id,
                 data.dtype(),
                 bytes,
                 false,
-                Box::new(move |r| done.done(r.map(|_| ()))),
+                Box::new(move |r| finish(r.map(|_| ()))),
             );
         });
         let spec = PushSpec::new(
@@ -204,6 +225,7 @@ impl Store for DistStore {
                     Entry {
                         id,
                         buf: buf.clone(),
+                        residual: Arc::default(),
                     },
                 );
                 bufs.push((id, buf));
@@ -238,19 +260,33 @@ impl Store for DistStore {
     fn push(&self, keys: &[Key], values: &[Vec<NDArray>], priorities: &[i32]) -> Result<()> {
         check::lists("push", keys.len(), values.len(), priorities.len())?;
         let targets = self.entries_for("push", keys, values, "value")?;
-        let mut groups: Vec<(i32, NDArray, Vec<NDArray>, i32)> = Vec::new();
-        for (((id, buf), vals), &priority) in targets.into_iter().zip(values).zip(priorities) {
-            match groups.iter_mut().find(|g| g.0 == id) {
-                Some(g) => {
-                    g.2.extend(vals.iter().cloned());
-                    g.3 = g.3.max(priority);
-                }
-                None => groups.push((id, buf, vals.clone(), priority)),
+        if let Some(threshold) = self.worker.compression() {
+            if let Some((k, e)) = keys
+                .iter()
+                .zip(&targets)
+                .find(|(_, e)| e.buf.dtype() != DType::F32)
+            {
+                return Err(Error::Type(format!(
+                    "KVStore.push: key {k} holds {}; 2-bit gradient compression (threshold \
+                     {threshold}) takes float32 values only",
+                    e.buf.dtype()
+                )));
             }
         }
-        for (id, buf, vals, priority) in &groups {
-            self.comm.reduce(vals, buf, *priority)?;
-            self.send(*id, buf, *priority);
+        // One push per key: its entry, every value given for it, the highest priority.
+        let mut groups: Vec<(Entry, Vec<NDArray>, i32)> = Vec::new();
+        for ((entry, vals), &priority) in targets.into_iter().zip(values).zip(priorities) {
+            match groups.iter_mut().find(|g| g.0.id == entry.id) {
+                Some(g) => {
+                    g.1.extend(vals.iter().cloned());
+                    g.2 = g.2.max(priority);
+                }
+                None => groups.push((entry, vals.clone(), priority)),
+            }
+        }
+        for (entry, vals, priority) in groups {
+            self.comm.reduce(&vals, &entry.buf, priority)?;
+            self.send(entry.id, &entry.buf, entry.residual, priority);
         }
         Ok(())
     }
@@ -258,9 +294,9 @@ impl Store for DistStore {
     fn pull(&self, keys: &[Key], outs: &[Vec<NDArray>], priorities: &[i32]) -> Result<()> {
         check::lists("pull", keys.len(), outs.len(), priorities.len())?;
         let sources = self.entries_for("pull", keys, outs, "output")?;
-        for (((id, buf), dsts), &priority) in sources.iter().zip(outs).zip(priorities) {
-            self.fetch(*id, buf, priority);
-            self.comm.broadcast(buf, dsts, priority)?;
+        for ((entry, dsts), &priority) in sources.iter().zip(outs).zip(priorities) {
+            self.fetch(entry.id, &entry.buf, priority);
+            self.comm.broadcast(&entry.buf, dsts, priority)?;
         }
         Ok(())
     }
@@ -277,6 +313,32 @@ impl Store for DistStore {
         self.entries_for("pushpull", keys, outs, "output")?;
         self.push(keys, values, priorities)?;
         self.pull(keys, outs, priorities)
+    }
+
+    /// Turns 2-bit compression on for this worker's float32 pushes; rank 0 tells the
+    /// servers, as MXNet's worker does. Keys are laid out differently under compression,
+    /// so it must come before the first `init`.
+    fn set_gradient_compression(&self, threshold: f32) -> Result<()> {
+        if threshold.is_nan() || threshold <= 0.0 {
+            return Err(Error::Value(format!(
+                "KVStore.set_gradient_compression: threshold must be greater than 0, got \
+                 {threshold}"
+            )));
+        }
+        if !self.entries.lock().is_empty() {
+            return Err(Error::Value(
+                "KVStore.set_gradient_compression: set it before the first init (keys are laid \
+                 out over the servers differently under compression)"
+                    .into(),
+            ));
+        }
+        self.worker.set_compression(threshold);
+        if self.rank() == 0 {
+            let body = encode_params(threshold);
+            self.worker
+                .command_and_wait(ServerCommand::SetGradientCompression, body.as_bytes())?;
+        }
+        Ok(())
     }
 
     fn reduce_for_updater(

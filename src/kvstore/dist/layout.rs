@@ -166,6 +166,18 @@ pub struct Part {
     pub bytes: usize,
 }
 
+/// The server of a key below the big-array bound: `(key·9973) mod S`. MXNet multiplies
+/// in C `int`; keys that fit its range give the same server.
+fn small_key_server(key: i32, num_servers: usize) -> usize {
+    (i64::from(key) * 9973).rem_euclid(num_servers as i64) as usize
+}
+
+/// Where the `i`-th of `num_servers` shares of `total` begins: `round(total/S·i)` in
+/// doubles, with C's `round` (halves away from zero).
+fn split_point(total: usize, num_servers: usize, i: usize) -> usize {
+    (total as f64 / num_servers as f64 * i as f64).round() as usize
+}
+
 /// Where MXNet puts the dense array `key` of `elements` elements of `elem_bytes` bytes:
 /// below `bigarray_bound` elements, whole on server `(key·9973) mod S`; otherwise on
 /// every server, part i holding `round(n/S·(i+1)) − round(n/S·i)` elements (C's
@@ -180,20 +192,74 @@ pub fn dense_parts(
     let ranges = server_key_ranges(num_servers);
     let ps_key = |server: usize| ranges[server].start + key as u64;
     if elements < bigarray_bound {
-        // MXNet multiplies in C `int`; keys that fit its range give the same server.
-        let server = (i64::from(key) * 9973).rem_euclid(num_servers as i64) as usize;
+        let server = small_key_server(key, num_servers);
         return vec![Part {
             server,
             ps_key: ps_key(server),
             bytes: elements * elem_bytes,
         }];
     }
-    let bound = |i: usize| (elements as f64 / num_servers as f64 * i as f64).round() as usize;
+    let bound = |i: usize| split_point(elements, num_servers, i);
     (0..num_servers)
         .map(|i| Part {
             server: i,
             ps_key: ps_key(i),
             bytes: (bound(i + 1) - bound(i)) * elem_bytes,
+        })
+        .collect()
+}
+
+/// One server's share of a float32 key under 2-bit compression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompressedPart {
+    pub server: usize,
+    /// The data key.
+    pub ps_key: u64,
+    /// The size key a compressed push sends first: the server's range start plus
+    /// `elements`.
+    pub size_key: u64,
+    /// Values of the key in this share.
+    pub elements: usize,
+    /// Bytes of their 2-bit codes: one float32 slot per 16 values.
+    pub compressed_bytes: usize,
+}
+
+/// Where MXNet puts float32 key `key` of `elements` values once 2-bit compression is on
+/// (every push, pull and init then follows it): below `bigarray_bound` values, as
+/// [`dense_parts`]; otherwise the `c = ⌈n/16⌉` compressed slots are split as
+/// `round(c/S·(i+1)) − round(c/S·i)`, each share holding 16 values per slot, and the last
+/// server takes what remains of both.
+pub fn compressed_parts(
+    key: i32,
+    elements: usize,
+    num_servers: usize,
+    bigarray_bound: usize,
+) -> Vec<CompressedPart> {
+    let ranges = server_key_ranges(num_servers);
+    let slots = elements.div_ceil(16);
+    let part = |server: usize, elements: usize, slots: usize| CompressedPart {
+        server,
+        ps_key: ranges[server].start + key as u64,
+        size_key: ranges[server].start + elements as u64,
+        elements,
+        compressed_bytes: slots * 4,
+    };
+    if elements < bigarray_bound {
+        return vec![part(small_key_server(key, num_servers), elements, slots)];
+    }
+    let bound = |i: usize| split_point(slots, num_servers, i);
+    let (mut slots_so_far, mut elements_so_far) = (0, 0);
+    (0..num_servers)
+        .map(|i| {
+            let (s, e) = if i + 1 == num_servers {
+                (slots - slots_so_far, elements - elements_so_far)
+            } else {
+                let s = bound(i + 1) - bound(i);
+                (s, s * 16)
+            };
+            slots_so_far += s;
+            elements_so_far += e;
+            part(i, e, s)
         })
         .collect()
 }

@@ -246,6 +246,39 @@ fn small_arrays_go_whole_to_one_server_big_ones_are_split() {
 }
 
 #[test]
+fn compressed_keys_are_split_by_their_slots_as_mxnet_does() {
+    let ranges = server_key_ranges(2);
+    // A small key: one server, the size key holding the element count.
+    let parts = compressed_parts(3, 100, 2, DEFAULT_BIGARRAY_BOUND);
+    assert_eq!(
+        parts,
+        [CompressedPart {
+            server: 1,
+            ps_key: ranges[1].start + 3,
+            size_key: ranges[1].start + 100,
+            elements: 100,
+            compressed_bytes: 28,
+        }]
+    );
+    // 1,000,003 values: 62,501 slots, 31,251 (rounded half up) then the rest.
+    let parts = compressed_parts(7, 1_000_003, 2, DEFAULT_BIGARRAY_BOUND);
+    let shares: Vec<(usize, usize)> = parts
+        .iter()
+        .map(|p| (p.elements, p.compressed_bytes / 4))
+        .collect();
+    assert_eq!(shares, [(500_016, 31_251), (499_987, 31_250)]);
+    assert_eq!(parts[0].size_key, ranges[0].start + 500_016);
+    assert_eq!(parts[1].ps_key, ranges[1].start + 7);
+    // Three servers: the last takes what the rounding left.
+    let parts = compressed_parts(0, 100, 3, 10);
+    let shares: Vec<(usize, usize)> = parts
+        .iter()
+        .map(|p| (p.elements, p.compressed_bytes / 4))
+        .collect();
+    assert_eq!(shares, [(32, 2), (48, 3), (20, 2)]);
+}
+
+#[test]
 fn two_bit_codes_and_residuals() {
     use super::compress::*;
     let grad = [

@@ -2,10 +2,12 @@
 //! worker (ps-lite's customer) and completed, through a callback, when every server it
 //! went to has answered, or failed when a peer is lost.
 
+use super::compress::{compressed_bytes, quantize_2bit};
 use super::config::NodeConfig;
 use super::kv::KvPairs;
 use super::layout::{
-    data_head, dense_parts, server_id, Part, RequestKind, ServerCommand, ALL, WORKER_GROUP,
+    compressed_parts, data_head, dense_parts, server_id, Part, RequestKind, ServerCommand, ALL,
+    WORKER_GROUP,
 };
 use super::meta::{Meta, Role};
 use super::van::{App, DataMessage, Van};
@@ -110,6 +112,9 @@ pub struct DistWorker {
     next: AtomicI32,
     num_servers: usize,
     bigarray_bound: usize,
+    /// The 2-bit threshold once gradient compression is on: float32 keys are then laid
+    /// out, pushed and pulled as MXNet's compressed keys.
+    compression: Mutex<Option<f32>>,
 }
 
 impl DistWorker {
@@ -133,7 +138,28 @@ impl DistWorker {
             next: AtomicI32::new(0),
             num_servers,
             bigarray_bound,
+            compression: Mutex::new(None),
         })
+    }
+
+    /// Turns 2-bit gradient compression on with `threshold` (the servers are told apart).
+    pub fn set_compression(&self, threshold: f32) {
+        *self.compression.lock() = Some(threshold);
+    }
+
+    /// The 2-bit threshold, if compression is on.
+    pub fn compression(&self) -> Option<f32> {
+        *self.compression.lock()
+    }
+
+    /// The head of a request for `dtype`: compressed for float32 once compression is on.
+    fn head(&self, dtype: DType) -> i32 {
+        let kind = if dtype == DType::F32 && self.compression().is_some() {
+            RequestKind::Compressed
+        } else {
+            RequestKind::Dense
+        };
+        data_head(kind, dtype)
     }
 
     pub fn van(&self) -> &Van {
@@ -144,8 +170,19 @@ impl DistWorker {
         self.van.rank()
     }
 
-    /// Where the `elements` of key `key` go: one server, or every server for a big array.
+    /// Where the `elements` of key `key` go: one server, or every server for a big array
+    /// (split as compressed keys are for float32 once compression is on).
     pub fn parts(&self, key: i32, elements: usize, dtype: DType) -> Vec<Part> {
+        if dtype == DType::F32 && self.compression().is_some() {
+            return compressed_parts(key, elements, self.num_servers, self.bigarray_bound)
+                .into_iter()
+                .map(|p| Part {
+                    server: p.server,
+                    ps_key: p.ps_key,
+                    bytes: p.elements * 4,
+                })
+                .collect();
+        }
         dense_parts(
             key,
             elements,
@@ -153,6 +190,44 @@ impl DistWorker {
             self.num_servers,
             self.bigarray_bound,
         )
+    }
+
+    /// Pushes the float32 gradient `grad` of key `key` 2-bit compressed: `grad` is added to
+    /// `residual`, and what the codes do not carry stays in it. Compression must be on.
+    pub fn push_compressed(
+        &self,
+        key: i32,
+        grad: &[f32],
+        residual: &mut [f32],
+        done: Box<dyn FnOnce(Result<()>) + Send>,
+    ) {
+        let Some(threshold) = self.compression() else {
+            return done(Err(Error::Value(
+                "KVStore dist: a compressed push needs gradient compression set".into(),
+            )));
+        };
+        let mut codes = vec![0u8; compressed_bytes(grad.len())];
+        quantize_2bit(grad, residual, threshold, &mut codes);
+        let parts = compressed_parts(key, grad.len(), self.num_servers, self.bigarray_bound);
+        let mut offset = 0;
+        let to = parts
+            .iter()
+            .map(|p| {
+                let vals = codes[offset..offset + p.compressed_bytes].to_vec();
+                offset += p.compressed_bytes;
+                let kv = KvPairs {
+                    keys: vec![p.size_key, p.ps_key],
+                    lens: vec![0, p.compressed_bytes as i32],
+                    vals,
+                };
+                let meta = Meta {
+                    head: data_head(RequestKind::Compressed, DType::F32),
+                    ..data_meta(DType::F32, true, false)
+                };
+                (server_id(p.server as i32), meta, kv.into_frames())
+            })
+            .collect();
+        self.request(to, Box::new(move |r| done(r.map(|_| ()))));
     }
 
     /// Sends one request per server in `to` and calls `done` once all have answered.
@@ -245,11 +320,11 @@ impl DistWorker {
                     keys: vec![p.ps_key],
                     ..KvPairs::default()
                 };
-                (
-                    server_id(p.server as i32),
-                    data_meta(dtype, false, true),
-                    kv.into_frames(),
-                )
+                let meta = Meta {
+                    head: self.head(dtype),
+                    ..data_meta(dtype, false, true)
+                };
+                (server_id(p.server as i32), meta, kv.into_frames())
             })
             .collect();
         let expected = elements * dtype.size();

@@ -120,3 +120,44 @@ fn a_store_opened_from_its_settings_joins_and_sets_the_servers_mode() {
     server.join().unwrap().unwrap();
     scheduler.join().unwrap().unwrap();
 }
+
+#[test]
+fn two_bit_compressed_pushes_carry_codes_and_keep_residuals() {
+    // A bound of 32 values: key 1 (20 values) goes to one server, key 2 (40) to both.
+    with_cluster(2, 2, 32, |w| {
+        let kv = DistStore::new("dist_sync", w.clone());
+        if kv.rank() == 0 {
+            w.command_and_wait(ServerCommand::SyncMode, b"").unwrap();
+        }
+        kv.set_gradient_compression(0.5).unwrap();
+        let keys = [Key::Int(1), Key::Int(2)];
+        kv.init(
+            &keys,
+            &[
+                full(&[20], 0.0, Context::cpu(0)),
+                full(&[40], 0.0, Context::cpu(0)),
+            ],
+        )
+        .unwrap();
+        let e = kv.set_gradient_compression(0.5).unwrap_err();
+        assert!(e.message().contains("before the first init"), "{e}");
+        let mine = 0.3 * (kv.rank() + 1) as f32;
+        let outs = vec![
+            vec![full(&[20], 9.0, Context::cpu(0))],
+            vec![full(&[40], 9.0, Context::cpu(0))],
+        ];
+        // Round 1: 0.3 sends nothing, 0.6 sends 0.5; round 2: the residuals 0.3 and 0.1
+        // plus the new pushes both reach 0.5.
+        for want in [0.5, 1.0] {
+            let pushed: Vec<Vec<_>> = [20, 40]
+                .iter()
+                .map(|&n| vec![full(&[n], mine, Context::cpu(0))])
+                .collect();
+            kv.push(&keys, &pushed, &[0, 0]).unwrap();
+            kv.pull(&keys, &outs, &[0, 0]).unwrap();
+            for o in outs.iter().flatten() {
+                assert_eq!(values(o), vec![want; o.size()]);
+            }
+        }
+    });
+}

@@ -27,7 +27,7 @@ else:
     kv.init(2, mx.nd.ones(shape) * 100)
     kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.5))
     kv._barrier()
-    for step in range(5):
+    for _ in range(5):
         kv.push(2, mx.nd.ones(shape) * (rank + 1))
     kv.pull(2, out=out)
     out.wait_to_read()

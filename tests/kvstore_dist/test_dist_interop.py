@@ -4,6 +4,8 @@ worker, and server-side SGD gives the same weights on either side's servers."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from dist_cluster import Cluster, mxnet_python
@@ -57,3 +59,24 @@ def test_server_side_sgd_gives_the_same_weights_on_either_side(tmp_path):
     on_mxnet = run(tmp_path / "a", 2, "mxnet", "mxnet", ["rsmx", "mxnet"])
     on_rsmx = run(tmp_path / "b", 2, "rsmx", "rsmx", ["rsmx", "mxnet"])
     np.testing.assert_allclose(on_rsmx[0], on_mxnet[0], rtol=1e-6)
+
+
+def test_2bit_compression_gives_the_same_values_on_either_side(tmp_path):
+    script = [str(Path(__file__).with_name("worker_2bit.py"))]
+
+    def job(name: str, side: str, workers: list[str]) -> np.ndarray:
+        out = tmp_path / name
+        out.mkdir()
+        with Cluster(out, servers=2, workers=2, scheduler_impl=side, server_impl=side,
+                     worker_impls=workers, worker_cmd=script,
+                     env={"DIST_TEST_OUT": str(out)}) as cluster:
+            codes = cluster.wait(180)
+            assert all(c == 0 for c in codes.values()), f"{codes}\n{cluster.report()}"
+        got = [np.load(out / f"2bit-{r}.npy") for r in range(2)]
+        np.testing.assert_array_equal(got[0], got[1])
+        return got[0]
+
+    reference = job("mxnet", "mxnet", ["mxnet", "mxnet"])
+    assert np.abs(reference).max() > 0  # the codes carried something
+    np.testing.assert_array_equal(job("rsmx-servers", "rsmx", ["mxnet", "rsmx"]), reference)
+    np.testing.assert_array_equal(job("mxnet-servers", "mxnet", ["rsmx", "rsmx"]), reference)
