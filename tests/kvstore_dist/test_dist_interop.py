@@ -80,3 +80,19 @@ def test_2bit_compression_gives_the_same_values_on_either_side(tmp_path):
     assert np.abs(reference).max() > 0  # the codes carried something
     np.testing.assert_array_equal(job("rsmx-servers", "rsmx", ["mxnet", "rsmx"]), reference)
     np.testing.assert_array_equal(job("mxnet-servers", "mxnet", ["rsmx", "rsmx"]), reference)
+
+
+def test_an_mxnet_worker_is_answered_when_an_rsmx_server_refuses_a_command(tmp_path):
+    script = tmp_path / "bad_command.py"
+    script.write_text(
+        "import mxnet as mx\n"
+        "kv = mx.kv.create('dist_sync')\n"
+        "kv._send_command_to_servers(42, '')\n"
+        "print('ANSWERED', flush=True)\n"
+    )
+    with Cluster(tmp_path, servers=1, workers=1, worker_impls=["mxnet"],
+                 worker_cmd=[str(script)]) as cluster:
+        codes = cluster.wait(120)
+        assert all(c == 0 for c in codes.values()), f"{codes}\n{cluster.report()}"
+        assert "ANSWERED" in cluster.by_role("worker")[0].output(), cluster.report()
+        assert "command 42" in cluster.by_role("server")[0].output(), cluster.report()

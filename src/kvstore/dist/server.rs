@@ -161,14 +161,18 @@ impl DistServer {
         }
     }
 
-    /// Answers a request that failed: an rsmx worker gets the reason and fails the call;
-    /// MXNet's workers cannot be told, so the reason is only logged (MXNet's own server
-    /// would stop at a failed check).
+    /// Answers a request that failed: an rsmx worker gets the reason and fails the call.
+    /// MXNet's workers cannot be told, so the reason is logged; a command still gets its
+    /// plain answer, which they wait for, and a data request none, as MXNet's own server
+    /// would have stopped at a failed check.
     fn refuse(&self, msg: &DataMessage, why: &Error) {
         let rank = rank_of(self.van.my_node().id);
         let why = format!("server rank {rank}: {}", why.message());
         if msg.meta.rsmx_wire.is_none() {
             eprintln!("KVStore dist: {why} (request from node {})", msg.sender);
+            if msg.meta.simple_app {
+                self.van.send(msg.sender, answer_to(&msg.meta), Vec::new());
+            }
             return;
         }
         let answer = Meta {
