@@ -64,29 +64,24 @@ def worker(iters: int) -> None:
             times.append(time.perf_counter() - start)
         return float(np.median(times)) * 1e3
 
-    figures = {}
-    small = mx.nd.ones((10,))
-    small_out = mx.nd.zeros((10,))
+    def round_trip(key: str, elements: int):
+        """A push+pull+wait of a new key of ``elements`` floats, as a callable."""
+        value, out = mx.nd.ones((elements,)), mx.nd.zeros((elements,))
+        kv.init(key, value)
+
+        def run():
+            kv.push(key, value)
+            kv.pull(key, out=out)
+            out.wait_to_read()
+
+        return run
+
     # String keys throughout: Module.fit below adds its parameters' names to this store.
-    kv.init("small", small)
-
-    def small_round():
-        kv.push("small", small)
-        kv.pull("small", out=small_out)
-        small_out.wait_to_read()
-
+    figures = {}
+    small_round = round_trip("small", 10)
     p50(small_round, 20)
     figures["small_ms"] = p50(small_round, iters * 10)
-
-    big = mx.nd.ones((4 << 20,))
-    big_out = mx.nd.zeros((4 << 20,))
-    kv.init("big", big)
-
-    def big_round():
-        kv.push("big", big)
-        kv.pull("big", out=big_out)
-        big_out.wait_to_read()
-
+    big_round = round_trip("big", 4 << 20)
     p50(big_round, 3)
     figures["16MB_ms"] = p50(big_round, iters)
     figures["16MB_MBps"] = 2 * 16 / (figures["16MB_ms"] / 1e3)
