@@ -76,7 +76,9 @@ pub enum FnProperty {
     CopyToGpu,
     /// CPU work that should not wait behind ordinary kernels (KVStore traffic).
     CpuPrioritized,
-    /// Work that completes later, from another thread (network, GPU events).
+    /// Work that completes later, from another thread (network, GPU events). Its body
+    /// only starts that work, so on the CPU it runs at once on the thread that makes it
+    /// ready (the pushing thread, or the one completing what it waited for).
     Async,
     /// The deletion of a variable; runs even after errors.
     DeleteVar,

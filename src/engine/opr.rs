@@ -99,7 +99,12 @@ thread_local! {
     /// The op whose async body runs on this thread (its address), to tell a completion
     /// dropped by that body's panic from one dropped elsewhere.
     static RUNNING_ASYNC: Cell<usize> = const { Cell::new(0) };
+    /// How many async ops run inline, one inside another, on this thread.
+    static INLINE_DEPTH: Cell<u32> = const { Cell::new(0) };
 }
+
+/// How deep async ops run inline before the next one goes to a worker.
+const MAX_INLINE_DEPTH: u32 = 4;
 
 /// One pushed op.
 pub(crate) struct OprBlock {
@@ -220,6 +225,18 @@ impl OprBlock {
     fn dispatch(self: OprRef, continuation: bool) {
         if continuation && self.prop == FnProperty::DeleteVar {
             return self.execute();
+        }
+        if self.prop == FnProperty::Async && self.ctx.dev_type == DeviceType::Cpu {
+            // Its body only starts work that completes elsewhere: running it here saves
+            // waking a worker, as MXNet runs its async ops on the thread that pushes them.
+            // A chain of ops completing inside their bodies recurses, so only so deep.
+            let depth = INLINE_DEPTH.with(Cell::get);
+            if depth < MAX_INLINE_DEPTH {
+                INLINE_DEPTH.with(|d| d.set(depth + 1));
+                self.execute();
+                INLINE_DEPTH.with(|d| d.set(depth));
+                return;
+            }
         }
         match &self.runner {
             Runner::Pool(pool) => pool.clone().submit(self, continuation),

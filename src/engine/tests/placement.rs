@@ -151,3 +151,71 @@ fn a_stream_handle_is_an_opaque_pointer() {
     assert_eq!(seen, Some(raw as usize));
     assert_eq!(RunContext::new(Context::gpu(0)).stream, None);
 }
+
+#[test]
+fn async_cpu_ops_start_on_the_thread_that_lets_them_through() {
+    for_each_kind(2, |e| {
+        let here = thread::current().id();
+        // Ready at once: the body runs inside `push_async`, on this thread.
+        let v = e.new_variable();
+        let seen = Arc::new(Mutex::new(None));
+        let s = seen.clone();
+        let body: AsyncFn = Box::new(move |_, done| {
+            *s.lock() = Some(thread::current().id());
+            done.done(Ok(()));
+        });
+        e.push_async(
+            body,
+            PushSpec::new("async", CPU, &[], &[v.clone()]).prop(FnProperty::Async),
+        );
+        assert_eq!(*seen.lock(), Some(here));
+        if !threaded(&e) {
+            return; // The NaiveEngine's push waits for the op's completion.
+        }
+
+        // Waiting on an op another thread completes: it starts on that thread.
+        let (finish, finished) = mpsc::channel::<OnComplete>();
+        e.push_async(
+            Box::new(move |_, done| finish.send(done).unwrap()),
+            PushSpec::new("held", CPU, &[], &[v.clone()]).prop(FnProperty::Async),
+        );
+        let s = seen.clone();
+        e.push_async(
+            Box::new(move |_, done| {
+                *s.lock() = Some(thread::current().id());
+                done.done(Ok(()));
+            }),
+            PushSpec::new("next", CPU, &[], &[v.clone()]).prop(FnProperty::Async),
+        );
+        let held = finished.recv().unwrap();
+        let completer = thread::spawn(move || {
+            held.done(Ok(()));
+            thread::current().id()
+        });
+        let completer = completer.join().unwrap();
+        e.wait_for_var(&v).unwrap();
+        assert_eq!(*seen.lock(), Some(completer));
+
+        // A long chain of ops completing inside their bodies, let through at once, does
+        // not recurse without bound: past a few levels the next one goes to a worker.
+        let (finish, finished) = mpsc::channel::<OnComplete>();
+        e.push_async(
+            Box::new(move |_, done| finish.send(done).unwrap()),
+            PushSpec::new("held", CPU, &[], &[v.clone()]).prop(FnProperty::Async),
+        );
+        let count = Arc::new(AtomicUsize::new(0));
+        for _ in 0..20_000 {
+            let c = count.clone();
+            e.push_async(
+                Box::new(move |_, done| {
+                    c.fetch_add(1, SeqCst);
+                    done.done(Ok(()));
+                }),
+                PushSpec::new("chain", CPU, &[], &[v.clone()]).prop(FnProperty::Async),
+            );
+        }
+        finished.recv().unwrap().done(Ok(()));
+        e.wait_for_all().unwrap();
+        assert_eq!(count.load(SeqCst), 20_000);
+    });
+}

@@ -1,23 +1,28 @@
-//! `DistStore`: the store of the `dist_*` types on a worker. Values pushed from this
-//! worker's devices are summed into a host buffer per key, which an engine op sends to
-//! the servers; a pull is an engine op that writes the servers' answer into that buffer,
-//! then copies it to the arrays given. The buffer's engine variable orders one key's
-//! pushes and pulls; different keys travel independently.
+//! `DistStore`: the store of the `dist_*` types on a worker. A key's value pushed from
+//! one host array is sent from that array's memory; values from several devices are
+//! first summed into the key's host buffer. A pull is an engine op that writes the
+//! servers' answer into that buffer, then copies it to the arrays given. The buffer's
+//! engine variable orders one key's pushes and pulls; different keys travel
+//! independently.
 
 use super::compress::encode_params;
 use super::config::NodeConfig;
+use super::frame::Source;
 use super::layout::{ServerCommand, WORKER_GROUP};
 use super::process;
 use super::worker::DistWorker;
 use crate::context::Context;
 use crate::dtype::DType;
-use crate::engine::{self, OnComplete, PushSpec};
+use crate::engine::{self, FnProperty, OnComplete, PushSpec};
 use crate::error::{Error, Result};
 use crate::kvstore::{check, Comm, CommCpu, Key, Reduced, Store, StoreUpdater};
 use crate::ndarray::{copy_into, NDArray};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// Under 2-bit compression, what a key's earlier pushes did not send.
+type Residual = Arc<Mutex<Vec<f32>>>;
 
 /// What a worker keeps of one key.
 #[derive(Clone)]
@@ -28,7 +33,7 @@ struct Entry {
     /// The host buffer pushes are summed into and pulls land in.
     buf: NDArray,
     /// Under 2-bit compression, what earlier pushes of the key did not send.
-    residual: Arc<Mutex<Vec<f32>>>,
+    residual: Residual,
 }
 
 /// A worker's view of a distributed store.
@@ -99,42 +104,57 @@ impl DistStore {
             .collect()
     }
 
-    /// Queues the engine op that sends `buf` to the servers as key `id`.
+    /// Queues the engine op that sends `value` to the servers as key `id`, straight from
+    /// its memory (libzmq reads it as it sends), then lets `buf`'s later ops through.
     /// Under 2-bit compression, a float32 key is sent as its codes, the rest of each value
     /// kept in `residual` for the key's next push.
-    fn send(&self, id: i32, buf: &NDArray, residual: Arc<Mutex<Vec<f32>>>, priority: i32) {
+    fn send(&self, id: i32, value: &NDArray, buf: &NDArray, residual: Residual, priority: i32) {
         let worker = self.worker.clone();
-        let data = buf.clone();
+        let data = value.clone();
         let compressed = data.dtype() == DType::F32 && worker.compression().is_some();
         let body = Box::new(move |_ctx, done: OnComplete| {
             let finish: Box<dyn FnOnce(Result<()>) + Send> = Box::new(move |r| done.done(r));
             if compressed {
-                let grad: Vec<f32> = data
-                    .blob()
-                    .bytes()
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-                    .collect();
+                let blob = data.blob();
+                let copied: Vec<f32>;
+                let grad: &[f32] = match bytemuck::try_cast_slice(blob.bytes()) {
+                    Ok(g) if cfg!(target_endian = "little") => g,
+                    _ => {
+                        copied = blob
+                            .bytes()
+                            .chunks_exact(4)
+                            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
+                            .collect();
+                        &copied
+                    }
+                };
                 let mut residual = residual.lock();
                 residual.resize(grad.len(), 0.0);
-                worker.push_compressed(id, &grad, &mut residual, finish);
+                worker.push_compressed(id, grad, &mut residual, finish);
                 return;
             }
-            let bytes = data.blob().bytes().to_vec();
+            let dtype = data.dtype();
+            // SAFETY: the op reads `data` until the servers answer, after they have
+            // received every byte, and the frames hold the array alive until libzmq is
+            // done with them.
+            let bytes = unsafe { Source::borrowed(data.blob().bytes(), Arc::new(data.clone())) };
             worker.push(
                 id,
-                data.dtype(),
+                dtype,
                 bytes,
                 false,
                 Box::new(move |r| finish(r.map(|_| ()))),
             );
         });
+        // Prioritised: pushes leave in priority order, not behind ordinary kernels. It
+        // writes `buf` (without touching it) so that the key's next pull follows it.
         let spec = PushSpec::new(
             "KVStoreDistPush",
             Context::cpu(0),
+            std::slice::from_ref(value.var()),
             std::slice::from_ref(buf.var()),
-            &[],
         )
+        .prop(FnProperty::CpuPrioritized)
         .priority(priority);
         engine::get().push_async(body, spec);
     }
@@ -151,17 +171,20 @@ impl DistStore {
                 n,
                 Box::new(move |r| {
                     // The op holds write access to the buffer until `done`.
-                    let r = r.map(|bytes| data.blob().bytes_mut().copy_from_slice(&bytes));
+                    let r = r.map(|pulled| pulled.copy_to(data.blob().bytes_mut()));
                     done.done(r);
                 }),
             );
         });
+        // Async: the request leaves from whichever thread lets it through (often the one
+        // that received the key's push answer), without waking a worker for it.
         let spec = PushSpec::new(
             "KVStoreDistPull",
             Context::cpu(0),
             &[],
             std::slice::from_ref(buf.var()),
         )
+        .prop(FnProperty::Async)
         .priority(priority);
         engine::get().push_async(body, spec);
     }
@@ -285,8 +308,16 @@ impl Store for DistStore {
             }
         }
         for (entry, vals, priority) in groups {
-            self.comm.reduce(&vals, &entry.buf, priority)?;
-            self.send(entry.id, &entry.buf, entry.residual, priority);
+            // One value on the host is sent as it is, as MXNet does; several are summed
+            // into the key's buffer first.
+            let value = match &vals[..] {
+                [only] if only.context().is_cpu() => only.clone(),
+                _ => {
+                    self.comm.reduce(&vals, &entry.buf, priority)?;
+                    entry.buf.clone()
+                }
+            };
+            self.send(entry.id, &value, &entry.buf, entry.residual, priority);
         }
         Ok(())
     }
@@ -353,7 +384,7 @@ impl Store for DistStore {
         )))
     }
 
-    /// This worker's buffer of `key`: the last value it pushed or pulled.
+    /// This worker's buffer of `key`: the last value it pulled (or summed for a push).
     fn stored(&self, key: &Key) -> Result<NDArray> {
         let entries = self.entries.lock();
         Ok(entries

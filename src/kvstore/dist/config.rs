@@ -40,6 +40,9 @@ pub struct NodeConfig {
     /// `RSMX_DIST_PORT_FILE`: where a scheduler started with `DMLC_PS_ROOT_PORT=0` writes
     /// the port the system gave it (how `rsmx.launch` avoids guessing a free port).
     pub port_file: Option<PathBuf>,
+    /// `RSMX_DIST_IPC` (default 1; Linux): an rsmx node also listens on a Unix socket,
+    /// and rsmx peers on the same host connect there instead of over loopback TCP.
+    pub ipc: bool,
 }
 
 impl NodeConfig {
@@ -123,6 +126,7 @@ impl NodeConfig {
             port_file: lookup("RSMX_DIST_PORT_FILE")
                 .filter(|p| !p.trim().is_empty())
                 .map(PathBuf::from),
+            ipc: cfg!(target_os = "linux") && optional("RSMX_DIST_IPC", 0, 1)?.unwrap_or(1) != 0,
         })
     }
 

@@ -1,6 +1,8 @@
 //! The server's values: flat arrays of one dtype in little-endian bytes (a server never
-//! learns shapes), and the sums its sync rounds take.
+//! learns shapes), and the sums its sync rounds take. The bytes are shared with the
+//! frames that send them, so a pull is answered without a copy.
 
+use super::frame::SharedBytes;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use half::f16;
@@ -9,7 +11,7 @@ use half::f16;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Flat {
     pub dtype: DType,
-    pub bytes: Vec<u8>,
+    pub bytes: SharedBytes,
 }
 
 macro_rules! add_as {
@@ -44,9 +46,27 @@ macro_rules! from_as {
     };
 }
 
+/// `acc += other` as float32 arrays in little-endian bytes; vectorised where both are
+/// aligned to 4 bytes, as the buffers libzmq and the allocator hand out are.
+fn add_f32(acc: &mut [u8], other: &[u8]) {
+    if cfg!(target_endian = "little") {
+        if let (Ok(a), Ok(b)) = (
+            bytemuck::try_cast_slice_mut::<u8, f32>(acc),
+            bytemuck::try_cast_slice::<u8, f32>(other),
+        ) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += *y;
+            }
+            return;
+        }
+    }
+    add_as!(f32, acc, other, |a: f32, b: f32| a + b)
+}
+
 impl Flat {
     /// `bytes` as an array of `dtype`; an error if they are not whole elements.
-    pub fn new(dtype: DType, bytes: Vec<u8>) -> Result<Flat> {
+    pub fn new(dtype: DType, bytes: impl Into<SharedBytes>) -> Result<Flat> {
+        let bytes = bytes.into();
         if dtype == DType::Bool || !bytes.len().is_multiple_of(dtype.size()) {
             return Err(Error::Value(format!(
                 "KVStore dist: {} bytes are not an array of {dtype}",
@@ -79,7 +99,7 @@ impl Flat {
             DType::I64 => each_as!(i64, self.bytes),
             DType::Bool => unreachable!("Flat::new refuses bool"),
         };
-        let bytes = match dtype {
+        let bytes: Vec<u8> = match dtype {
             DType::F32 => from_as!(f32, values),
             DType::F64 => from_as!(f64, values),
             DType::F16 => from_as!(f16, values),
@@ -93,7 +113,10 @@ impl Flat {
                 ))
             }
         };
-        Ok(Flat { dtype, bytes })
+        Ok(Flat {
+            dtype,
+            bytes: bytes.into(),
+        })
     }
 
     /// Adds `other` (same dtype and length) element by element: floats as IEEE sums
@@ -106,9 +129,9 @@ impl Flat {
                 self.bytes.len()
             )));
         }
-        let acc = &mut self.bytes;
+        let acc = self.bytes.make_mut();
         match self.dtype {
-            DType::F32 => add_as!(f32, acc, other, |a: f32, b: f32| a + b),
+            DType::F32 => add_f32(acc, other),
             DType::F64 => add_as!(f64, acc, other, |a: f64, b: f64| a + b),
             DType::F16 => {
                 for (a, b) in acc.chunks_exact_mut(2).zip(other.chunks_exact(2)) {
@@ -145,7 +168,7 @@ mod tests {
         a.add_assign(&bytes(&[0.25f32, 2.0], |x| x.to_le_bytes().to_vec()))
             .unwrap();
         assert_eq!(
-            a.bytes,
+            &a.bytes[..],
             bytes(&[1.75f32, 0.0], |x| x.to_le_bytes().to_vec())
         );
         assert_eq!(a.len(), 2);
@@ -153,16 +176,36 @@ mod tests {
         let mut h = Flat::new(DType::F16, f16::from_f32(2048.0).to_le_bytes().to_vec()).unwrap();
         h.add_assign(&f16::from_f32(1.0).to_le_bytes()).unwrap();
         // 2049 is not a half: single precision sums, then one rounding (to even).
-        assert_eq!(h.bytes, f16::from_f32(2048.0).to_le_bytes());
+        assert_eq!(&h.bytes[..], f16::from_f32(2048.0).to_le_bytes());
 
         let mut i = Flat::new(DType::I8, vec![127u8, 1]).unwrap();
         i.add_assign(&[1, 2]).unwrap();
-        assert_eq!(i.bytes, [0x80, 3], "integers wrap");
+        assert_eq!(&i.bytes[..], [0x80, 3], "integers wrap");
 
         let mut l = Flat::new(DType::I64, bytes(&[5i64], |x| x.to_le_bytes().to_vec())).unwrap();
         l.add_assign(&bytes(&[-7i64], |x| x.to_le_bytes().to_vec()))
             .unwrap();
-        assert_eq!(l.bytes, (-2i64).to_le_bytes());
+        assert_eq!(&l.bytes[..], (-2i64).to_le_bytes());
+    }
+
+    #[test]
+    fn float32_sums_agree_aligned_or_not() {
+        let x: Vec<f32> = (0..37).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let y: Vec<f32> = (0..37).map(|i| 1.0 / (i as f32 + 1.0)).collect();
+        let want = bytes(
+            &x.iter().zip(&y).map(|(a, b)| a + b).collect::<Vec<_>>(),
+            |v: f32| v.to_le_bytes().to_vec(),
+        );
+        let yb = bytes(&y, |v| v.to_le_bytes().to_vec());
+        let mut aligned = Flat::new(DType::F32, bytes(&x, |v| v.to_le_bytes().to_vec())).unwrap();
+        aligned.add_assign(&yb).unwrap();
+        assert_eq!(&aligned.bytes[..], want);
+        // One byte in: the values no longer sit on 4-byte boundaries.
+        let mut shifted = vec![0u8];
+        shifted.extend_from_slice(&yb);
+        let mut acc = Flat::new(DType::F32, bytes(&x, |v| v.to_le_bytes().to_vec())).unwrap();
+        acc.add_assign(&shifted[1..]).unwrap();
+        assert_eq!(&acc.bytes[..], want);
     }
 
     #[test]
@@ -176,12 +219,12 @@ mod tests {
         .unwrap();
         let w = h.cast(DType::F32).unwrap();
         assert_eq!(
-            w.bytes,
+            &w.bytes[..],
             bytes(&[1.5f32, -2.25], |x| x.to_le_bytes().to_vec())
         );
         assert_eq!(w.cast(DType::F16).unwrap(), h);
         assert_eq!(
-            w.cast(DType::I32).unwrap().bytes,
+            &w.cast(DType::I32).unwrap().bytes[..],
             bytes(&[1i32, -2], |x| x.to_le_bytes().to_vec())
         );
         assert!(w.cast(DType::Bool).is_err());

@@ -3,71 +3,99 @@
 //! bytes) and lengths (little-endian i32 bytes per key); a request sliced by the servers'
 //! key ranges, and a pull's replies joined back in key order.
 
+use super::frame::Frame;
 use crate::error::{Error, Result};
-use std::ops::Range;
+use std::ops::{Deref, Range};
 
 /// One message's keys, values and per-key value lengths (lengths may be absent, then
-/// every key has the same share of the values).
+/// every key has the same share of the values). The values are bytes of their own, or
+/// the frame they arrived in (`V`), uncopied.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct KvPairs {
+pub struct KvPairs<V = Vec<u8>> {
     pub keys: Vec<u64>,
-    pub vals: Vec<u8>,
+    pub vals: V,
     pub lens: Vec<i32>,
 }
 
-impl KvPairs {
-    /// The data frames: keys, values, and lengths when there are any.
-    pub fn frames(&self) -> Vec<Vec<u8>> {
-        self.clone().into_frames()
-    }
-
-    /// As [`KvPairs::frames`], moving the values into their frame without a copy.
-    pub fn into_frames(self) -> Vec<Vec<u8>> {
-        let mut frames = vec![
-            self.keys.iter().flat_map(|k| k.to_le_bytes()).collect(),
-            self.vals,
-        ];
+impl<V: Into<Frame>> KvPairs<V> {
+    /// The data frames to send: keys, values (not copied), and lengths when there are any.
+    pub fn into_frames(self) -> Vec<Frame> {
+        let keys: Vec<u8> = self.keys.iter().flat_map(|k| k.to_le_bytes()).collect();
+        let mut frames = vec![Frame::from(keys), self.vals.into()];
         if !self.lens.is_empty() {
-            frames.push(self.lens.iter().flat_map(|l| l.to_le_bytes()).collect());
+            let lens: Vec<u8> = self.lens.iter().flat_map(|l| l.to_le_bytes()).collect();
+            frames.push(Frame::from(lens));
         }
         frames
     }
+}
 
-    /// The pairs in a message's data frames (none, for a message without data).
+impl KvPairs {
+    /// The data frames' bytes: keys, values, and lengths when there are any.
+    pub fn frames(&self) -> Vec<Vec<u8>> {
+        self.clone()
+            .into_frames()
+            .iter()
+            .map(|f| f.bytes().to_vec())
+            .collect()
+    }
+
+    /// The pairs in a message's data frames (none, for a message without data), copied.
     pub fn from_frames(frames: &[&[u8]]) -> Result<KvPairs> {
+        let kv = KvPairs::take_frames(frames.to_vec(), || &[][..])?;
+        Ok(KvPairs {
+            keys: kv.keys,
+            vals: kv.vals.to_vec(),
+            lens: kv.lens,
+        })
+    }
+}
+
+impl<V: Deref<Target = [u8]>> KvPairs<V> {
+    /// The pairs in a message's data frames, the value frame kept as it came; `empty`
+    /// gives the values of a message without data.
+    pub fn take_frames(frames: Vec<V>, empty: impl FnOnce() -> V) -> Result<KvPairs<V>> {
         let bad = |what: String| Error::Value(format!("malformed key-value message: {what}"));
-        match frames {
-            [] => Ok(KvPairs::default()),
-            [keys, vals, rest @ ..] if rest.len() <= 1 => {
-                if keys.len() % 8 != 0 {
-                    return Err(bad(format!("a key frame of {} bytes", keys.len())));
-                }
-                let lens = rest.first().copied().unwrap_or(&[]);
-                if lens.len() % 4 != 0 {
-                    return Err(bad(format!("a length frame of {} bytes", lens.len())));
-                }
-                let pairs = KvPairs {
-                    keys: keys
-                        .chunks_exact(8)
-                        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-                        .collect(),
-                    vals: vals.to_vec(),
-                    lens: lens
-                        .chunks_exact(4)
-                        .map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")))
-                        .collect(),
-                };
-                if !pairs.lens.is_empty() && pairs.lens.len() != pairs.keys.len() {
-                    return Err(bad(format!(
-                        "{} keys but {} lengths",
-                        pairs.keys.len(),
-                        pairs.lens.len()
-                    )));
-                }
-                Ok(pairs)
-            }
-            _ => Err(bad(format!("{} data frames", frames.len()))),
+        if frames.is_empty() {
+            return Ok(KvPairs {
+                keys: Vec::new(),
+                vals: empty(),
+                lens: Vec::new(),
+            });
         }
+        if !(2..=3).contains(&frames.len()) {
+            return Err(bad(format!("{} data frames", frames.len())));
+        }
+        let mut frames = frames.into_iter();
+        let keys = frames.next().expect("two frames or more");
+        let vals = frames.next().expect("two frames or more");
+        let lens = frames.next();
+        if !keys.len().is_multiple_of(8) {
+            return Err(bad(format!("a key frame of {} bytes", keys.len())));
+        }
+        let lens: &[u8] = lens.as_deref().unwrap_or(&[]);
+        if !lens.len().is_multiple_of(4) {
+            return Err(bad(format!("a length frame of {} bytes", lens.len())));
+        }
+        let pairs = KvPairs {
+            keys: keys
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect(),
+            vals,
+            lens: lens
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")))
+                .collect(),
+        };
+        if !pairs.lens.is_empty() && pairs.lens.len() != pairs.keys.len() {
+            return Err(bad(format!(
+                "{} keys but {} lengths",
+                pairs.keys.len(),
+                pairs.lens.len()
+            )));
+        }
+        Ok(pairs)
     }
 }
 
@@ -155,7 +183,7 @@ pub fn slice(send: &KvPairs, ranges: &[Range<u64>]) -> Result<Vec<Option<KvPairs
 pub fn join_pull(keys: &[u64], mut replies: Vec<KvPairs>, with_lens: bool) -> Result<KvPairs> {
     replies.retain(|r| !r.keys.is_empty());
     replies.sort_by_key(|r| r.keys[0]);
-    let mut joined = KvPairs {
+    let mut joined: KvPairs = KvPairs {
         keys: Vec::with_capacity(keys.len()),
         ..KvPairs::default()
     };

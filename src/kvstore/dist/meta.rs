@@ -141,6 +141,9 @@ pub struct Node {
     pub port: i32,
     pub is_recovery: bool,
     pub customer_id: i32,
+    /// Field 100: where an rsmx node also listens on a Unix socket, for peers on its
+    /// host (MXNet's nodes skip the field, and its scheduler drops it).
+    pub rsmx_ipc: Option<String>,
 }
 
 impl Node {
@@ -361,6 +364,7 @@ impl From<&Node> for PbNode {
             port: Some(n.port),
             is_recovery: Some(n.is_recovery),
             customer_id: Some(n.customer_id),
+            rsmx_ipc: n.rsmx_ipc.clone(),
         }
     }
 }
@@ -376,6 +380,7 @@ impl TryFrom<PbNode> for Node {
             port: n.port.unwrap_or(0),
             is_recovery: n.is_recovery.unwrap_or(false),
             customer_id: n.customer_id.unwrap_or(0),
+            rsmx_ipc: n.rsmx_ipc,
         })
     }
 }
@@ -443,4 +448,6 @@ struct PbNode {
     is_recovery: Option<bool>,
     #[prost(int32, optional, tag = "10")]
     customer_id: Option<i32>,
+    #[prost(string, optional, tag = "100")]
+    rsmx_ipc: Option<String>,
 }

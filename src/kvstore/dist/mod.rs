@@ -6,7 +6,8 @@
 //!   by which MXNet lays its keys over the servers ([`layout`]); MXNet's 2-bit gradient
 //!   compression ([`compress`]).
 //! - A node: its settings from the launcher's environment ([`config`]), its ROUTER and
-//!   DEALER sockets on libzmq ([`transport`]), and the node itself, registering, passing
+//!   DEALER sockets on libzmq ([`transport`]) and the frames they send without copies
+//!   ([`frame`]), and the node itself, registering, passing
 //!   barriers and noticing lost peers ([`van`]); the scheduler's bookkeeping
 //!   ([`registry`]).
 //! - A server: its values ([`flat`]) and rounds ([`store`]), served by [`server`], with
@@ -18,6 +19,7 @@ pub mod client;
 pub mod compress;
 pub mod config;
 pub mod flat;
+pub mod frame;
 pub mod kv;
 pub mod layout;
 pub mod meta;
@@ -29,6 +31,3 @@ pub mod transport;
 pub mod updaters;
 pub mod van;
 pub mod worker;
-
-#[cfg(test)]
-mod tests;

@@ -130,5 +130,6 @@ pub fn unregistered(role: Role, hostname: &str, port: i32, customer_id: i32) -> 
         port,
         is_recovery: false,
         customer_id,
+        rsmx_ipc: None,
     }
 }

@@ -4,6 +4,7 @@
 
 use super::compress::decode_params;
 use super::config::NodeConfig;
+use super::frame::SharedBytes;
 use super::layout::{rank_of, server_key_ranges, ServerCommand};
 use super::meta::{Meta, Role};
 use super::store::{Reply, ServerStore, Updater};
@@ -103,10 +104,11 @@ impl DistServer {
                 }
                 continue;
             }
-            let frames: Vec<&[u8]> = msg.data.iter().map(|d| &d[..]).collect();
-            match self.store.handle(msg.sender, msg.meta.clone(), &frames) {
+            let DataMessage { sender, meta, data } = msg;
+            let frames = data.into_iter().map(SharedBytes::from).collect();
+            match self.store.handle(sender, meta.clone(), frames) {
                 Ok(replies) => self.send(replies),
-                Err(e) => self.refuse(&msg, &e),
+                Err(e) => self.refuse(sender, &meta, &e),
             }
         }
         self.van.finalize()
@@ -155,7 +157,8 @@ impl DistServer {
                 stop
             }
             Err(e) => {
-                self.refuse(msg, &Error::Value(format!("command {}: {e}", meta.head)));
+                let why = Error::Value(format!("command {}: {e}", meta.head));
+                self.refuse(msg.sender, meta, &why);
                 false
             }
         }
@@ -165,23 +168,23 @@ impl DistServer {
     /// MXNet's workers cannot be told, so the reason is logged; a command still gets its
     /// plain answer, which they wait for, and a data request none, as MXNet's own server
     /// would have stopped at a failed check.
-    fn refuse(&self, msg: &DataMessage, why: &Error) {
+    fn refuse(&self, sender: i32, request: &Meta, why: &Error) {
         let rank = rank_of(self.van.my_node().id);
         let why = format!("server rank {rank}: {}", why.message());
-        if msg.meta.rsmx_wire.is_none() {
-            eprintln!("KVStore dist: {why} (request from node {})", msg.sender);
-            if msg.meta.simple_app {
-                self.van.send(msg.sender, answer_to(&msg.meta), Vec::new());
+        if request.rsmx_wire.is_none() {
+            eprintln!("KVStore dist: {why} (request from node {sender})");
+            if request.simple_app {
+                self.van.send(sender, answer_to(request), Vec::new());
             }
             return;
         }
         let answer = Meta {
-            push: msg.meta.push,
-            pull: msg.meta.pull,
+            push: request.push,
+            pull: request.pull,
             rsmx_error: Some(why),
-            ..answer_to(&msg.meta)
+            ..answer_to(request)
         };
-        self.van.send(msg.sender, answer, Vec::new());
+        self.van.send(sender, answer, Vec::new());
     }
 
     fn send(&self, replies: Vec<Reply>) {

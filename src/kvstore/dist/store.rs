@@ -6,6 +6,7 @@
 
 use super::compress::dequantize_2bit;
 use super::flat::Flat;
+use super::frame::{Frame, SharedBytes};
 use super::kv::KvPairs;
 use super::layout::{parse_data_head, RequestKind};
 use super::meta::Meta;
@@ -25,7 +26,7 @@ pub trait Updater: Send {
 pub struct Reply {
     pub to: i32,
     pub meta: Meta,
-    pub data: Vec<Vec<u8>>,
+    pub data: Vec<Frame>,
 }
 
 /// A request waiting for its round.
@@ -105,11 +106,17 @@ impl ServerStore {
         self.values.get(&key)
     }
 
-    /// Handles one data request from node `sender`; returns the replies it completes
-    /// (none while a sync round waits for more pushes).
-    pub fn handle(&mut self, sender: i32, meta: Meta, frames: &[&[u8]]) -> Result<Vec<Reply>> {
+    /// Handles one data request from node `sender`, its data `frames` as they arrived (a
+    /// pushed value is kept, not copied); returns the replies it completes (none while a
+    /// sync round waits for more pushes).
+    pub fn handle(
+        &mut self,
+        sender: i32,
+        meta: Meta,
+        frames: Vec<SharedBytes>,
+    ) -> Result<Vec<Reply>> {
         let (kind, dtype) = parse_data_head(meta.head)?;
-        let kv = KvPairs::from_frames(frames)?;
+        let kv = KvPairs::take_frames(frames, SharedBytes::default)?;
         match kind {
             RequestKind::Dense => {
                 let [key] = kv.keys[..] else {
@@ -138,7 +145,7 @@ impl ServerStore {
         sender: i32,
         meta: Meta,
         dtype: DType,
-        kv: KvPairs,
+        kv: KvPairs<SharedBytes>,
     ) -> Result<Vec<Reply>> {
         if dtype != DType::F32 {
             return Err(Error::Value(format!(
@@ -179,7 +186,7 @@ impl ServerStore {
         }
         let mut grad = vec![0f32; n];
         dequantize_2bit(&kv.vals, threshold, &mut grad);
-        let bytes = grad.iter().flat_map(|g| g.to_le_bytes()).collect();
+        let bytes: Vec<u8> = grad.iter().flat_map(|g| g.to_le_bytes()).collect();
         self.push(sender, meta, *key, Flat::new(DType::F32, bytes)?)
     }
 

@@ -30,6 +30,7 @@ fn a_workers_registration() {
             port: 43799,
             is_recovery: false,
             customer_id: 0,
+            rsmx_ipc: None,
         }]
     );
     assert_eq!((m.app_id, m.timestamp, m.customer_id), (EMPTY, 0, EMPTY));

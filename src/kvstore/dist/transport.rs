@@ -3,6 +3,7 @@
 //! `ps<id>`, libzmq heartbeats on every DEALER, and a monitor that says when a peer's
 //! connection comes up or goes away.
 
+use super::frame::{send_multipart, Frame};
 use super::meta::EMPTY;
 use crate::error::{Error, Result};
 
@@ -87,6 +88,13 @@ impl Router {
         self.port
     }
 
+    /// Listens on `endpoint` as well (an `ipc://` address beside the TCP one).
+    pub fn also_bind(&self, endpoint: &str) -> Result<()> {
+        self.socket
+            .bind(endpoint)
+            .map_err(|e| zmq_error(&format!("cannot bind {endpoint}"), e))
+    }
+
     /// The socket, to poll it beside others.
     pub fn socket(&self) -> &zmq::Socket {
         &self.socket
@@ -151,7 +159,7 @@ pub struct DealerOptions {
     /// told are five times it. `0` turns heartbeats off.
     pub heartbeat_ms: i32,
     /// `DMLC_PS_WATER_MARK`: the send high-water mark (set, as ps-lite does, only once the
-    /// node has an id).
+    /// node has an id; none otherwise, where libzmq's default is 1,000 messages).
     pub send_hwm: Option<i32>,
 }
 
@@ -199,18 +207,17 @@ impl Dealer {
         &self.endpoint
     }
 
-    /// Closes the socket, giving what is still queued on it up to `linger_ms` to leave.
-    pub fn close(self, linger_ms: i32) {
+    /// Gives what is still queued on the socket up to `linger_ms` to leave once it closes.
+    pub fn set_linger(&self, linger_ms: i32) {
         // A failure leaves the default of no linger: the socket closes either way.
         let _ = self.socket.set_linger(linger_ms);
     }
 
-    /// Sends `[meta, data...]` as one multipart message; the buffers move into libzmq
-    /// without a copy.
-    pub fn send(&self, meta: Vec<u8>, data: Vec<Vec<u8>>) -> Result<()> {
-        let frames = std::iter::once(meta).chain(data);
-        self.socket
-            .send_multipart(frames.map(zmq::Message::from), 0)
+    /// Sends `[meta, data...]` as one multipart message; the data frames' bytes go to
+    /// libzmq without a copy.
+    pub fn send(&mut self, meta: Vec<u8>, data: Vec<Frame>) -> Result<()> {
+        let frames = std::iter::once(Frame::from(meta)).chain(data).collect();
+        send_multipart(&mut self.socket, frames)
             .map_err(|e| zmq_error(&format!("sending to {}", self.endpoint), e))
     }
 }
@@ -227,10 +234,15 @@ fn configured(ctx: &zmq::Context, opts: DealerOptions) -> Result<zmq::Socket> {
             socket.set_identity(&identity_of(id)),
             "setting the identity",
         )?;
-        if let Some(hwm) = opts.send_hwm {
-            set(socket.set_sndhwm(hwm), "setting ZMQ_SNDHWM")?;
-        }
     }
+    // Without DMLC_PS_WATER_MARK, no limit: messages are sent by whichever thread has them
+    // (the receiver's among them), which must never block on a peer that stopped reading;
+    // what is in flight is bounded by the requests a node has open.
+    let hwm = opts
+        .send_hwm
+        .filter(|_| opts.identity.is_some())
+        .unwrap_or(0);
+    set(socket.set_sndhwm(hwm), "setting ZMQ_SNDHWM")?;
     if opts.heartbeat_ms > 0 {
         let timeout = opts.heartbeat_ms.saturating_mul(5);
         set(
@@ -388,9 +400,12 @@ mod tests {
             identity: Some(9),
             ..Default::default()
         };
-        let dealer = Dealer::connect(&ctx, &to, named).unwrap();
+        let mut dealer = Dealer::connect(&ctx, &to, named).unwrap();
         dealer
-            .send(b"meta".to_vec(), vec![b"abc".to_vec(), Vec::new()])
+            .send(
+                b"meta".to_vec(),
+                vec![Frame::from(b"abc".to_vec()), Frame::from(Vec::new())],
+            )
             .unwrap();
         let got = router.recv(WAIT_MS).unwrap().expect("a message");
         assert_eq!(got.sender, 9);
@@ -399,7 +414,7 @@ mod tests {
         assert_eq!(data, [&b"abc"[..], b""]);
 
         // A node with no id yet gets an identity libzmq makes up: no sender id.
-        let anonymous = Dealer::connect(&ctx, &to, DealerOptions::default()).unwrap();
+        let mut anonymous = Dealer::connect(&ctx, &to, DealerOptions::default()).unwrap();
         anonymous.send(b"hello".to_vec(), Vec::new()).unwrap();
         let got = router.recv(WAIT_MS).unwrap().expect("a message");
         assert_eq!(got.sender, EMPTY);

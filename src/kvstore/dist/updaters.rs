@@ -75,7 +75,10 @@ impl<U: ArrayUpdate> Updater for Mirrored<U> {
         fill(&arrays.weight, &stored.bytes)?;
         self.update.update(key, &arrays.grad, &arrays.weight)?;
         arrays.weight.wait_to_read()?;
-        stored.bytes.copy_from_slice(arrays.weight.blob().bytes());
+        stored
+            .bytes
+            .make_mut()
+            .copy_from_slice(arrays.weight.blob().bytes());
         Ok(())
     }
 }
@@ -139,7 +142,8 @@ mod tests {
     }
 
     fn flat(v: &[f32]) -> Flat {
-        Flat::new(DType::F32, v.iter().flat_map(|x| x.to_le_bytes()).collect()).unwrap()
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        Flat::new(DType::F32, bytes).unwrap()
     }
 
     #[test]

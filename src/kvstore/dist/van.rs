@@ -2,10 +2,11 @@
 //! scheduler, numbers the nodes), barriers, answers to ps-lite heartbeats, `PS_VERBOSE`
 //! logs, and the loss of a peer's connection turned into an error for whoever waits.
 //!
-//! Two threads per node: the receiver owns the ROUTER and the monitors of every
-//! connection; the sender owns the DEALERs and sends, in order, what it is given.
+//! One thread per node, the receiver, owns the ROUTER and the monitors of every
+//! connection; messages are sent by the thread that has them, each DEALER under its lock.
 
 use super::config::NodeConfig;
+use super::frame::Frame;
 use super::layout::{group_members, group_of, rank_of, ALL, SCHEDULER};
 use super::meta::{Command, Control, Meta, Node, Role, EMPTY};
 use super::registry::unregistered;
@@ -22,7 +23,7 @@ mod receive;
 mod send;
 
 use receive::receive_loop;
-use send::send_loop;
+use send::Links;
 
 /// How long the receiver waits in one poll before it looks at its channels again.
 const POLL_MS: i64 = 100;
@@ -45,18 +46,7 @@ pub trait App: Send + Sync {
     fn failed(&self, _why: &str) {}
 }
 
-/// Work for the sender thread, done in the order given.
-enum Outgoing {
-    Send {
-        recver: i32,
-        meta: Meta,
-        data: Vec<Vec<u8>>,
-    },
-    Connect(Node),
-    Stop,
-}
-
-/// What the sender tells the receiver about monitors.
+/// What the van's connections tell the receiver about monitors.
 enum MonitorNote {
     /// A connection to `peer` started, watched by the monitor.
     Watch(i32, String, Monitor),
@@ -85,7 +75,7 @@ struct Shared {
     changed: Condvar,
     /// The van's message counter (ADD_NODE, BARRIER, HEARTBEAT), as ps-lite numbers them.
     timestamp: AtomicI32,
-    outbox: mpsc::Sender<Outgoing>,
+    links: Links,
     stop: AtomicBool,
     app: Mutex<Option<Arc<dyn App>>>,
     /// The peers whose messages carry rsmx's wire version.
@@ -120,7 +110,7 @@ impl Van {
                 0,
             )
         };
-        let (router, me) = if let Some(router) = scheduler_router {
+        let (router, mut me) = if let Some(router) = scheduler_router {
             (router, scheduler.clone())
         } else {
             let host = if config.node_host.is_empty() {
@@ -132,7 +122,11 @@ impl Van {
             let port = i32::from(router.port());
             (router, unregistered(config.role, &host, port, 0))
         };
-        let (outbox, outgoing) = mpsc::channel();
+        if config.ipc {
+            // Best effort: without it, peers on this host connect over TCP.
+            let ipc = ipc_endpoint(&me.hostname, router.port());
+            me.rsmx_ipc = router.also_bind(&ipc).is_ok().then_some(ipc);
+        }
         let (notes, noted) = mpsc::channel();
         let shared = Arc::new(Shared {
             config,
@@ -140,18 +134,12 @@ impl Van {
             state: Mutex::default(),
             changed: Condvar::new(),
             timestamp: AtomicI32::new(0),
-            outbox,
+            links: Links::new(ctx, notes),
             stop: AtomicBool::new(false),
             app: Mutex::new(None),
             rsmx_peers: Mutex::default(),
         });
         shared.log(1, &format!("Bind to {}", me.debug_string()));
-        let sender = {
-            let (shared, ctx) = (shared.clone(), ctx.clone());
-            spawn("rsmx-van-send", move || {
-                send_loop(&shared, &ctx, outgoing, notes)
-            })?
-        };
         let receiver = {
             let shared = shared.clone();
             spawn("rsmx-van-recv", move || {
@@ -160,10 +148,10 @@ impl Van {
         };
         let van = Van {
             shared,
-            threads: Mutex::new(vec![sender, receiver]),
+            threads: Mutex::new(vec![receiver]),
             barrier_lock: Mutex::new(()),
         };
-        van.shared.queue(Outgoing::Connect(scheduler));
+        van.shared.connect(&scheduler);
         if !is_scheduler {
             let add = Meta {
                 control: Control {
@@ -251,8 +239,8 @@ impl Van {
         *self.shared.app.lock() = Some(app);
     }
 
-    /// Queues `[meta, data...]` for node `recver`; failures surface as the node's error.
-    pub fn send(&self, recver: i32, meta: Meta, data: Vec<Vec<u8>>) {
+    /// Sends `[meta, data...]` to node `recver`; failures surface as the node's error.
+    pub fn send(&self, recver: i32, meta: Meta, data: Vec<Frame>) {
         self.shared.send(recver, meta, data);
     }
 
@@ -316,13 +304,19 @@ impl Van {
     fn shutdown(&self) {
         self.shared.state.lock().finished = true;
         self.shared.stop.store(true, Ordering::Release);
-        self.shared.queue(Outgoing::Stop);
+        self.shared.close_links();
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
         self.shared
             .log(1, &format!("{} is stopped", short(&self.my_node())));
     }
+}
+
+/// The Unix socket (in Linux's abstract namespace) a node listening on `host:port` also
+/// listens on, for rsmx peers on its host.
+fn ipc_endpoint(host: &str, port: u16) -> String {
+    format!("ipc://@rsmx-ps-{host}-{port}")
 }
 
 /// The scheduler's ROUTER, on its port or, for port 0, on one the system picks, which
@@ -379,15 +373,6 @@ impl Shared {
             timestamp: self.next_timestamp(),
             ..Meta::default()
         }
-    }
-
-    fn queue(&self, out: Outgoing) {
-        // The sender only goes away at shutdown, after which nothing needs sending.
-        let _ = self.outbox.send(out);
-    }
-
-    fn send(&self, recver: i32, meta: Meta, data: Vec<Vec<u8>>) {
-        self.queue(Outgoing::Send { recver, meta, data });
     }
 
     /// Records why the node cannot go on (the first reason wins) and wakes every waiter.

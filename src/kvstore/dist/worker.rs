@@ -4,6 +4,7 @@
 
 use super::compress::{compressed_bytes, quantize_2bit};
 use super::config::NodeConfig;
+use super::frame::{Frame, Source};
 use super::kv::KvPairs;
 use super::layout::{
     compressed_parts, data_head, dense_parts, server_id, Part, RequestKind, ServerCommand, ALL,
@@ -18,16 +19,72 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
-/// What a request's answers are given to: the data frames of each answer, in the order
-/// of the servers the request went to.
-pub type Done = Box<dyn FnOnce(Result<Vec<KvPairs>>) + Send>;
+/// One server's answer: its keys and lengths, and its values in the frame they came in.
+pub type Answer = KvPairs<zmq::Message>;
+
+/// What a request's answers are given to, in the order of the servers it went to.
+pub type Done = Box<dyn FnOnce(Result<Vec<Answer>>) + Send>;
+
+/// What a push or pull's caller is given: the value the servers answered (empty for a
+/// push that did not pull).
+pub type PullDone = Box<dyn FnOnce(Result<Pulled>) + Send>;
 
 /// A request waiting for its answers.
 struct Pending {
     /// Server ids, in the order answers are handed over.
     servers: Vec<i32>,
-    answers: HashMap<i32, KvPairs>,
+    answers: HashMap<i32, Answer>,
     done: Done,
+}
+
+/// A key's value as its servers answered it, in the frames it arrived in.
+pub struct Pulled {
+    answers: Vec<Answer>,
+}
+
+impl std::fmt::Debug for Pulled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pulled({} bytes)", self.len())
+    }
+}
+
+impl Pulled {
+    /// The answers of key `key`, checked to carry `expected` bytes together.
+    fn new(answers: Vec<Answer>, expected: usize, key: i32) -> Result<Pulled> {
+        let pulled = Pulled { answers };
+        if pulled.len() != expected {
+            return Err(Error::Value(format!(
+                "KVStore dist: key {key}: the servers answered {} bytes where {expected} were \
+                 expected (was the key initialised with this size and type?)",
+                pulled.len()
+            )));
+        }
+        Ok(pulled)
+    }
+
+    pub fn len(&self) -> usize {
+        self.answers.iter().map(|a| a.vals.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies the value into `out`, which is its size.
+    pub fn copy_to(&self, out: &mut [u8]) {
+        assert_eq!(out.len(), self.len(), "a pulled value's size was checked");
+        let mut at = 0;
+        for a in &self.answers {
+            out[at..at + a.vals.len()].copy_from_slice(&a.vals);
+            at += a.vals.len();
+        }
+    }
+
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = vec![0; self.len()];
+        self.copy_to(&mut out);
+        out
+    }
 }
 
 /// The worker's requests in flight, by timestamp.
@@ -47,7 +104,13 @@ impl Tracker {
         } = pending;
         let answers = servers
             .iter()
-            .map(|s| answers.remove(s).unwrap_or_default())
+            .map(|s| {
+                answers.remove(s).unwrap_or_else(|| KvPairs {
+                    keys: Vec::new(),
+                    vals: zmq::Message::new(),
+                    lens: Vec::new(),
+                })
+            })
             .collect();
         done(Ok(answers));
     }
@@ -65,8 +128,7 @@ impl App for Tracker {
             }
             return;
         }
-        let frames: Vec<&[u8]> = msg.data.iter().map(|d| &d[..]).collect();
-        let answer = KvPairs::from_frames(&frames);
+        let answer = KvPairs::take_frames(msg.data, zmq::Message::new);
         let finished = {
             let mut pending = self.pending.lock();
             let Some(p) = pending.get_mut(&msg.meta.timestamp) else {
@@ -208,12 +270,13 @@ impl DistWorker {
         };
         let mut codes = vec![0u8; compressed_bytes(grad.len())];
         quantize_2bit(grad, residual, threshold, &mut codes);
+        let codes = Source::from(codes);
         let parts = compressed_parts(key, grad.len(), self.num_servers, self.bigarray_bound);
         let mut offset = 0;
         let to = parts
             .iter()
             .map(|p| {
-                let vals = codes[offset..offset + p.compressed_bytes].to_vec();
+                let vals = codes.frame(offset..offset + p.compressed_bytes);
                 offset += p.compressed_bytes;
                 let kv = KvPairs {
                     keys: vec![p.size_key, p.ps_key],
@@ -231,12 +294,14 @@ impl DistWorker {
     }
 
     /// Sends one request per server in `to` and calls `done` once all have answered.
-    fn request(&self, to: Vec<(i32, Meta, Vec<Vec<u8>>)>, done: Done) {
+    fn request(&self, to: Vec<(i32, Meta, Vec<Frame>)>, done: Done) {
         let ts = self.next.fetch_add(1, Ordering::Relaxed);
         let servers: Vec<i32> = to.iter().map(|(s, _, _)| *s).collect();
         {
             let mut pending = self.tracker.pending.lock();
-            if let Some(why) = self.tracker.failure.lock().clone() {
+            // Taken out first: `done` may start the key's next request, which looks again.
+            let failure = self.tracker.failure.lock().clone();
+            if let Some(why) = failure {
                 drop(pending);
                 return done(Err(Error::Runtime(why)));
             }
@@ -255,37 +320,26 @@ impl DistWorker {
         }
     }
 
-    /// Pushes `bytes` (elements of `dtype`) as key `key`; with `pull`, the answers carry
-    /// the updated value, which `done` gets back whole. A key on one server sends `bytes`
-    /// as they are; a big array is cut into one part per server.
+    /// Pushes `value` (elements of `dtype`) as key `key`; with `pull`, the answers carry
+    /// the updated value, which `done` gets. The bytes are sent without a copy: a big
+    /// array's parts, one per server, are frames over them.
     pub fn push(
         &self,
         key: i32,
         dtype: DType,
-        bytes: Vec<u8>,
+        value: impl Into<Source>,
         pull: bool,
-        done: Box<dyn FnOnce(Result<Vec<u8>>) + Send>,
+        done: PullDone,
     ) {
-        let expected = if pull { bytes.len() } else { 0 };
-        let parts = self.parts(key, bytes.len() / dtype.size(), dtype);
-        let values: Vec<Vec<u8>> = if let [only] = &parts[..] {
-            let mut bytes = bytes;
-            bytes.truncate(only.bytes);
-            vec![bytes]
-        } else {
-            let mut offset = 0;
-            parts
-                .iter()
-                .map(|p| {
-                    offset += p.bytes;
-                    bytes[offset - p.bytes..offset].to_vec()
-                })
-                .collect()
-        };
+        let value = value.into();
+        let expected = if pull { value.len() } else { 0 };
+        let parts = self.parts(key, value.len() / dtype.size(), dtype);
+        let mut offset = 0;
         let to = parts
             .iter()
-            .zip(values)
-            .map(|(p, vals)| {
+            .map(|p| {
+                offset += p.bytes;
+                let vals = value.frame(offset - p.bytes..offset);
                 let kv = KvPairs {
                     keys: vec![p.ps_key],
                     lens: vec![p.bytes as i32],
@@ -300,23 +354,17 @@ impl DistWorker {
             .collect();
         self.request(
             to,
-            Box::new(move |r| done(r.and_then(|a| joined(a, expected, key)))),
+            Box::new(move |r| done(r.and_then(|a| Pulled::new(a, expected, key)))),
         );
     }
 
-    /// Pulls key `key`, `elements` of `dtype`; `done` gets the value's bytes.
-    pub fn pull(
-        &self,
-        key: i32,
-        dtype: DType,
-        elements: usize,
-        done: Box<dyn FnOnce(Result<Vec<u8>>) + Send>,
-    ) {
+    /// Pulls key `key`, `elements` of `dtype`; `done` gets the value.
+    pub fn pull(&self, key: i32, dtype: DType, elements: usize, done: PullDone) {
         let parts = self.parts(key, elements, dtype);
         let to = parts
             .iter()
             .map(|p| {
-                let kv = KvPairs {
+                let kv: KvPairs = KvPairs {
                     keys: vec![p.ps_key],
                     ..KvPairs::default()
                 };
@@ -330,7 +378,7 @@ impl DistWorker {
         let expected = elements * dtype.size();
         self.request(
             to,
-            Box::new(move |r| done(r.and_then(|a| joined(a, expected, key)))),
+            Box::new(move |r| done(r.and_then(|a| Pulled::new(a, expected, key)))),
         );
     }
 
@@ -403,22 +451,6 @@ fn data_meta(dtype: DType, push: bool, pull: bool) -> Meta {
         customer_id: 0,
         ..Meta::default()
     }
-}
-
-/// The values of a pull's answers, in server order, checked to be `expected` bytes.
-fn joined(answers: Vec<KvPairs>, expected: usize, key: i32) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(expected);
-    for a in answers {
-        out.extend_from_slice(&a.vals);
-    }
-    if out.len() != expected {
-        return Err(Error::Value(format!(
-            "KVStore dist: key {key}: the servers answered {} bytes where {expected} were expected \
-             (was the key initialised with this size and type?)",
-            out.len()
-        )));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

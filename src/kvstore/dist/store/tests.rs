@@ -7,6 +7,11 @@ use crate::testutil::{f32_bytes as f32s, f32_values as floats};
 
 const BEGIN: u64 = 1000;
 
+/// A request's data frames as the server receives them.
+fn shared(kv: &KvPairs) -> Vec<SharedBytes> {
+    kv.frames().into_iter().map(SharedBytes::from).collect()
+}
+
 fn request(push: bool, pull: bool, timestamp: i32, head: i32) -> Meta {
     Meta {
         head,
@@ -39,17 +44,16 @@ fn dense(
             Vec::new()
         },
     };
-    let frames = kv.frames();
-    let frames: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    let frames = shared(&kv);
     store.handle(
         sender,
         request(push, pull, ts, data_head(RequestKind::Dense, DType::F32)),
-        &frames,
+        frames,
     )
 }
 
 fn value_of(r: &Reply) -> Vec<f32> {
-    let frames: Vec<&[u8]> = r.data.iter().map(Vec::as_slice).collect();
+    let frames: Vec<&[u8]> = r.data.iter().map(Frame::bytes).collect();
     let kv = KvPairs::from_frames(&frames).unwrap();
     assert_eq!(kv.lens, [kv.vals.len() as i32]);
     floats(&kv.vals)
@@ -72,7 +76,7 @@ fn the_first_push_stores_a_key_and_pulls_answer_at_once() {
     );
     assert_eq!(r[0].meta.head, 0);
     assert_eq!(value_of(&r[0]), [1.0, 2.0]);
-    let frames: Vec<&[u8]> = r[0].data.iter().map(Vec::as_slice).collect();
+    let frames: Vec<&[u8]> = r[0].data.iter().map(Frame::bytes).collect();
     assert_eq!(KvPairs::from_frames(&frames).unwrap().keys, [BEGIN + 3]);
 }
 
@@ -126,7 +130,7 @@ impl Updater for Sgd {
             .zip(&g)
             .map(|(w, g)| w - self.0 * g)
             .collect();
-        stored.bytes = f32s(&w);
+        stored.bytes = f32s(&w).into();
         Ok(())
     }
 }
@@ -172,9 +176,8 @@ fn two_bit_pushes_are_decoded_and_summed() {
             vals: out.clone(),
             lens: vec![0, out.len() as i32],
         };
-        let frames = kv.frames();
-        let frames: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-        s.handle(sender, request(true, false, 1, head), &frames)
+        let frames = shared(&kv);
+        s.handle(sender, request(true, false, 1, head), frames)
     };
     assert!(push(9, &[0.6, -0.7, 0.1, 2.0, -0.2]).unwrap().is_empty());
     assert_eq!(push(11, &[0.6, 0.0, 0.0, -3.0, 0.0]).unwrap().len(), 2);
@@ -209,7 +212,7 @@ fn bad_requests_are_errors_naming_the_key() {
         data_head(RequestKind::RowSparse, DType::F32),
     );
     assert!(s
-        .handle(9, sparse, &[])
+        .handle(9, sparse, Vec::new())
         .unwrap_err()
         .to_string()
         .contains("row_sparse"));
@@ -218,16 +221,15 @@ fn bad_requests_are_errors_naming_the_key() {
         vals: f32s(&[1.0, 2.0]),
         lens: vec![4, 4],
     };
-    let frames = two.frames();
-    let frames: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    let frames = shared(&two);
     let e = s
-        .handle(9, request(true, false, 0, 0), &frames)
+        .handle(9, request(true, false, 0, 0), frames)
         .unwrap_err()
         .to_string();
     assert!(e.contains("one key, not 2"), "{e}");
     let head = data_head(RequestKind::Compressed, DType::F32);
     let e = s
-        .handle(9, request(true, false, 0, head), &[])
+        .handle(9, request(true, false, 0, head), Vec::new())
         .unwrap_err()
         .to_string();
     assert!(e.contains("before gradient compression was set"), "{e}");
@@ -244,9 +246,8 @@ fn multi_precision_sums_half_keys_in_single_precision() {
             vals: halves(v),
             lens: vec![2],
         };
-        let frames = kv.frames();
-        let frames: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-        s.handle(sender, request(true, false, 0, head), &frames)
+        let frames = shared(&kv);
+        s.handle(sender, request(true, false, 0, head), frames)
             .unwrap()
     };
     for (multi, want) in [(false, 2048.0), (true, 2050.0)] {

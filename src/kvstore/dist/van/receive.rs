@@ -2,7 +2,7 @@
 //! answers control messages (on the scheduler: registrations and barrier counts), hands
 //! data messages to the node's app, and turns a lost connection into the node's failure.
 
-use super::{short, stamp, DataMessage, MonitorNote, Outgoing, Shared, POLL_MS};
+use super::{short, stamp, DataMessage, MonitorNote, Shared, POLL_MS};
 use crate::kvstore::dist::layout::SCHEDULER;
 use crate::kvstore::dist::meta::{msg_sig, Command, Control, Meta, Node, Role, EMPTY};
 use crate::kvstore::dist::registry::{Barriers, Registry};
@@ -329,7 +329,7 @@ impl Receiver<'_> {
         }
         *self.shared.me.lock() = mine.clone();
         for n in &nodes {
-            self.shared.queue(Outgoing::Connect(n.clone()));
+            self.shared.connect(n);
         }
         self.shared
             .log(1, &format!("{} is connected to others", short(mine)));
@@ -348,7 +348,7 @@ impl Receiver<'_> {
                 1,
                 &format!("assign rank={} to node {}", n.id, n.debug_string()),
             );
-            self.shared.queue(Outgoing::Connect((*n).clone()));
+            self.shared.connect(n);
         }
         for n in &others {
             let list = Meta {

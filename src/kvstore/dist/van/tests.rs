@@ -37,6 +37,7 @@ pub(crate) fn config(role: Role, port: u16, servers: i32, workers: i32) -> NodeC
         connect_timeout: Duration::from_secs(20),
         bigarray_bound: 1_000_000,
         port_file: None,
+        ipc: cfg!(target_os = "linux"),
     }
 }
 

@@ -33,7 +33,7 @@ impl Updater for Sgd {
             .zip(floats(&merged.bytes))
             .map(|(w, g)| w - self.0 * g)
             .collect();
-        stored.bytes = f32s(&w);
+        stored.bytes = f32s(&w).into();
         Ok(())
     }
 }
@@ -103,16 +103,19 @@ fn dist_sync_sums_each_round_over_the_workers() {
         }
         w.barrier(WORKER_GROUP).unwrap();
         let got = wait(|d| w.pull(8, DType::F32, 10, d)).unwrap();
-        assert_eq!(floats(&got), (0..10).map(|i| i as f32).collect::<Vec<_>>());
+        assert_eq!(
+            floats(&got.to_vec()),
+            (0..10).map(|i| i as f32).collect::<Vec<_>>()
+        );
         let mine = (w.rank() + 1) as f32;
         // A push completes with its round, so the pull after it sees the sum 1 + 2.
         wait(|d| w.push(3, DType::F32, f32s(&[mine; 3]), false, d)).unwrap();
         assert_eq!(
-            floats(&wait(|d| w.pull(3, DType::F32, 3, d)).unwrap()),
+            floats(&wait(|d| w.pull(3, DType::F32, 3, d)).unwrap().to_vec()),
             [3.0; 3]
         );
         let pushed_pulled = wait(|d| w.push(8, DType::F32, f32s(&[mine; 10]), true, d)).unwrap();
-        assert_eq!(floats(&pushed_pulled), [3.0; 10]);
+        assert_eq!(floats(&pushed_pulled.to_vec()), [3.0; 10]);
         let e = wait(|d| w.pull(3, DType::F32, 4, d))
             .unwrap_err()
             .to_string();
@@ -135,7 +138,7 @@ fn a_controller_command_installs_the_servers_updater() {
         wait(|d| w.push(1, DType::F32, f32s(&[2.0]), false, d)).unwrap();
         // 10 - 0.5 * (2 + 2)
         assert_eq!(
-            floats(&wait(|d| w.pull(1, DType::F32, 1, d)).unwrap()),
+            floats(&wait(|d| w.pull(1, DType::F32, 1, d)).unwrap().to_vec()),
             [8.0]
         );
     });
