@@ -1,16 +1,18 @@
-//! A server node: its van hands each message to the thread that runs the server (in
-//! MXNet, the main thread), which answers commands (sync mode, optimizer, compression,
-//! stop) and data requests from its store until a worker stops it.
+//! A server node: commands (sync mode, optimizer, compression, stop) go to the thread
+//! that runs the server (in MXNet, the main thread), which may call into Python for
+//! them; data requests are answered from the store by the van's receiver as they arrive,
+//! unless messages wait for the server's thread, whose order they then keep.
 
 use super::compress::decode_params;
 use super::config::NodeConfig;
 use super::frame::SharedBytes;
 use super::layout::{rank_of, server_key_ranges, ServerCommand};
 use super::meta::{Meta, Role};
-use super::store::{Reply, ServerStore, Updater};
-use super::van::{App, DataMessage, Van};
+use super::store::{ServerStore, Updater};
+use super::van::{App, DataMessage, Van, VanSender};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 
@@ -20,13 +22,67 @@ pub trait Controller {
     fn updater(&mut self, body: &[u8]) -> Result<Box<dyn Updater>>;
 }
 
-/// Passes the van's data messages to the server's thread.
-struct Inbox(Mutex<mpsc::Sender<DataMessage>>);
+/// What the server's thread and its van's receiver share.
+struct Serving {
+    store: Mutex<ServerStore>,
+    sender: VanSender,
+    rank: i32,
+    /// Messages handed to the server's thread and not yet handled by it.
+    queued: AtomicUsize,
+    to_thread: Mutex<mpsc::Sender<DataMessage>>,
+}
 
-impl App for Inbox {
+impl Serving {
+    /// Answers a data request from the store.
+    fn serve(&self, msg: DataMessage) {
+        let DataMessage { sender, meta, data } = msg;
+        let frames = data.into_iter().map(SharedBytes::from).collect();
+        let handled = self.store.lock().handle(sender, meta.clone(), frames);
+        match handled {
+            Ok(replies) => {
+                for r in replies {
+                    self.sender.send(r.to, r.meta, r.data);
+                }
+            }
+            Err(e) => self.refuse(sender, &meta, &e),
+        }
+    }
+
+    /// Answers a request that failed: an rsmx worker gets the reason and fails the call.
+    /// MXNet's workers cannot be told, so the reason is logged; a command still gets its
+    /// plain answer, which they wait for, and a data request none, as MXNet's own server
+    /// would have stopped at a failed check.
+    fn refuse(&self, sender: i32, request: &Meta, why: &Error) {
+        let why = format!("server rank {}: {}", self.rank, why.message());
+        if request.rsmx_wire.is_none() {
+            eprintln!("KVStore dist: {why} (request from node {sender})");
+            if request.simple_app {
+                self.sender.send(sender, answer_to(request), Vec::new());
+            }
+            return;
+        }
+        let answer = Meta {
+            push: request.push,
+            pull: request.pull,
+            rsmx_error: Some(why),
+            ..answer_to(request)
+        };
+        self.sender.send(sender, answer, Vec::new());
+    }
+}
+
+impl App for Serving {
     fn receive(&self, msg: DataMessage) {
+        if !msg.meta.request {
+            return;
+        }
+        // Only this thread adds to `queued`, so at 0 nothing handed over is still waiting.
+        if !msg.meta.simple_app && self.queued.load(Ordering::Acquire) == 0 {
+            return self.serve(msg);
+        }
+        self.queued.fetch_add(1, Ordering::AcqRel);
         // The server's thread only goes away after the van has stopped.
-        let _ = self.0.lock().send(msg);
+        let _ = self.to_thread.lock().send(msg);
     }
 }
 
@@ -34,7 +90,7 @@ impl App for Inbox {
 pub struct DistServer {
     van: Van,
     inbox: mpsc::Receiver<DataMessage>,
-    store: ServerStore,
+    serving: Arc<Serving>,
     /// The pickled optimizer the updater was made from.
     optimizer: Option<Vec<u8>>,
 }
@@ -52,19 +108,27 @@ impl DistServer {
         let servers = config.num_servers.max(1) as usize;
         let (tx, inbox) = mpsc::channel();
         let van = Van::start(config)?;
-        van.set_app(Arc::new(Inbox(Mutex::new(tx))));
-        van.barrier(super::layout::ALL)?;
-        let rank = rank_of(van.my_node().id) as usize;
+        let rank = rank_of(van.my_node().id);
         let begin = server_key_ranges(servers)
-            .get(rank)
+            .get(rank as usize)
             .map(|r| r.start)
             .ok_or_else(|| {
                 Error::Runtime(format!("KVStore dist: no key range for server rank {rank}"))
             })?;
+        let serving = Arc::new(Serving {
+            store: Mutex::new(ServerStore::new(begin, workers)),
+            sender: van.sender(),
+            rank,
+            queued: AtomicUsize::new(0),
+            to_thread: Mutex::new(tx),
+        });
+        // Workers send no request before the first barrier.
+        van.set_app(serving.clone());
+        van.barrier(super::layout::ALL)?;
         Ok(DistServer {
             van,
             inbox,
-            store: ServerStore::new(begin, workers),
+            serving,
             optimizer: None,
         })
     }
@@ -94,21 +158,15 @@ impl DistServer {
                     ))
                 }
             };
-            if !msg.meta.request {
-                continue;
-            }
-            if msg.meta.simple_app {
-                let stop = self.command(&msg, controller);
-                if stop {
-                    break;
-                }
-                continue;
-            }
-            let DataMessage { sender, meta, data } = msg;
-            let frames = data.into_iter().map(SharedBytes::from).collect();
-            match self.store.handle(sender, meta.clone(), frames) {
-                Ok(replies) => self.send(replies),
-                Err(e) => self.refuse(sender, &meta, &e),
+            let stop = if msg.meta.simple_app {
+                self.command(&msg, controller)
+            } else {
+                self.serving.serve(msg);
+                false
+            };
+            self.serving.queued.fetch_sub(1, Ordering::AcqRel);
+            if stop {
+                break;
             }
         }
         self.van.finalize()
@@ -117,15 +175,16 @@ impl DistServer {
     /// Handles a command and answers it; true for kStopServer.
     fn command(&mut self, msg: &DataMessage, controller: &mut dyn Controller) -> bool {
         let meta = &msg.meta;
+        let mut store = self.serving.store.lock();
         let done = match ServerCommand::from_head(meta.head) {
             Ok(ServerCommand::SyncMode) => {
-                self.store.set_sync_mode();
+                store.set_sync_mode();
                 Ok(false)
             }
             Ok(ServerCommand::StopServer) => Ok(true),
             Ok(ServerCommand::SetGradientCompression) => {
                 decode_params(&String::from_utf8_lossy(&meta.body)).map(|t| {
-                    self.store.set_compression(t);
+                    store.set_compression(t);
                     false
                 })
             }
@@ -134,12 +193,12 @@ impl DistServer {
                 Ok(false)
             }
             Ok(ServerCommand::Controller) => controller.updater(&meta.body).map(|u| {
-                self.store.set_updater(u);
+                store.set_updater(u);
                 self.optimizer = Some(meta.body.clone());
                 false
             }),
             Ok(ServerCommand::SetMultiPrecision) => {
-                self.store.set_multi_precision();
+                store.set_multi_precision();
                 Ok(false)
             }
             Ok(ServerCommand::SetProfilerParams) => {
@@ -150,6 +209,7 @@ impl DistServer {
             }
             Err(e) => Err(e),
         };
+        drop(store);
         // Every command is answered once handled: its head and timestamp, no body.
         match done {
             Ok(stop) => {
@@ -158,38 +218,9 @@ impl DistServer {
             }
             Err(e) => {
                 let why = Error::Value(format!("command {}: {e}", meta.head));
-                self.refuse(msg.sender, meta, &why);
+                self.serving.refuse(msg.sender, meta, &why);
                 false
             }
-        }
-    }
-
-    /// Answers a request that failed: an rsmx worker gets the reason and fails the call.
-    /// MXNet's workers cannot be told, so the reason is logged; a command still gets its
-    /// plain answer, which they wait for, and a data request none, as MXNet's own server
-    /// would have stopped at a failed check.
-    fn refuse(&self, sender: i32, request: &Meta, why: &Error) {
-        let rank = rank_of(self.van.my_node().id);
-        let why = format!("server rank {rank}: {}", why.message());
-        if request.rsmx_wire.is_none() {
-            eprintln!("KVStore dist: {why} (request from node {sender})");
-            if request.simple_app {
-                self.van.send(sender, answer_to(request), Vec::new());
-            }
-            return;
-        }
-        let answer = Meta {
-            push: request.push,
-            pull: request.pull,
-            rsmx_error: Some(why),
-            ..answer_to(request)
-        };
-        self.van.send(sender, answer, Vec::new());
-    }
-
-    fn send(&self, replies: Vec<Reply>) {
-        for r in replies {
-            self.van.send(r.to, r.meta, r.data);
         }
     }
 }

@@ -82,6 +82,20 @@ struct Shared {
     rsmx_peers: Mutex<HashSet<i32>>,
 }
 
+/// What sends on a van's connections from a node's app, without keeping the van alive
+/// (the van holds the app).
+#[derive(Clone)]
+pub struct VanSender(std::sync::Weak<Shared>);
+
+impl VanSender {
+    /// As [`Van::send`]; nothing once the van is gone.
+    pub fn send(&self, recver: i32, meta: Meta, data: Vec<Frame>) {
+        if let Some(shared) = self.0.upgrade() {
+            shared.send(recver, meta, data);
+        }
+    }
+}
+
 /// A node of a ps-lite cluster: scheduler, server or worker.
 pub struct Van {
     shared: Arc<Shared>,
@@ -242,6 +256,11 @@ impl Van {
     /// Sends `[meta, data...]` to node `recver`; failures surface as the node's error.
     pub fn send(&self, recver: i32, meta: Meta, data: Vec<Frame>) {
         self.shared.send(recver, meta, data);
+    }
+
+    /// A sender for the node's app.
+    pub fn sender(&self) -> VanSender {
+        VanSender(Arc::downgrade(&self.shared))
     }
 
     /// Why this node cannot go on, if it cannot.
