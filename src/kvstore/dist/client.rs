@@ -146,15 +146,23 @@ impl DistStore {
                 Box::new(move |r| finish(r.map(|_| ()))),
             );
         });
-        // Prioritised: pushes leave in priority order, not behind ordinary kernels. It
+        // A dense push only hands the value's memory to libzmq: it starts on whichever
+        // thread lets it through (the one that wrote the value, as soon as it has), so
+        // each key leaves the moment it is ready. Compressing takes real work, done as
+        // prioritised CPU work, in priority order, not behind ordinary kernels. The op
         // writes `buf` (without touching it) so that the key's next pull follows it.
+        let prop = if compressed {
+            FnProperty::CpuPrioritized
+        } else {
+            FnProperty::Async
+        };
         let spec = PushSpec::new(
             "KVStoreDistPush",
             Context::cpu(0),
             std::slice::from_ref(value.var()),
             std::slice::from_ref(buf.var()),
         )
-        .prop(FnProperty::CpuPrioritized)
+        .prop(prop)
         .priority(priority);
         engine::get().push_async(body, spec);
     }
