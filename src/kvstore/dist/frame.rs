@@ -2,7 +2,7 @@
 //! with whatever keeps them alive, and [`SharedBytes`], a server's value that frames send
 //! while it stays stored, copied only if it must change while a send still reads it.
 
-use std::ops::Deref;
+use std::ops::{Deref, Range};
 use std::os::raw::c_void;
 use std::sync::Arc;
 
@@ -87,104 +87,6 @@ impl std::fmt::Debug for SharedBytes {
     }
 }
 
-/// One frame of a message to send: `len` bytes at `ptr`, valid while `keep` lives.
-pub struct Frame {
-    ptr: *const u8,
-    len: usize,
-    keep: Box<dyn Send>,
-}
-
-// SAFETY: `ptr` points into memory that `keep` (which is `Send`) holds; nothing else
-// about a frame is tied to a thread.
-unsafe impl Send for Frame {}
-
-impl Frame {
-    /// A frame over `bytes`, which `keep` holds.
-    ///
-    /// # Safety
-    /// `bytes` must stay valid and unchanged for as long as `keep` lives.
-    pub unsafe fn borrowed(bytes: &[u8], keep: Box<dyn Send>) -> Frame {
-        Frame {
-            ptr: bytes.as_ptr(),
-            len: bytes.len(),
-            keep,
-        }
-    }
-
-    pub fn bytes(&self) -> &[u8] {
-        if self.len == 0 {
-            return &[];
-        }
-        // SAFETY: `keep` holds the bytes, unchanged, while the frame lives.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Makes `msg` (uninitialised) a libzmq message of the frame's bytes: a copy for a
-    /// small frame, else the bytes themselves, released by libzmq once sent.
-    fn into_message(self, msg: &mut zmq_sys::zmq_msg_t) -> i32 {
-        // SAFETY: `msg` is ours to initialise; a copied frame's bytes are valid here, and
-        // a shared frame's stay valid until libzmq calls `release` with its holder.
-        unsafe {
-            if self.len <= COPY_BELOW {
-                let rc = zmq_sys::zmq_msg_init_size(msg, self.len);
-                if rc == 0 && self.len > 0 {
-                    let dst = zmq_sys::zmq_msg_data(msg) as *mut u8;
-                    std::ptr::copy_nonoverlapping(self.ptr, dst, self.len);
-                }
-                return rc;
-            }
-            let data = self.ptr as *mut c_void;
-            let hint = Box::into_raw(Box::new(self.keep)) as *mut c_void;
-            let rc = zmq_sys::zmq_msg_init_data(msg, data, self.len, Some(release), hint);
-            if rc != 0 {
-                release(data, hint);
-            }
-            rc
-        }
-    }
-}
-
-/// libzmq's call once it no longer needs a shared frame's bytes.
-unsafe extern "C" fn release(_data: *mut c_void, hint: *mut c_void) {
-    // SAFETY: `hint` is the boxed holder `into_message` leaked, released once.
-    drop(unsafe { Box::from_raw(hint as *mut Box<dyn Send>) });
-}
-
-impl From<Vec<u8>> for Frame {
-    fn from(v: Vec<u8>) -> Self {
-        Frame {
-            ptr: v.as_ptr(),
-            len: v.len(),
-            // The vector's buffer does not move with it.
-            keep: Box::new(v),
-        }
-    }
-}
-
-impl From<SharedBytes> for Frame {
-    fn from(s: SharedBytes) -> Self {
-        Frame {
-            ptr: s.as_ptr(),
-            len: s.len(),
-            keep: Box::new(s),
-        }
-    }
-}
-
-impl std::fmt::Debug for Frame {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Frame({} bytes)", self.len)
-    }
-}
-
 /// Bytes that frames send parts of without copying them, held by `keep`.
 pub struct Source {
     ptr: *const u8,
@@ -226,10 +128,18 @@ impl Source {
     }
 
     /// A frame of the bytes in `range`, sharing them.
-    pub fn frame(&self, range: std::ops::Range<usize>) -> Frame {
-        let part = &self.bytes()[range];
-        // SAFETY: the frame holds `keep`, which holds the bytes unchanged.
-        unsafe { Frame::borrowed(part, Box::new(self.keep.clone())) }
+    pub fn frame(&self, range: Range<usize>) -> Frame {
+        assert!(
+            range.start <= range.end && range.end <= self.len,
+            "a frame within its source"
+        );
+        Frame {
+            source: Source {
+                keep: self.keep.clone(),
+                ..*self
+            },
+            range,
+        }
     }
 }
 
@@ -238,6 +148,79 @@ impl From<Vec<u8>> for Source {
         let v = Arc::new(v);
         // SAFETY: the vector, which `keep` owns, is never changed again.
         unsafe { Source::borrowed(&v[..], v.clone()) }
+    }
+}
+
+/// One frame of a message to send: a range of a [`Source`]'s bytes.
+pub struct Frame {
+    source: Source,
+    range: Range<usize>,
+}
+
+impl Frame {
+    pub fn bytes(&self) -> &[u8] {
+        &self.source.bytes()[self.range.clone()]
+    }
+
+    pub fn len(&self) -> usize {
+        self.range.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.range.is_empty()
+    }
+
+    /// Makes `msg` (uninitialised) a libzmq message of the frame's bytes: a copy for a
+    /// small frame, else the bytes themselves, released by libzmq once sent.
+    fn into_message(self, msg: &mut zmq_sys::zmq_msg_t) -> i32 {
+        let (ptr, len) = (self.bytes().as_ptr(), self.len());
+        // SAFETY: `msg` is ours to initialise; a copied frame's bytes are valid here, and
+        // a shared frame's stay valid until libzmq calls `release` with their source.
+        unsafe {
+            if len <= COPY_BELOW {
+                let rc = zmq_sys::zmq_msg_init_size(msg, len);
+                if rc == 0 && len > 0 {
+                    let dst = zmq_sys::zmq_msg_data(msg) as *mut u8;
+                    std::ptr::copy_nonoverlapping(ptr, dst, len);
+                }
+                return rc;
+            }
+            let data = ptr as *mut c_void;
+            let hint = Box::into_raw(Box::new(self.source)) as *mut c_void;
+            let rc = zmq_sys::zmq_msg_init_data(msg, data, len, Some(release), hint);
+            if rc != 0 {
+                release(data, hint);
+            }
+            rc
+        }
+    }
+}
+
+/// libzmq's call once it no longer needs a shared frame's bytes.
+unsafe extern "C" fn release(_data: *mut c_void, hint: *mut c_void) {
+    // SAFETY: `hint` is the boxed source `into_message` leaked, released once.
+    drop(unsafe { Box::from_raw(hint as *mut Source) });
+}
+
+impl From<Vec<u8>> for Frame {
+    fn from(v: Vec<u8>) -> Self {
+        let len = v.len();
+        Source::from(v).frame(0..len)
+    }
+}
+
+impl From<SharedBytes> for Frame {
+    fn from(s: SharedBytes) -> Self {
+        // SAFETY: a `SharedBytes` never changes while shared: writes copy it first.
+        let source = unsafe { Source::borrowed(&s, Arc::new(s.clone())) };
+        let len = s.len();
+        source.frame(0..len)
+    }
+}
+
+impl std::fmt::Debug for Frame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Frame({} bytes)", self.len())
     }
 }
 
@@ -296,7 +279,9 @@ mod tests {
         let big: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
         let keep = Arc::new(big.clone());
         // SAFETY: `keep` holds the bytes unchanged.
-        let borrowed = unsafe { Frame::borrowed(&keep[10..4000], Box::new(keep.clone())) };
+        let source = unsafe { Source::borrowed(&keep[..], keep.clone()) };
+        let borrowed = source.frame(10..4000);
+        drop(source);
         let frames = vec![
             Frame::from(b"meta".to_vec()),
             Frame::from(Vec::new()),
