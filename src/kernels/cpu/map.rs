@@ -2,6 +2,7 @@
 //! rayon pool for large ones, honouring the output request (write or add).
 
 use super::num::Num;
+use super::simd::vectorized;
 use crate::ndarray::{InOut, TBlob};
 use crate::op::OpReq;
 use rayon::prelude::*;
@@ -32,13 +33,22 @@ pub fn map1<A: Copy + Sync, T: Num>(
     }
     let add = req == OpReq::Add;
     let body = |a: &[A], out: &mut [T]| {
-        if add {
-            out.iter_mut()
-                .zip(a)
-                .for_each(|(o, &x)| store(o, f(x), true));
-        } else {
-            out.iter_mut().zip(a).for_each(|(o, &x)| *o = f(x));
-        }
+        vectorized(
+            #[inline(always)]
+            || {
+                // Plain loops, not `for_each`: the body must be inlined here to get the
+                // wider instructions.
+                if add {
+                    for (o, &x) in out.iter_mut().zip(a) {
+                        store(o, f(x), true);
+                    }
+                } else {
+                    for (o, &x) in out.iter_mut().zip(a) {
+                        *o = f(x);
+                    }
+                }
+            },
+        )
     };
     if out.len() < PAR_MIN {
         body(a, out);
@@ -81,12 +91,21 @@ pub fn map2_blobs<T: Num>(
 
 /// `out[i] (=|+=) f(out[i])`, for ops whose output is also their input.
 pub fn map_inplace<T: Num>(out: &mut [T], f: impl Fn(T) -> T + Sync + Send) {
+    let body = |out: &mut [T]| {
+        vectorized(
+            #[inline(always)]
+            || {
+                for o in out.iter_mut() {
+                    *o = f(*o);
+                }
+            },
+        )
+    };
     if out.len() < PAR_MIN {
-        out.iter_mut().for_each(|o| *o = f(*o));
+        body(out);
     } else {
         let c = chunk_len(out.len());
-        out.par_chunks_mut(c)
-            .for_each(|o| o.iter_mut().for_each(|o| *o = f(*o)));
+        out.par_chunks_mut(c).for_each(body);
     }
 }
 
@@ -103,15 +122,20 @@ pub fn map2<A: Copy + Sync, B: Copy + Sync, T: Num>(
     }
     let add = req == OpReq::Add;
     let body = |a: &[A], b: &[B], out: &mut [T]| {
-        if add {
-            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                store(o, f(x, y), true);
-            }
-        } else {
-            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                *o = f(x, y);
-            }
-        }
+        vectorized(
+            #[inline(always)]
+            || {
+                if add {
+                    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                        store(o, f(x, y), true);
+                    }
+                } else {
+                    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                        *o = f(x, y);
+                    }
+                }
+            },
+        )
     };
     if out.len() < PAR_MIN {
         body(a, b, out);
@@ -165,7 +189,16 @@ pub fn map2_broadcast_inplace<T: Num>(
         return map_inplace(out, |o| g(o, v));
     }
     if other.len() == out.len() {
-        let body = |o: &mut [T], v: &[T]| o.iter_mut().zip(v).for_each(|(o, &v)| *o = g(*o, v));
+        let body = |o: &mut [T], v: &[T]| {
+            vectorized(
+                #[inline(always)]
+                || {
+                    for (o, &v) in o.iter_mut().zip(v) {
+                        *o = g(*o, v);
+                    }
+                },
+            )
+        };
         if out.len() < PAR_MIN {
             body(out, other);
         } else {

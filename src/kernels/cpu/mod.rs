@@ -13,6 +13,7 @@ pub mod num;
 pub mod optim;
 pub mod random;
 pub mod reduce;
+pub mod simd;
 pub mod sorting;
 #[cfg(test)]
 pub mod testing;

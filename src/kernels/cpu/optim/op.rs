@@ -5,6 +5,7 @@ use super::elem::{self, Real, H};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::map::PAR_MIN;
+use crate::kernels::cpu::simd::vectorized;
 use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
@@ -104,7 +105,92 @@ fn check_blobs(op: &str, blobs: &[&TBlob], n: usize) -> Result<()> {
     Ok(())
 }
 
+/// Runs `body` on matching chunks of a weight and the arrays read beside it, in parallel
+/// for large arrays, each chunk compiled for the CPU's widest vectors.
+fn for_chunks<T: Real>(
+    w: &mut [T],
+    g: &[T],
+    m: Option<&mut [T]>,
+    body: impl Fn(&mut [T], &[T], Option<&mut [T]>) + Sync + Send,
+) {
+    let run = |w: &mut [T], g: &[T], m: Option<&mut [T]>| {
+        vectorized(
+            #[inline(always)]
+            || body(w, g, m),
+        )
+    };
+    let n = w.len();
+    if n < PAR_MIN {
+        return run(w, g, m);
+    }
+    let threads = rayon::current_num_threads().max(1);
+    let chunk = n.div_ceil(threads * 4).max(PAR_MIN / 4);
+    match m {
+        Some(m) => w
+            .par_chunks_mut(chunk)
+            .zip(g.par_chunks(chunk))
+            .zip(m.par_chunks_mut(chunk))
+            .for_each(|((w, g), m)| run(w, g, Some(m))),
+        None => w
+            .par_chunks_mut(chunk)
+            .zip(g.par_chunks(chunk))
+            .for_each(|(w, g)| run(w, g, None)),
+    }
+}
+
 impl UpdateOp {
+    /// SGD with or without momentum (and the aggregated SGD) written over the weight
+    /// itself, the commonest update,
+    /// as loops over slices the compiler vectorises; false (nothing done) for any other
+    /// update or when the gradient or momentum is the weight's own memory.
+    fn run_in_place<T: Real>(&self, ins: &[TBlob], out: &TBlob, req: OpReq) -> bool {
+        let distinct = |a: &TBlob, b: &TBlob| a.ptr() != b.ptr();
+        let in_place = matches!(req, OpReq::Write | OpReq::WriteInplace)
+            && out.ptr() == ins[0].ptr()
+            && distinct(&ins[1], out);
+        let h = H::<T>::new(&self.h);
+        let h = &h;
+        match self.kind {
+            Kind::Sgd if in_place => {
+                // The gradient is another array, which does not overlap the weight
+                // (`check_blobs`).
+                let (w, g) = (out.slice_mut::<T>(), ins[1].slice::<T>());
+                for_chunks(w, g, None, |w, g, _| {
+                    for (w, &g) in w.iter_mut().zip(g) {
+                        *w = elem::sgd(h, *w, g);
+                    }
+                });
+                true
+            }
+            Kind::AggSgd if in_place => {
+                let (w, g) = (out.slice_mut::<T>(), ins[1].slice::<T>());
+                for_chunks(w, g, None, |w, g, _| {
+                    for (w, &g) in w.iter_mut().zip(g) {
+                        *w = *w + elem::sgd_mom(h, *w, g, T::zero());
+                    }
+                });
+                true
+            }
+            Kind::SgdMom if in_place && distinct(&ins[2], out) && distinct(&ins[2], &ins[1]) => {
+                // The momentum is a third array, which this op updates.
+                let (w, g, m) = (
+                    out.slice_mut::<T>(),
+                    ins[1].slice::<T>(),
+                    ins[2].slice_mut::<T>(),
+                );
+                for_chunks(w, g, Some(m), |w, g, m| {
+                    let m = m.expect("momentum chunk");
+                    for ((w, &g), m) in w.iter_mut().zip(g).zip(m.iter_mut()) {
+                        *m = elem::sgd_mom(h, *w, g, *m);
+                        *w = *w + *m;
+                    }
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn run<T: Real>(&self, ins: &[TBlob], out: Out<T>) {
         let h = H::<T>::new(&self.h);
         let h = &h;
@@ -256,6 +342,14 @@ impl CpuKernel for UpdateOp {
             )));
         }
         let r = io.req[0];
+        let done = match out.dtype {
+            DType::F32 => self.run_in_place::<f32>(io.inputs, out, r),
+            DType::F64 => self.run_in_place::<f64>(io.inputs, out, r),
+            _ => false,
+        };
+        if done {
+            return Ok(());
+        }
         match out.dtype {
             DType::F32 => self.run::<f32>(
                 io.inputs,

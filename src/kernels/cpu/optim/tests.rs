@@ -358,3 +358,51 @@ fn states_are_auxiliary_and_weight_is_in_place() {
         assert_eq!(h.epsilon, want.epsilon, "{}", spec.name);
     }
 }
+
+#[test]
+fn in_place_sgd_gives_the_bits_of_a_separate_output() {
+    // The in-place SGD loops run over slices; writing to another array takes the general
+    // path. Both give the same bits, small and split across threads.
+    for n in [37, (1 << 18) + 5] {
+        let v = |seed| {
+            data(n, seed, -1., 1.)
+                .iter()
+                .map(|&x| x as f32)
+                .collect::<Vec<_>>()
+        };
+        for (name, a) in [
+            (
+                "sgd_update",
+                &[("lr", "0.1"), ("wd", "0.01"), ("rescale_grad", "0.5")][..],
+            ),
+            (
+                "sgd_mom_update",
+                &[("lr", "0.1"), ("momentum", "0.9"), ("wd", "0.01")][..],
+            ),
+            (
+                "sgd_mom_update",
+                &[("lr", "0.2"), ("momentum", "0.5"), ("clip_gradient", "0.3")][..],
+            ),
+        ] {
+            let op = op::find(name).unwrap().build(&attrs(a)).unwrap();
+            let run = |in_place: bool| {
+                let mut arrs = vec![f32a(&[n], &v(1)), f32a(&[n], &v(2))];
+                if name == "sgd_mom_update" {
+                    arrs.push(f32a(&[n], &v(3)));
+                }
+                let out = if in_place {
+                    arrs[0].clone()
+                } else {
+                    f32a(&[n], &vec![0.0; n])
+                };
+                invoke(&op, &arrs, Some(vec![out.clone()]), None, false).unwrap();
+                let mut got = vec![f32s(&out)];
+                got.extend(arrs[2..].iter().map(f32s));
+                got.iter()
+                    .map(|a| a.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(run(true), run(false), "{name} {a:?} n={n}");
+        }
+    }
+}

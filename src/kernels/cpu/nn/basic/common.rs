@@ -50,14 +50,17 @@ pub fn unary<T: Num>(x: &TBlob, out: &TBlob, req: OpReq, f: impl Fn(T) -> T + Sy
         return;
     }
     if x.ptr() == out.ptr() {
-        let add = req == OpReq::Add;
-        crate::kernels::cpu::map::map_inplace(out.slice_mut::<T>(), |v| {
-            if add {
-                v.add(f(v))
-            } else {
-                f(v)
-            }
-        });
+        let out = out.slice_mut::<T>();
+        // `f` itself goes to the loop, so that it is inlined there and vectorised.
+        if req == OpReq::Add {
+            crate::kernels::cpu::map::map_inplace(
+                out,
+                #[inline(always)]
+                |v| v.add(f(v)),
+            );
+        } else {
+            crate::kernels::cpu::map::map_inplace(out, f);
+        }
     } else {
         crate::kernels::cpu::map::map1(x.slice::<T>(), out.slice_mut::<T>(), req, f);
     }

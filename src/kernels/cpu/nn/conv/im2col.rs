@@ -5,6 +5,7 @@
 //! position; padded taps read zero.
 
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::simd::vectorized;
 use crate::op::nn::geometry::volume;
 pub use crate::op::nn::geometry::ColGeom;
 
@@ -31,6 +32,7 @@ impl ColGeom {
 
     /// Calls `f(row, tap ranges)` for every row of the column matrix: the channel, and
     /// for each dimension the valid output range and input offset of the row's tap.
+    #[inline(always)]
     fn for_each_row(&self, mut f: impl FnMut(usize, usize, [(usize, usize, isize); 3])) {
         let k = self.win.kernel;
         let mut row = 0;
@@ -49,79 +51,141 @@ impl ColGeom {
     }
 }
 
+/// Copies `src` into `dst` (of equal length) inline: the runs of an image row that the
+/// column matrix is made of are short, and a call to `memcpy` per run costs more than the
+/// copy.
+#[inline(always)]
+fn copy_run<T: Copy>(dst: &mut [T], src: &[T]) {
+    const BLOCK: usize = 8;
+    let n = dst.len();
+    if n < BLOCK {
+        dst.iter_mut().zip(src).for_each(|(d, &s)| *d = s);
+        return;
+    }
+    let mut i = 0;
+    while i + BLOCK <= n {
+        dst[i..i + BLOCK].copy_from_slice(&src[i..i + BLOCK]);
+        i += BLOCK;
+    }
+    if i < n {
+        // The last block overlaps the one before: same values, written twice.
+        dst[n - BLOCK..].copy_from_slice(&src[n - BLOCK..n]);
+    }
+}
+
+/// Adds `src` into `dst` (of equal length) in whole blocks of 8 and then one by one: the
+/// runs are short, and a loop over the CPU's full vector width would leave them all to
+/// its scalar remainder.
+#[inline(always)]
+fn add_run<T: Num>(dst: &mut [T], src: &[T]) {
+    const BLOCK: usize = 8;
+    let mut d = dst.chunks_exact_mut(BLOCK);
+    let mut s = src.chunks_exact(BLOCK);
+    for (d, s) in (&mut d).zip(&mut s) {
+        let d: &mut [T; BLOCK] = d.try_into().expect("a whole block");
+        let s: &[T; BLOCK] = s.try_into().expect("a whole block");
+        for j in 0..BLOCK {
+            d[j] = d[j].add(s[j]);
+        }
+    }
+    for (d, &s) in d.into_remainder().iter_mut().zip(s.remainder()) {
+        *d = d.add(s);
+    }
+}
+
 /// Writes the column matrix (`rows × cols`, row-major) of `img` into `col`.
 pub fn im2col<T: Num>(g: &ColGeom, img: &[T], col: &mut [T]) {
+    vectorized(
+        #[inline(always)]
+        || im2col_rows(g, img, col),
+    )
+}
+
+#[inline(always)]
+fn im2col_rows<T: Num>(g: &ColGeom, img: &[T], col: &mut [T]) {
     let (ncols, plane) = (g.cols(), volume(&g.input));
     let [_, oh, ow] = g.output;
     let [_, ih, iw] = g.input;
     let s = g.win.stride;
-    g.for_each_row(|row, c, [(d0, d1, doff), (h0, h1, hoff), (w0, w1, woff)]| {
-        let dst = &mut col[row * ncols..(row + 1) * ncols];
-        let src = &img[c * plane..(c + 1) * plane];
-        for od in 0..g.output[0] {
-            let slab = &mut dst[od * oh * ow..(od + 1) * oh * ow];
-            if od < d0 || od >= d1 {
-                slab.fill(T::ZERO);
-                continue;
-            }
-            let zd = (od * s[0]) as isize + doff;
-            let src = &src[zd as usize * ih * iw..(zd as usize + 1) * ih * iw];
-            for y in 0..oh {
-                let out = &mut slab[y * ow..(y + 1) * ow];
-                if y < h0 || y >= h1 {
-                    out.fill(T::ZERO);
+    g.for_each_row(
+        #[inline(always)]
+        |row, c, [(d0, d1, doff), (h0, h1, hoff), (w0, w1, woff)]| {
+            let dst = &mut col[row * ncols..(row + 1) * ncols];
+            let src = &img[c * plane..(c + 1) * plane];
+            for od in 0..g.output[0] {
+                let slab = &mut dst[od * oh * ow..(od + 1) * oh * ow];
+                if od < d0 || od >= d1 {
+                    slab.fill(T::ZERO);
                     continue;
                 }
-                let zy = ((y * s[1]) as isize + hoff) as usize;
-                let line = &src[zy * iw..(zy + 1) * iw];
-                out[..w0].fill(T::ZERO);
-                out[w1..].fill(T::ZERO);
-                // First input column read by output column w0.
-                let x0 = ((w0 * s[2]) as isize + woff) as usize;
-                if s[2] == 1 {
-                    out[w0..w1].copy_from_slice(&line[x0..x0 + (w1 - w0)]);
-                } else {
-                    for (j, o) in out[w0..w1].iter_mut().enumerate() {
-                        *o = line[x0 + j * s[2]];
+                let zd = (od * s[0]) as isize + doff;
+                let src = &src[zd as usize * ih * iw..(zd as usize + 1) * ih * iw];
+                for y in 0..oh {
+                    let out = &mut slab[y * ow..(y + 1) * ow];
+                    if y < h0 || y >= h1 {
+                        out.fill(T::ZERO);
+                        continue;
+                    }
+                    let zy = ((y * s[1]) as isize + hoff) as usize;
+                    let line = &src[zy * iw..(zy + 1) * iw];
+                    out[..w0].fill(T::ZERO);
+                    out[w1..].fill(T::ZERO);
+                    // First input column read by output column w0.
+                    let x0 = ((w0 * s[2]) as isize + woff) as usize;
+                    if s[2] == 1 {
+                        copy_run(&mut out[w0..w1], &line[x0..x0 + (w1 - w0)]);
+                    } else {
+                        for (j, o) in out[w0..w1].iter_mut().enumerate() {
+                            *o = line[x0 + j * s[2]];
+                        }
                     }
                 }
             }
-        }
-    });
+        },
+    );
 }
 
 /// Adds the column matrix `col` back into `img` (each tap to the pixel it read); `img`
 /// must hold what the result is to be added to (zero for a plain write).
 pub fn col2im<T: Num>(g: &ColGeom, col: &[T], img: &mut [T]) {
+    vectorized(
+        #[inline(always)]
+        || col2im_rows(g, col, img),
+    )
+}
+
+#[inline(always)]
+fn col2im_rows<T: Num>(g: &ColGeom, col: &[T], img: &mut [T]) {
     let (ncols, plane) = (g.cols(), volume(&g.input));
     let [_, oh, ow] = g.output;
     let [_, ih, iw] = g.input;
     let s = g.win.stride;
-    g.for_each_row(|row, c, [(d0, d1, doff), (h0, h1, hoff), (w0, w1, woff)]| {
-        let src = &col[row * ncols..(row + 1) * ncols];
-        let dst = &mut img[c * plane..(c + 1) * plane];
-        for od in d0..d1 {
-            let zd = ((od * s[0]) as isize + doff) as usize;
-            let dst = &mut dst[zd * ih * iw..(zd + 1) * ih * iw];
-            let slab = &src[od * oh * ow..(od + 1) * oh * ow];
-            for y in h0..h1 {
-                let zy = ((y * s[1]) as isize + hoff) as usize;
-                let line = &mut dst[zy * iw..(zy + 1) * iw];
-                let x0 = ((w0 * s[2]) as isize + woff) as usize;
-                let vals = &slab[y * ow + w0..y * ow + w1];
-                if s[2] == 1 {
-                    for (d, &v) in line[x0..x0 + vals.len()].iter_mut().zip(vals) {
-                        *d = d.add(v);
-                    }
-                } else {
-                    for (j, &v) in vals.iter().enumerate() {
-                        let d = &mut line[x0 + j * s[2]];
-                        *d = d.add(v);
+    g.for_each_row(
+        #[inline(always)]
+        |row, c, [(d0, d1, doff), (h0, h1, hoff), (w0, w1, woff)]| {
+            let src = &col[row * ncols..(row + 1) * ncols];
+            let dst = &mut img[c * plane..(c + 1) * plane];
+            for od in d0..d1 {
+                let zd = ((od * s[0]) as isize + doff) as usize;
+                let dst = &mut dst[zd * ih * iw..(zd + 1) * ih * iw];
+                let slab = &src[od * oh * ow..(od + 1) * oh * ow];
+                for y in h0..h1 {
+                    let zy = ((y * s[1]) as isize + hoff) as usize;
+                    let line = &mut dst[zy * iw..(zy + 1) * iw];
+                    let x0 = ((w0 * s[2]) as isize + woff) as usize;
+                    let vals = &slab[y * ow + w0..y * ow + w1];
+                    if s[2] == 1 {
+                        add_run(&mut line[x0..x0 + vals.len()], vals);
+                    } else {
+                        for (j, &v) in vals.iter().enumerate() {
+                            let d = &mut line[x0 + j * s[2]];
+                            *d = d.add(v);
+                        }
                     }
                 }
             }
-        }
-    });
+        },
+    );
 }
 
 #[cfg(test)]
@@ -191,6 +255,9 @@ mod tests {
             geom([1, 1, 9], [1, 1, 4], [1, 1, 2], [1, 1, 1], [0, 0, 3], 3),
             geom([4, 5, 5], [2, 3, 2], [2, 1, 2], [1, 2, 1], [1, 1, 0], 2),
             geom([1, 3, 3], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 4, 4], 1),
+            // Runs of 19 and 16 elements: whole and overlapping blocks of the inline copy.
+            geom([1, 4, 21], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 0, 0], 2),
+            geom([1, 4, 18], [1, 2, 3], [1, 1, 1], [1, 1, 1], [0, 1, 0], 1),
         ];
         for g in cases {
             let img: Vec<f64> = (0..g.image_len()).map(|i| i as f64 + 1.0).collect();

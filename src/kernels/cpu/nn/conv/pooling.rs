@@ -4,6 +4,7 @@
 use crate::dispatch_float;
 use crate::error::Result;
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::simd::vectorized;
 use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::op::nn::geometry::{volume, Dims3};
@@ -161,36 +162,7 @@ fn pool_plane<T: Num + Float>(p: &Plan, op: &Pooling, x: &[T], y: &mut [T], add:
 
 /// Max-pools one plane, also writing where each maximum came from (the plane offset of
 /// the first element equal to it, as a value of `T`).
-fn argmax_plane<T: Num + Float>(
-    p: &Plan,
-    full: bool,
-    x: &[T],
-    y: &mut [T],
-    at: &mut [T],
-    add: bool,
-) {
-    let two = p.kernel == [1, 2, 2] && p.stride == [1, 2, 2] && p.pad == [0; 3];
-    if two && p.input[0] == 1 && !full {
-        // 2×2 windows with stride 2 and no padding, the common case, read directly.
-        let iw = p.input[2];
-        let ow = p.output[2];
-        for (r, (out, idx)) in y.chunks_mut(ow).zip(at.chunks_mut(ow)).enumerate() {
-            for (c, (o, a)) in out.iter_mut().zip(idx.iter_mut()).enumerate() {
-                let first = 2 * r * iw + 2 * c;
-                let mut m = max2(T::min_value(), x[first]);
-                let mut best = first;
-                for i in [first + 1, first + iw, first + iw + 1] {
-                    if x[i] > m {
-                        m = x[i];
-                        best = i;
-                    }
-                }
-                *o = if add { *o + m } else { m };
-                *a = T::from(best).unwrap_or_else(|| -T::one());
-            }
-        }
-        return;
-    }
+fn argmax_plane<T: Num + Float>(p: &Plan, x: &[T], y: &mut [T], at: &mut [T], add: bool) {
     p.for_each_window(true, |k, w| {
         let mut m = T::min_value();
         let mut idx = None;
@@ -207,6 +179,108 @@ fn argmax_plane<T: Num + Float>(
             None => -T::one(),
         };
     });
+}
+
+/// 2×2 windows with stride 2 and no padding over 2-D planes (`valid` convention), whose
+/// offsets are exact in `T`: the common case, with branch-free loops of its own that the
+/// compiler vectorises.
+struct TwoByTwo<T> {
+    /// Input row length.
+    iw: usize,
+    /// Output row length.
+    ow: usize,
+    /// `2c` for each output column `c`: the offset of its window in a row pair.
+    cols: Vec<T>,
+}
+
+impl<T: Num + Float> TwoByTwo<T> {
+    fn of(p: &Plan, full: bool) -> Option<Self> {
+        let two = p.kernel == [1, 2, 2] && p.stride == [1, 2, 2] && p.pad == [0; 3];
+        let ow = p.output[2];
+        if !two || p.input[0] != 1 || full || ow == 0 || !offsets_exact::<T>(p.in_len()) {
+            return None;
+        }
+        let cols = (0..ow)
+            .map(|c| T::from(2 * c))
+            .collect::<Option<Vec<T>>>()?;
+        Some(TwoByTwo {
+            iw: p.input[2],
+            ow,
+            cols,
+        })
+    }
+
+    /// The offsets, relative to a window's first element, of its other three.
+    fn steps(&self) -> (T, T, T) {
+        let iw = T::from(self.iw).unwrap_or_else(T::zero);
+        (T::one(), iw, iw + T::one())
+    }
+
+    /// The forward of one plane: each window's maximum (a NaN never replaces the running
+    /// maximum, as in MXNet's `>`) and its offset, the first of equal ones.
+    fn argmax(&self, x: &[T], y: &mut [T], at: &mut [T], add: bool) {
+        let (iw, ow) = (self.iw, self.ow);
+        let (right, below, diagonal) = self.steps();
+        let rows = y.chunks_exact_mut(ow).zip(at.chunks_exact_mut(ow));
+        for (r, (out, idx)) in rows.enumerate() {
+            let top = &x[2 * r * iw..][..2 * ow];
+            let bottom = &x[(2 * r + 1) * iw..][..2 * ow];
+            let base = T::from(2 * r * iw).unwrap_or_else(T::zero);
+            vectorized(
+                #[inline(always)]
+                || {
+                    let windows = top.chunks_exact(2).zip(bottom.chunks_exact(2));
+                    let outs = out.iter_mut().zip(idx.iter_mut()).zip(&self.cols);
+                    for ((t, b), ((o, a), &col)) in windows.zip(outs) {
+                        let mut m = if t[0] > T::min_value() {
+                            t[0]
+                        } else {
+                            T::min_value()
+                        };
+                        let mut k = T::zero();
+                        for (v, step) in [(t[1], right), (b[0], below), (b[1], diagonal)] {
+                            let more = v > m;
+                            m = if more { v } else { m };
+                            k = if more { step } else { k };
+                        }
+                        *o = if add { *o + m } else { m };
+                        *a = base + col + k;
+                    }
+                },
+            )
+        }
+    }
+
+    /// The backward of one plane: each output gradient goes to the element its offset
+    /// names, the window's other three get nothing.
+    fn unpool(&self, dy: &[T], at: &[T], dx: &mut [T], add: bool) {
+        if !add {
+            dx.fill(T::zero());
+        }
+        let (iw, ow) = (self.iw, self.ow);
+        let (right, below, diagonal) = self.steps();
+        let rows = dy.chunks_exact(ow).zip(at.chunks_exact(ow));
+        for (r, (g, idx)) in rows.enumerate() {
+            let (top, bottom) = dx[2 * r * iw..].split_at_mut(iw);
+            let (top, bottom) = (&mut top[..2 * ow], &mut bottom[..2 * ow]);
+            let base = T::from(2 * r * iw).unwrap_or_else(T::zero);
+            vectorized(
+                #[inline(always)]
+                || {
+                    let windows = top.chunks_exact_mut(2).zip(bottom.chunks_exact_mut(2));
+                    let grads = g.iter().zip(idx).zip(&self.cols);
+                    for ((t, b), ((&g, &a), &col)) in windows.zip(grads) {
+                        let k = a - base - col;
+                        let to = |step: T| if k == step { g } else { T::zero() };
+                        t[0] = t[0] + to(T::zero());
+                        t[1] = t[1] + to(right);
+                        b[0] = b[0] + to(below);
+                        b[1] = b[1] + to(diagonal);
+                    }
+                },
+            )
+        }
+    }
 }
 
 /// True when every offset of a plane of `len` elements is exact in `T` (integers are
@@ -283,8 +357,13 @@ fn argmax_kernel<T: Num + Float>(
     if ol == 0 {
         return;
     }
+    let two = TwoByTwo::<T>::of(p, full);
     let one = |(n, (y, at)): (usize, (&mut [T], &mut [T]))| {
-        argmax_plane(p, full, &x[n * il..(n + 1) * il], y, at, add)
+        let x = &x[n * il..(n + 1) * il];
+        match &two {
+            Some(two) => two.argmax(x, y, at, add),
+            None => argmax_plane(p, x, y, at, add),
+        }
     };
     if p.work() > PAR_WORK && p.planes > 1 {
         y.par_chunks_mut(ol)
@@ -315,9 +394,21 @@ fn for_planes<T: Send>(p: &Plan, out: &mut [T], len: usize, one: impl Fn(usize, 
 }
 
 /// Routes each output gradient to the input element its index output names.
-fn unpool_by_index<T: Num + Float>(p: &Plan, dy: &[T], at: &[T], dx: &mut [T], add: bool) {
+fn unpool_by_index<T: Num + Float>(
+    p: &Plan,
+    full: bool,
+    dy: &[T],
+    at: &[T],
+    dx: &mut [T],
+    add: bool,
+) {
     let (il, ol) = (p.in_len(), p.out_len());
+    let two = TwoByTwo::<T>::of(p, full);
     for_planes(p, dx, il, |n, dx| {
+        if let Some(two) = &two {
+            let r = n * ol..(n + 1) * ol;
+            return two.unpool(&dy[r.clone()], &at[r], dx, add);
+        }
         if !add {
             dx.fill(T::zero());
         }
@@ -396,6 +487,7 @@ impl CpuKernel for PoolingBackward {
             if exact {
                 dispatch_float!("_backward_Pooling", io.inputs[1].dtype, T => unpool_by_index::<T>(
                     &p,
+                    self.fwd.full,
                     io.inputs[0].slice(),
                     io.inputs[3].slice(),
                     io.outputs[0].slice_mut(),

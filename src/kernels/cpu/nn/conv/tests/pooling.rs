@@ -1,5 +1,5 @@
-use super::{build, close, error_text, f64s, run_backward, seq32, seq64};
-use crate::op::testutil::{array, gradcheck, run, try_run};
+use super::{build, close, error_text, f64s, run_backward, seq, seq32, seq64};
+use crate::op::testutil::{array, gradcheck, run, try_run, values};
 use crate::op::OpReq;
 use crate::shape::Shape;
 
@@ -53,23 +53,78 @@ fn forward_and_backward_match_mxnet() {
     }
 }
 
+/// 2×2/stride-2 max pooling of `x` (planes of `h × w`) by its definition: each window's
+/// first element not below the others (a NaN never wins), and the data gradient of `og`.
+fn max_pool_2x2(x: &[f32], planes: usize, h: usize, w: usize, og: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let (oh, ow) = (h / 2, w / 2);
+    let (mut y, mut dx) = (vec![0.0; planes * oh * ow], vec![0.0; x.len()]);
+    for p in 0..planes {
+        for r in 0..oh {
+            for c in 0..ow {
+                let at = |i: usize, j: usize| p * h * w + (2 * r + i) * w + 2 * c + j;
+                let (mut m, mut best) = (f32::MIN, at(0, 0));
+                for (i, j) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                    if x[at(i, j)] > m {
+                        (m, best) = (x[at(i, j)], at(i, j));
+                    }
+                }
+                let k = (p * oh + r) * ow + c;
+                y[k] = m;
+                dx[best] += og[k];
+            }
+        }
+    }
+    (y, dx)
+}
+
 #[test]
-fn large_max_pool_matches_generic_path() {
-    // The 2×2/stride-2 fast path against the same pooling spelled as 3-D.
-    let x = seq32(&[8, 3, 9, 10], 7, 11, 0.5);
-    let a = &run(
-        "Pooling",
-        &[("kernel", "(2,2)"), ("stride", "(2,2)")],
-        std::slice::from_ref(&x),
-    )[0];
-    let x5 = x.reshape_view(&[8, 3, 1, 9, 10]).unwrap();
-    let b = &run(
-        "Pooling",
-        &[("kernel", "(1,2,2)"), ("stride", "(1,2,2)")],
-        &[x5],
-    )[0];
-    assert_eq!(a.shape(), &[8, 3, 4, 5]);
-    assert_eq!(f64s(a), f64s(b));
+fn max_pool_2x2_matches_its_definition() {
+    // The 2×2/stride-2 fast paths, forward and backward (through the index output), with
+    // ties, NaNs, infinities and odd trailing rows and columns, in 2-D and 3-D spelling.
+    let (planes, h, w) = (8 * 3, 9, 11);
+    let n = planes * h * w;
+    let mut v: Vec<f32> = seq(n, 7, 11, 0.5).iter().map(|&v| v as f32).collect();
+    for i in (0..n).step_by(13) {
+        v[i] = f32::NAN;
+    }
+    v[0..4].fill(f32::NEG_INFINITY);
+    let ogv: Vec<f32> = seq(planes * 20, 3, 7, 0.3)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let (want_y, want_dx) = max_pool_2x2(&v, planes, h, w, &ogv);
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    for (xs, ys, attrs) in [
+        (
+            &[8, 3, 9, 11][..],
+            &[8, 3, 4, 5][..],
+            [("kernel", "(2,2)"), ("stride", "(2,2)")],
+        ),
+        (
+            &[8, 3, 1, 9, 11],
+            &[8, 3, 1, 4, 5],
+            [("kernel", "(1,2,2)"), ("stride", "(1,2,2)")],
+        ),
+    ] {
+        let x = array::<f32>(xs, &v);
+        let y = &run("Pooling", &attrs, std::slice::from_ref(&x))[0];
+        assert_eq!(y.shape(), ys);
+        assert_eq!(bits(&values::<f32>(y)), bits(&want_y), "{attrs:?}");
+        let og = array::<f32>(ys, &ogv);
+        for (req, base) in [(OpReq::Write, 0.0), (OpReq::Add, 1.0)] {
+            let dx = array::<f32>(xs, &vec![base; n]);
+            let op = build("Pooling", &attrs);
+            run_backward(
+                &op,
+                std::slice::from_ref(&x),
+                &og,
+                std::slice::from_ref(&dx),
+                &[req],
+            );
+            let want: Vec<f32> = want_dx.iter().map(|g| g + base).collect();
+            assert_eq!(bits(&values::<f32>(&dx)), bits(&want), "{attrs:?} {req:?}");
+        }
+    }
 }
 
 #[test]
