@@ -140,9 +140,9 @@ fn for_chunks<T: Real>(
 
 impl UpdateOp {
     /// SGD with or without momentum (and the aggregated SGD) written over the weight
-    /// itself, the commonest update,
-    /// as loops over slices the compiler vectorises; false (nothing done) for any other
-    /// update or when the gradient or momentum is the weight's own memory.
+    /// itself, the commonest update, as loops over slices the compiler vectorises; false
+    /// (nothing done) for any other update or when the gradient or momentum is the
+    /// weight's own memory.
     fn run_in_place<T: Real>(&self, ins: &[TBlob], out: &TBlob, req: OpReq) -> bool {
         let distinct = |a: &TBlob, b: &TBlob| a.ptr() != b.ptr();
         let in_place = matches!(req, OpReq::Write | OpReq::WriteInplace)
