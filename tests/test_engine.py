@@ -23,6 +23,35 @@ def test_engine_type_follows_the_environment():
         assert out.stdout.strip() == name
 
 
+_COUNT_THREADS = """
+import os, rsmx as mx
+a = mx.nd.ones((256, 256))
+mx.nd.dot(a, a).wait_to_read()
+names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+print(sum(n.startswith("rsmx-kernel") for n in names), sum(n.startswith("rsmx-cpu") for n in names))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through /proc")
+@pytest.mark.parametrize(
+    ("settings", "want"),
+    [
+        ({}, (len(os.sched_getaffinity(0)),) * 2),
+        ({"OMP_NUM_THREADS": "1"}, (1, 1)),
+        ({"OMP_NUM_THREADS": "1", "RSMX_CPU_WORKER_NTHREADS": "2"}, (1, 2)),
+        ({"OMP_NUM_THREADS": "1", "RAYON_NUM_THREADS": "3"}, (3, 1)),
+    ],
+)
+def test_omp_num_threads_sizes_the_compute_threads(settings, want):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "RAYON_NUM_THREADS", "RSMX_CPU_WORKER_NTHREADS",
+                        "MXNET_CPU_WORKER_NTHREADS", "MXNET_ENGINE_TYPE")}
+    env.update(settings, RSMX_ENGINE_TYPE="ThreadedEnginePerDevice")
+    out = subprocess.run([sys.executable, "-c", _COUNT_THREADS], env=env, capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert tuple(int(n) for n in out.stdout.split()) == want
+
+
 def test_writes_and_reads_are_ordered_per_array():
     x = mx.nd.zeros((1000,))
     snapshots = []

@@ -35,6 +35,7 @@ mod stream;
 #[cfg(test)]
 mod tests;
 mod threaded;
+mod threads;
 mod var;
 
 pub use self::core::DependencyEngine;
@@ -42,6 +43,7 @@ pub use naive::NaiveEngine;
 pub use per_device::{CpuWorkers, ThreadedEnginePerDevice};
 pub use stream::StreamHandle;
 pub use threaded::ThreadedEngine;
+pub use threads::{cores, cpu_workers_policy, cpu_workers_setting, omp_threads, size_kernel_pool};
 pub use var::Var;
 
 use crate::context::Context;
@@ -264,27 +266,6 @@ pub fn kind_from_env() -> EngineKind {
     })
 }
 
-/// The CPU worker count the user set: `RSMX_CPU_WORKER_NTHREADS` /
-/// `MXNET_CPU_WORKER_NTHREADS`, if set to a positive number.
-pub fn cpu_workers_setting() -> Option<usize> {
-    env_var("RSMX_CPU_WORKER_NTHREADS", "MXNET_CPU_WORKER_NTHREADS")
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|n| *n > 0)
-}
-
-/// The number of cores this process may use.
-pub fn cores() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-}
-
-/// CPU worker threads per pool: `RSMX_CPU_WORKER_NTHREADS` / `MXNET_CPU_WORKER_NTHREADS`,
-/// or the number of cores.
-pub fn cpu_workers_from_env() -> usize {
-    cpu_workers_setting().unwrap_or_else(cores)
-}
-
 /// Builds an engine of the given kind.
 ///
 /// `cpu_workers` is the thread count of the ThreadedEngine's pool, or of each CPU pool of
@@ -304,26 +285,14 @@ pub fn create_with(kind: EngineKind, cpu: CpuWorkers) -> Box<dyn Engine> {
     }
 }
 
-/// How CPU devices get workers, from the environment: a pool of the count the user set
-/// per CPU device (MXNet's meaning), or else one pool of a worker per core that every
-/// CPU device shares, so that several CPU contexts do not start more workers than cores.
-pub fn cpu_workers_policy() -> CpuWorkers {
-    cpu_workers_for(cpu_workers_setting(), cores())
-}
-
-/// `cpu_workers_policy` for a given setting and core count.
-fn cpu_workers_for(setting: Option<usize>, cores: usize) -> CpuWorkers {
-    match setting {
-        Some(n) => CpuWorkers::PerDevice(n),
-        None => CpuWorkers::Shared(cores),
-    }
-}
-
 static ENGINE: OnceLock<Box<dyn Engine>> = OnceLock::new();
 
 /// The process's engine, built on first use from the environment.
 pub fn get() -> &'static dyn Engine {
     ENGINE
-        .get_or_init(|| create_with(kind_from_env(), cpu_workers_policy()))
+        .get_or_init(|| {
+            size_kernel_pool();
+            create_with(kind_from_env(), cpu_workers_policy())
+        })
         .as_ref()
 }

@@ -169,6 +169,7 @@ fn random_seed(seed: u64, ctx: Option<(i32, i32)>) -> PyResult<()> {
 /// The extension module.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    crate::engine::size_kernel_pool();
     m.add_class::<PyNDArray>()?;
     m.add_class::<symbol::PySymbol>()?;
     m.add_class::<executor::PyExecutor>()?;

@@ -2,6 +2,7 @@
 //! a running op sees of its worker (the stream slot).
 
 use super::*;
+use crate::engine::threads::{cpu_workers_for, kernel_threads_for};
 use std::collections::HashSet;
 
 /// The names of the threads that ran `n` independent ops pushed for `ctx`.
@@ -56,13 +57,27 @@ fn an_explicit_cpu_worker_count_is_per_device() {
 
 #[test]
 fn the_cpu_worker_setting_decides_the_sharing() {
-    assert_eq!(cpu_workers_for(None, 8), CpuWorkers::Shared(8));
-    assert_eq!(cpu_workers_for(Some(3), 8), CpuWorkers::PerDevice(3));
+    assert_eq!(cpu_workers_for(None, None, 8), CpuWorkers::Shared(8));
+    assert_eq!(cpu_workers_for(Some(3), None, 8), CpuWorkers::PerDevice(3));
+    // OMP_NUM_THREADS bounds the shared pool, never an explicit count.
+    assert_eq!(cpu_workers_for(None, Some(1), 8), CpuWorkers::Shared(1));
+    assert_eq!(cpu_workers_for(None, Some(16), 8), CpuWorkers::Shared(8));
+    assert_eq!(
+        cpu_workers_for(Some(3), Some(1), 8),
+        CpuWorkers::PerDevice(3)
+    );
     // A zero count still starts a worker.
     let e = create_with(EngineKind::ThreadedPerDevice, CpuWorkers::Shared(0));
     within(30, "zero workers", move || {
         assert_eq!(worker_names(&*e, CPU, 3).len(), 1);
     });
+}
+
+#[test]
+fn omp_num_threads_sizes_the_kernel_pool_unless_rayon_is_told() {
+    assert_eq!(kernel_threads_for(Some(1), false), Some(1));
+    assert_eq!(kernel_threads_for(Some(1), true), None);
+    assert_eq!(kernel_threads_for(None, false), None);
 }
 
 #[test]
