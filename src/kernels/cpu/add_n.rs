@@ -1,7 +1,7 @@
 //! CPU kernels of `add_n` (`ElementWiseSum`): the element-wise sum of any number of
 //! same-shape arrays, and its backward, which hands the output gradient to every input.
 
-use super::map::{map1, PAR_MIN};
+use super::map::{map1, pool_shares_work, PAR_MIN};
 use super::num::Num;
 use crate::dispatch_num;
 use crate::error::Result;
@@ -43,7 +43,7 @@ fn sum_block<T: Num>(out: &mut [T], start: usize, ins: &[&[T]], keep: usize) {
 
 fn sum_kernel<T: Num>(out: &mut [T], ins: &[&[T]], keep: usize) {
     let body = |(bi, o): (usize, &mut [T])| sum_block(o, bi * BLOCK, ins, keep);
-    if out.len() < PAR_MIN {
+    if out.len() < PAR_MIN || !pool_shares_work() {
         out.chunks_mut(BLOCK).enumerate().for_each(body);
     } else {
         out.par_chunks_mut(BLOCK).enumerate().for_each(body);

@@ -1,7 +1,7 @@
 //! CPU kernels of the indexing operators: `take`, `pick`, `one_hot`, `where`, `Cast`,
 //! `gather_nd`, `scatter_nd`.
 
-use super::map::PAR_MIN;
+use super::map::{pool_shares_work, PAR_MIN};
 use super::num::Num;
 use crate::dispatch_dtype;
 use crate::dtype::Element;
@@ -202,7 +202,7 @@ pub(crate) fn for_rows<T: Send>(
     if row_len == 0 || out.is_empty() {
         return;
     }
-    if out.len() < PAR_MIN {
+    if out.len() < PAR_MIN || !pool_shares_work() {
         out.chunks_mut(row_len)
             .enumerate()
             .for_each(|(r, o)| f(r, o));

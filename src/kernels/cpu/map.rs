@@ -11,6 +11,12 @@ use rayon::prelude::*;
 /// than it saves, and the engine already runs independent ops in parallel.
 pub const PAR_MIN: usize = 1 << 17;
 
+/// True when the kernels' pool has threads to share work with. A pool of one would run a
+/// split loop on its one thread while the calling thread waits: a hand-off for nothing.
+pub fn pool_shares_work() -> bool {
+    rayon::current_num_threads() > 1
+}
+
 fn chunk_len(n: usize) -> usize {
     let threads = rayon::current_num_threads().max(1);
     n.div_ceil(threads * 4).max(PAR_MIN / 4)
@@ -50,7 +56,7 @@ pub fn map1<A: Copy + Sync, T: Num>(
             },
         )
     };
-    if out.len() < PAR_MIN {
+    if out.len() < PAR_MIN || !pool_shares_work() {
         body(a, out);
     } else {
         let c = chunk_len(out.len());
@@ -101,7 +107,7 @@ pub fn map_inplace<T: Num>(out: &mut [T], f: impl Fn(T) -> T + Sync + Send) {
             },
         )
     };
-    if out.len() < PAR_MIN {
+    if out.len() < PAR_MIN || !pool_shares_work() {
         body(out);
     } else {
         let c = chunk_len(out.len());
@@ -137,7 +143,7 @@ pub fn map2<A: Copy + Sync, B: Copy + Sync, T: Num>(
             },
         )
     };
-    if out.len() < PAR_MIN {
+    if out.len() < PAR_MIN || !pool_shares_work() {
         body(a, b, out);
     } else {
         let c = chunk_len(out.len());
@@ -199,7 +205,7 @@ pub fn map2_broadcast_inplace<T: Num>(
                 },
             )
         };
-        if out.len() < PAR_MIN {
+        if out.len() < PAR_MIN || !pool_shares_work() {
             body(out, other);
         } else {
             let c = chunk_len(out.len());
@@ -224,7 +230,7 @@ pub fn map2_broadcast_inplace<T: Num>(
             *oj = g(*oj, other[off + j * io]);
         }
     };
-    if out.len() < PAR_MIN {
+    if out.len() < PAR_MIN || !pool_shares_work() {
         out.chunks_mut(inner)
             .enumerate()
             .for_each(|(r, o)| row(r, o));
@@ -281,7 +287,7 @@ pub fn map2_broadcast<A: Copy + Sync, B: Copy + Sync, T: Num>(
             store(oj, v, add);
         }
     };
-    if out.len() < PAR_MIN {
+    if out.len() < PAR_MIN || !pool_shares_work() {
         out.chunks_mut(inner)
             .enumerate()
             .for_each(|(r, o)| row(r, o));

@@ -9,7 +9,7 @@
 //! element-wise. Large inputs are split across the rayon pool over output blocks, columns
 //! or the reduced axis.
 
-use super::map::{map1, PAR_MIN};
+use super::map::{map1, pool_shares_work, PAR_MIN};
 use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::DType;
@@ -615,7 +615,7 @@ fn reduce_int<T: Num>(
 fn widen(x: &[f16]) -> Vec<f32> {
     use half::slice::HalfFloatSliceExt;
     let mut w = vec![0f32; x.len()];
-    if x.len() < PAR_MIN {
+    if x.len() < PAR_MIN || !pool_shares_work() {
         x.convert_to_f32_slice(&mut w);
     } else {
         w.par_chunks_mut(PAR_MIN / 4)

@@ -4,7 +4,7 @@
 use super::elem::{self, Real, H};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::cpu::map::PAR_MIN;
+use crate::kernels::cpu::map::{pool_shares_work, PAR_MIN};
 use crate::kernels::cpu::simd::vectorized;
 use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
@@ -67,7 +67,7 @@ impl<T: Real> Out<T> {
 
 /// Runs `f` on every index below `n`, in parallel chunks for large `n`.
 fn for_each_index(n: usize, f: impl Fn(usize) + Sync + Send) {
-    if n < PAR_MIN {
+    if n < PAR_MIN || !pool_shares_work() {
         (0..n).for_each(f);
         return;
     }
@@ -120,7 +120,7 @@ fn for_chunks<T: Real>(
         )
     };
     let n = w.len();
-    if n < PAR_MIN {
+    if n < PAR_MIN || !pool_shares_work() {
         return run(w, g, m);
     }
     let threads = rayon::current_num_threads().max(1);

@@ -4,7 +4,7 @@
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::cpu::map::{map1, PAR_MIN};
+use crate::kernels::cpu::map::{map1, pool_shares_work, PAR_MIN};
 use crate::kernels::cpu::num::Num;
 use crate::ndarray::TBlob;
 use crate::op::transform::view::View;
@@ -73,7 +73,7 @@ pub fn emit(out: &TBlob, req: OpReq, fill: impl FnOnce(&mut [u8]) -> Result<()>)
 
 /// Copies `src` into `dst` (same length), in parallel for large copies.
 pub fn par_copy(dst: &mut [u8], src: &[u8]) {
-    if dst.len() < PAR_BYTES {
+    if dst.len() < PAR_BYTES || !pool_shares_work() {
         dst.copy_from_slice(src);
     } else {
         let c = chunk_bytes(dst.len());
@@ -156,7 +156,7 @@ fn gather_n<const N: usize>(src: &[El<N>], v: &View, dst: &mut [El<N>]) {
         }
     }
     let rows = dst.len() / inner;
-    if dst.len() < PAR_MIN {
+    if dst.len() < PAR_MIN || !pool_shares_work() {
         gather_rows(src, v, 0, dst);
     } else if rows == 1 && istride == 1 {
         let off = v.offset as usize;
@@ -326,7 +326,7 @@ fn gather_tiled<const N: usize>(src: &[El<N>], v: &View, j: usize, dst: &mut [El
             }
         }
     };
-    if total < PAR_MIN {
+    if total < PAR_MIN || !pool_shares_work() {
         (0..tasks).for_each(task);
     } else {
         (0..tasks).into_par_iter().for_each(task);
@@ -352,7 +352,7 @@ pub fn concat_bytes(parts: &[(&[u8], usize)], dst: &mut [u8]) {
         }
     };
     let threads = rayon::current_num_threads().max(1);
-    if dst.len() < PAR_BYTES {
+    if dst.len() < PAR_BYTES || !pool_shares_work() {
         body(0, dst);
     } else if rows >= threads * 2 {
         let per = rows

@@ -2,7 +2,7 @@
 //! output requests and parallel loops over rows.
 
 use crate::dtype::Element;
-use crate::kernels::cpu::map::PAR_MIN;
+use crate::kernels::cpu::map::{pool_shares_work, PAR_MIN};
 use crate::kernels::cpu::num::Num;
 use crate::ndarray::TBlob;
 use crate::op::OpReq;
@@ -94,7 +94,7 @@ pub fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, T: Num>(
 pub fn for_chunks<T: Send>(out: &mut [T], row: usize, body: impl Fn(usize, &mut [T]) + Sync) {
     let row = row.max(1);
     let rows = out.len() / row;
-    if out.len() < PAR_MIN || rows < 2 {
+    if out.len() < PAR_MIN || rows < 2 || !pool_shares_work() {
         body(0, out);
         return;
     }

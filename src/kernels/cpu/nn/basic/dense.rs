@@ -5,7 +5,7 @@ use super::common::{ld, put, st};
 use crate::dispatch_float;
 use crate::error::Result;
 use crate::kernels::cpu::linalg::{matmul, MatMul};
-use crate::kernels::cpu::map::PAR_MIN;
+use crate::kernels::cpu::map::{pool_shares_work, PAR_MIN};
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
@@ -149,7 +149,7 @@ fn column_sums<T: Num, F: Float + 'static + Send + Sync>(
             put(o, st::<F, T>(a), add);
         }
     };
-    if g.len() < PAR_MIN || cols < 64 {
+    if g.len() < PAR_MIN || cols < 64 || !pool_shares_work() {
         sum_cols(0, out);
     } else {
         let per = cols.div_ceil(rayon::current_num_threads().max(1)).max(32);

@@ -51,45 +51,109 @@ impl ColGeom {
     }
 }
 
-/// Copies `src` into `dst` (of equal length) inline: the runs of an image row that the
-/// column matrix is made of are short, and a call to `memcpy` per run costs more than the
-/// copy.
+/// Copies `n` elements from `s` to `d` inline: the runs of an image row that the column
+/// matrix is made of are short, and a call to `memcpy` per run costs more than the copy.
+///
+/// # Safety
+/// `s` and `d` address `n` readable and writable elements that do not overlap.
 #[inline(always)]
-fn copy_run<T: Copy>(dst: &mut [T], src: &[T]) {
+unsafe fn copy_run<T: Copy>(d: *mut T, s: *const T, n: usize) {
     const BLOCK: usize = 8;
-    let n = dst.len();
     if n < BLOCK {
-        dst.iter_mut().zip(src).for_each(|(d, &s)| *d = s);
+        for j in 0..n {
+            d.add(j).write(s.add(j).read());
+        }
         return;
     }
-    let mut i = 0;
-    while i + BLOCK <= n {
-        dst[i..i + BLOCK].copy_from_slice(&src[i..i + BLOCK]);
-        i += BLOCK;
+    let block = |j: usize| {
+        d.add(j)
+            .cast::<[T; BLOCK]>()
+            .write_unaligned(s.add(j).cast::<[T; BLOCK]>().read_unaligned())
+    };
+    let mut j = 0;
+    while j + BLOCK <= n {
+        block(j);
+        j += BLOCK;
     }
-    if i < n {
+    if j < n {
         // The last block overlaps the one before: same values, written twice.
-        dst[n - BLOCK..].copy_from_slice(&src[n - BLOCK..n]);
+        block(n - BLOCK);
     }
 }
 
-/// Adds `src` into `dst` (of equal length) in whole blocks of 8 and then one by one: the
-/// runs are short, and a loop over the CPU's full vector width would leave them all to
-/// its scalar remainder.
+/// Adds `n` elements of `s` into `d` in whole blocks of 8 and then one by one: the runs
+/// are short, and a loop over the CPU's full vector width would leave them all to its
+/// scalar remainder.
+///
+/// # Safety
+/// As [`copy_run`].
 #[inline(always)]
-fn add_run<T: Num>(dst: &mut [T], src: &[T]) {
+unsafe fn add_run<T: Num>(d: *mut T, s: *const T, n: usize) {
     const BLOCK: usize = 8;
-    let mut d = dst.chunks_exact_mut(BLOCK);
-    let mut s = src.chunks_exact(BLOCK);
-    for (d, s) in (&mut d).zip(&mut s) {
-        let d: &mut [T; BLOCK] = d.try_into().expect("a whole block");
-        let s: &[T; BLOCK] = s.try_into().expect("a whole block");
-        for j in 0..BLOCK {
-            d[j] = d[j].add(s[j]);
+    let mut j = 0;
+    while j + BLOCK <= n {
+        let mut acc = d.add(j).cast::<[T; BLOCK]>().read_unaligned();
+        let v = s.add(j).cast::<[T; BLOCK]>().read_unaligned();
+        for i in 0..BLOCK {
+            acc[i] = acc[i].add(v[i]);
+        }
+        d.add(j).cast::<[T; BLOCK]>().write_unaligned(acc);
+        j += BLOCK;
+    }
+    for j in j..n {
+        d.add(j).write(d.add(j).read().add(s.add(j).read()));
+    }
+}
+
+/// Where one row of the column matrix meets one depth slice of the image: the output
+/// lines `h0..h1` whose taps fall inside the image, and in each, the output columns
+/// `w0..w1` that do, reading the image from `first` (an offset in the slice) on, `step`
+/// elements further per line and `stride` per column.
+struct Lines {
+    h0: usize,
+    h1: usize,
+    w0: usize,
+    w1: usize,
+    first: usize,
+    step: usize,
+    stride: usize,
+}
+
+impl Lines {
+    fn new(
+        g: &ColGeom,
+        (h0, h1, hoff): (usize, usize, isize),
+        (w0, w1, woff): (usize, usize, isize),
+    ) -> Self {
+        let s = g.win.stride;
+        let iw = g.input[2];
+        let zy = (h0 * s[1]) as isize + hoff;
+        let zx = (w0 * s[2]) as isize + woff;
+        Lines {
+            h0,
+            h1,
+            w0,
+            w1,
+            first: (zy.max(0) as usize) * iw + zx.max(0) as usize,
+            step: s[1] * iw,
+            stride: s[2],
         }
     }
-    for (d, &s) in d.into_remainder().iter_mut().zip(s.remainder()) {
-        *d = d.add(s);
+
+    fn is_empty(&self) -> bool {
+        self.h0 == self.h1 || self.w0 == self.w1
+    }
+
+    /// Checks that every element the lines address lies within `image` (one depth
+    /// slice) and `slab` (`oh × ow` outputs), so that the loops over them may skip it.
+    fn check(&self, image: usize, slab: usize, ow: usize) {
+        let (lines, n) = (self.h1 - self.h0, self.w1 - self.w0);
+        let last_read = self.first + (lines - 1) * self.step + (n - 1) * self.stride;
+        let last_write = (self.h1 - 1) * ow + self.w1 - 1;
+        assert!(
+            last_read < image && last_write < slab,
+            "im2col lines out of bounds"
+        );
     }
 }
 
@@ -106,37 +170,45 @@ fn im2col_rows<T: Num>(g: &ColGeom, img: &[T], col: &mut [T]) {
     let (ncols, plane) = (g.cols(), volume(&g.input));
     let [_, oh, ow] = g.output;
     let [_, ih, iw] = g.input;
-    let s = g.win.stride;
+    if ncols == 0 {
+        return;
+    }
     g.for_each_row(
         #[inline(always)]
-        |row, c, [(d0, d1, doff), (h0, h1, hoff), (w0, w1, woff)]| {
+        |row, c, [(d0, d1, doff), vh, vw]| {
             let dst = &mut col[row * ncols..(row + 1) * ncols];
             let src = &img[c * plane..(c + 1) * plane];
-            for od in 0..g.output[0] {
-                let slab = &mut dst[od * oh * ow..(od + 1) * oh * ow];
-                if od < d0 || od >= d1 {
+            let lines = Lines::new(g, vh, vw);
+            for (od, slab) in dst.chunks_exact_mut(oh * ow).enumerate() {
+                if od < d0 || od >= d1 || lines.is_empty() {
                     slab.fill(T::ZERO);
                     continue;
                 }
-                let zd = (od * s[0]) as isize + doff;
-                let src = &src[zd as usize * ih * iw..(zd as usize + 1) * ih * iw];
-                for y in 0..oh {
-                    let out = &mut slab[y * ow..(y + 1) * ow];
-                    if y < h0 || y >= h1 {
-                        out.fill(T::ZERO);
-                        continue;
+                let zd = ((od * g.win.stride[0]) as isize + doff) as usize;
+                let src = &src[zd * ih * iw..(zd + 1) * ih * iw];
+                let Lines { h0, h1, w0, w1, .. } = lines;
+                slab[..h0 * ow].fill(T::ZERO);
+                slab[h1 * ow..].fill(T::ZERO);
+                if w0 > 0 || w1 < ow {
+                    for line in slab[h0 * ow..h1 * ow].chunks_exact_mut(ow) {
+                        line[..w0].fill(T::ZERO);
+                        line[w1..].fill(T::ZERO);
                     }
-                    let zy = ((y * s[1]) as isize + hoff) as usize;
-                    let line = &src[zy * iw..(zy + 1) * iw];
-                    out[..w0].fill(T::ZERO);
-                    out[w1..].fill(T::ZERO);
-                    // First input column read by output column w0.
-                    let x0 = ((w0 * s[2]) as isize + woff) as usize;
-                    if s[2] == 1 {
-                        copy_run(&mut out[w0..w1], &line[x0..x0 + (w1 - w0)]);
-                    } else {
-                        for (j, o) in out[w0..w1].iter_mut().enumerate() {
-                            *o = line[x0 + j * s[2]];
+                }
+                lines.check(src.len(), slab.len(), ow);
+                let n = w1 - w0;
+                for (i, y) in (h0..h1).enumerate() {
+                    // SAFETY: `check` bounds every line's reads in `src` and writes in
+                    // `slab`, which are distinct borrows.
+                    unsafe {
+                        let d = slab.as_mut_ptr().add(y * ow + w0);
+                        let s = src.as_ptr().add(lines.first + i * lines.step);
+                        if lines.stride == 1 {
+                            copy_run(d, s, n);
+                        } else {
+                            for j in 0..n {
+                                d.add(j).write(s.add(j * lines.stride).read());
+                            }
                         }
                     }
                 }
@@ -159,27 +231,36 @@ fn col2im_rows<T: Num>(g: &ColGeom, col: &[T], img: &mut [T]) {
     let (ncols, plane) = (g.cols(), volume(&g.input));
     let [_, oh, ow] = g.output;
     let [_, ih, iw] = g.input;
-    let s = g.win.stride;
+    if ncols == 0 {
+        return;
+    }
     g.for_each_row(
         #[inline(always)]
-        |row, c, [(d0, d1, doff), (h0, h1, hoff), (w0, w1, woff)]| {
+        |row, c, [(d0, d1, doff), vh, vw]| {
+            let lines = Lines::new(g, vh, vw);
+            if lines.is_empty() {
+                return;
+            }
             let src = &col[row * ncols..(row + 1) * ncols];
             let dst = &mut img[c * plane..(c + 1) * plane];
+            let n = lines.w1 - lines.w0;
             for od in d0..d1 {
-                let zd = ((od * s[0]) as isize + doff) as usize;
+                let zd = ((od * g.win.stride[0]) as isize + doff) as usize;
                 let dst = &mut dst[zd * ih * iw..(zd + 1) * ih * iw];
                 let slab = &src[od * oh * ow..(od + 1) * oh * ow];
-                for y in h0..h1 {
-                    let zy = ((y * s[1]) as isize + hoff) as usize;
-                    let line = &mut dst[zy * iw..(zy + 1) * iw];
-                    let x0 = ((w0 * s[2]) as isize + woff) as usize;
-                    let vals = &slab[y * ow + w0..y * ow + w1];
-                    if s[2] == 1 {
-                        add_run(&mut line[x0..x0 + vals.len()], vals);
-                    } else {
-                        for (j, &v) in vals.iter().enumerate() {
-                            let d = &mut line[x0 + j * s[2]];
-                            *d = d.add(v);
+                lines.check(dst.len(), slab.len(), ow);
+                for (i, y) in (lines.h0..lines.h1).enumerate() {
+                    // SAFETY: as in `im2col_rows`, the other way round.
+                    unsafe {
+                        let s = slab.as_ptr().add(y * ow + lines.w0);
+                        let d = dst.as_mut_ptr().add(lines.first + i * lines.step);
+                        if lines.stride == 1 {
+                            add_run(d, s, n);
+                        } else {
+                            for j in 0..n {
+                                let p = d.add(j * lines.stride);
+                                p.write(p.read().add(s.add(j).read()));
+                            }
                         }
                     }
                 }

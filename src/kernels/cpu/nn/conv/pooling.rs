@@ -3,6 +3,7 @@
 
 use crate::dispatch_float;
 use crate::error::Result;
+use crate::kernels::cpu::map::pool_shares_work;
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::simd::vectorized;
 use crate::kernels::cpu::{self, Blobs, CpuKernel};
@@ -365,7 +366,7 @@ fn argmax_kernel<T: Num + Float>(
             None => argmax_plane(p, x, y, at, add),
         }
     };
-    if p.work() > PAR_WORK && p.planes > 1 {
+    if p.work() > PAR_WORK && p.planes > 1 && pool_shares_work() {
         y.par_chunks_mut(ol)
             .zip(at.par_chunks_mut(ol))
             .enumerate()
@@ -384,7 +385,7 @@ fn for_planes<T: Send>(p: &Plan, out: &mut [T], len: usize, one: impl Fn(usize, 
     if len == 0 {
         return;
     }
-    if p.work() > PAR_WORK && p.planes > 1 {
+    if p.work() > PAR_WORK && p.planes > 1 && pool_shares_work() {
         out.par_chunks_mut(len)
             .enumerate()
             .for_each(|(n, o)| one(n, o));
