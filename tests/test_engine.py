@@ -23,12 +23,20 @@ def test_engine_type_follows_the_environment():
         assert out.stdout.strip() == name
 
 
+# A new thread takes its name once it runs, so the count is read until it is the one
+# wanted (argv[1:]) or a few seconds have passed.
 _COUNT_THREADS = """
-import os, rsmx as mx
+import os, sys, time, rsmx as mx
 a = mx.nd.ones((256, 256))
 mx.nd.dot(a, a).wait_to_read()
-names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
-print(sum(n.startswith("rsmx-kernel") for n in names), sum(n.startswith("rsmx-cpu") for n in names))
+want, deadline = tuple(int(n) for n in sys.argv[1:]), time.monotonic() + 10
+while True:
+    names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+    got = (sum(n.startswith("rsmx-kernel") for n in names), sum(n.startswith("rsmx-cpu") for n in names))
+    if got == want or time.monotonic() > deadline:
+        break
+    time.sleep(0.05)
+print(*got)
 """
 
 
@@ -47,8 +55,8 @@ def test_omp_num_threads_sizes_the_compute_threads(settings, want):
            if k not in ("OMP_NUM_THREADS", "RAYON_NUM_THREADS", "RSMX_CPU_WORKER_NTHREADS",
                         "MXNET_CPU_WORKER_NTHREADS", "MXNET_ENGINE_TYPE")}
     env.update(settings, RSMX_ENGINE_TYPE="ThreadedEnginePerDevice")
-    out = subprocess.run([sys.executable, "-c", _COUNT_THREADS], env=env, capture_output=True, text=True,
-                         check=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", _COUNT_THREADS, *map(str, want)], env=env, capture_output=True,
+                         text=True, check=True, timeout=60)
     assert tuple(int(n) for n in out.stdout.split()) == want
 
 
