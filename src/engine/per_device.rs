@@ -5,6 +5,7 @@ use super::core::{DependencyEngine, Placement};
 use super::opr::Runner;
 use super::pool::Pool;
 use super::shared::EngineShared;
+use super::threads::positive;
 use super::{env_var, EngineKind, FnProperty};
 use crate::context::{Context, DeviceType};
 use parking_lot::Mutex;
@@ -55,10 +56,7 @@ pub struct DevicePools {
 
 /// A worker count from the environment, or `default`.
 fn workers_from_env(rsmx_name: &str, mxnet_name: &str, default: usize) -> usize {
-    env_var(rsmx_name, mxnet_name)
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(default)
+    positive(env_var(rsmx_name, mxnet_name)).unwrap_or(default)
 }
 
 impl ThreadedEnginePerDevice {

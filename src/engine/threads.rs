@@ -20,7 +20,7 @@ pub fn cores() -> usize {
 }
 
 /// A positive count from an environment variable's text.
-fn positive(text: Option<String>) -> Option<usize> {
+pub(super) fn positive(text: Option<String>) -> Option<usize> {
     text.and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|n| *n > 0)
 }
