@@ -155,6 +155,14 @@ impl Lines {
             "im2col lines out of bounds"
         );
     }
+
+    /// For each line: the offset of its first valid output in the slab, and of the image
+    /// element that output reads.
+    fn offsets(&self, ow: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (self.h0..self.h1)
+            .enumerate()
+            .map(move |(i, y)| (y * ow + self.w0, self.first + i * self.step))
+    }
 }
 
 /// Writes the column matrix (`rows × cols`, row-major) of `img` into `col`.
@@ -197,12 +205,12 @@ fn im2col_rows<T: Num>(g: &ColGeom, img: &[T], col: &mut [T]) {
                 }
                 lines.check(src.len(), slab.len(), ow);
                 let n = w1 - w0;
-                for (i, y) in (h0..h1).enumerate() {
+                for (out, at) in lines.offsets(ow) {
                     // SAFETY: `check` bounds every line's reads in `src` and writes in
                     // `slab`, which are distinct borrows.
                     unsafe {
-                        let d = slab.as_mut_ptr().add(y * ow + w0);
-                        let s = src.as_ptr().add(lines.first + i * lines.step);
+                        let d = slab.as_mut_ptr().add(out);
+                        let s = src.as_ptr().add(at);
                         if lines.stride == 1 {
                             copy_run(d, s, n);
                         } else {
@@ -249,11 +257,11 @@ fn col2im_rows<T: Num>(g: &ColGeom, col: &[T], img: &mut [T]) {
                 let dst = &mut dst[zd * ih * iw..(zd + 1) * ih * iw];
                 let slab = &src[od * oh * ow..(od + 1) * oh * ow];
                 lines.check(dst.len(), slab.len(), ow);
-                for (i, y) in (lines.h0..lines.h1).enumerate() {
+                for (out, at) in lines.offsets(ow) {
                     // SAFETY: as in `im2col_rows`, the other way round.
                     unsafe {
-                        let s = slab.as_ptr().add(y * ow + lines.w0);
-                        let d = dst.as_mut_ptr().add(lines.first + i * lines.step);
+                        let s = slab.as_ptr().add(out);
+                        let d = dst.as_mut_ptr().add(at);
                         if lines.stride == 1 {
                             add_run(d, s, n);
                         } else {
