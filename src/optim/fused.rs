@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::imperative::invoke_at;
 use crate::kvstore::StoreUpdater;
 use crate::ndarray::NDArray;
-use crate::op::{self, Attrs};
+use crate::op::{self, Attrs, OpRef};
 use crate::shape::fmt_shape;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -86,8 +86,9 @@ impl Inner {
         }
     }
 
-    fn multi_precision(&self, weight: &NDArray) -> bool {
-        self.cfg.multi_precision && weight.dtype() == DType::F16
+    /// True if weights of `dtype` are updated through a float32 copy.
+    fn multi_precision(&self, dtype: DType) -> bool {
+        self.cfg.multi_precision && dtype == DType::F16
     }
 }
 
@@ -227,26 +228,98 @@ impl FusedOptimizer {
     }
 }
 
+/// The states an optimizer keeps for a weight of some dtype.
+pub(super) struct StateLayout {
+    /// Zero-filled inner states (momentum, moments, ...).
+    pub inner: usize,
+    /// Their dtype: float32 under multi-precision, else the weight's.
+    pub dtype: DType,
+    /// Where the float32 copy of a float16 weight goes among them, under multi-precision.
+    pub master_at: Option<usize>,
+}
+
+/// One counted update, ready to run.
+pub(super) struct Step {
+    pub op: OpRef,
+    /// The operator updates the float32 copy (`state[0]`) with a float32 gradient, and the
+    /// weight is then rounded from it: multi-precision for optimizers without `mp_*`
+    /// operators.
+    pub through_master: bool,
+}
+
+impl FusedOptimizer {
+    /// The states [`StoreUpdater::create_state`] makes for a weight of `dtype`, in the
+    /// order the module docs give.
+    pub(super) fn state_layout(&self, dtype: DType) -> StateLayout {
+        let s = self.inner.lock();
+        let mp = s.multi_precision(dtype);
+        StateLayout {
+            inner: s.inner_states(),
+            dtype: if mp { DType::F32 } else { dtype },
+            master_at: mp.then_some(match s.cfg.kind {
+                OptKind::Sgd | OptKind::Nag => s.inner_states(),
+                _ => 0,
+            }),
+        }
+    }
+
+    /// Counts an update of `key` on device `dev_id` and gives the operator that runs it
+    /// with its learning rate and weight decay, as MXNet's optimizer computes them; an
+    /// error if `states` is not the number of states a weight of `dtype` has.
+    pub(super) fn step(
+        &self,
+        key: &ParamKey,
+        dev_id: i32,
+        dtype: DType,
+        shape: &[usize],
+        states: usize,
+    ) -> Result<Step> {
+        let (call, through_master) = {
+            let mut s = self.inner.lock();
+            let mp = s.multi_precision(dtype);
+            let n = s.inner_states();
+            let want = n + usize::from(mp);
+            if states != want {
+                return Err(Error::Value(format!(
+                    "FusedOptimizer.update: {:?} expects {want} state array(s) for key {key} \
+                     (weight {} {dtype}), got {states}",
+                    s.cfg.kind,
+                    fmt_shape(shape),
+                )));
+            }
+            let begin = s.cfg.begin_num_update;
+            let t = s.d.count(dev_id, key, begin);
+            let lr = s.lrs(std::slice::from_ref(key))[0];
+            let rates = Rates {
+                lr,
+                wd: s.wd(key),
+                t,
+                rescale_grad: s.d.rescale_grad,
+            };
+            // SGD and NAG have `mp_*` operators; the others update the float32 copy.
+            let own_mp_ops = matches!(s.cfg.kind, OptKind::Sgd | OptKind::Nag);
+            let call = op_call(&s.cfg, &rates, n == 1, mp && own_mp_ops);
+            (call, mp && !own_mp_ops)
+        };
+        Ok(Step {
+            op: self.ops.get(call)?,
+            through_master,
+        })
+    }
+}
+
 /// The store runs MXNet's built-in optimizers as its updater.
 impl StoreUpdater for FusedOptimizer {
     /// Zero-filled states for `weight` (and a float32 copy of a float16 weight under
     /// multi-precision), in the order the module docs give.
     fn create_state(&self, key: &ParamKey, weight: &NDArray) -> Result<Vec<NDArray>> {
         let _ = key;
-        let (kind, n, mp) = {
-            let s = self.inner.lock();
-            (s.cfg.kind, s.inner_states(), s.multi_precision(weight))
-        };
-        let dtype = if mp { DType::F32 } else { weight.dtype() };
-        let mut states = (0..n)
-            .map(|_| zeros(weight, dtype))
+        let layout = self.state_layout(weight.dtype());
+        let mut states = (0..layout.inner)
+            .map(|_| zeros(weight, layout.dtype))
             .collect::<Result<Vec<_>>>()?;
-        if mp {
-            let w32 = cast(weight, DType::F32, None, 0)?;
-            match kind {
-                OptKind::Sgd | OptKind::Nag => states.push(w32),
-                _ => states.insert(0, w32),
-            }
+        if let Some(at) = layout.master_at {
+            states.insert(at, cast(weight, DType::F32, None, 0)?);
         }
         Ok(states)
     }
@@ -261,49 +334,40 @@ impl StoreUpdater for FusedOptimizer {
         state: &[NDArray],
         priority: i32,
     ) -> Result<()> {
-        let (call, mp, own_mp_ops) = {
-            let mut s = self.inner.lock();
-            let mp = s.multi_precision(weight);
-            let n = s.inner_states();
-            let want = n + usize::from(mp);
-            if state.len() != want {
-                return Err(Error::Value(format!(
-                    "FusedOptimizer.update: {:?} expects {want} state array(s) for key {key} \
-                     (weight {} {}), got {}",
-                    s.cfg.kind,
-                    fmt_shape(weight.shape()),
-                    weight.dtype(),
-                    state.len()
-                )));
-            }
-            let begin = s.cfg.begin_num_update;
-            let t = s.d.count(weight.context().dev_id, key, begin);
-            let lr = s.lrs(std::slice::from_ref(key))[0];
-            let rates = Rates {
-                lr,
-                wd: s.wd(key),
-                t,
-                rescale_grad: s.d.rescale_grad,
-            };
-            // SGD and NAG have `mp_*` operators; the others update the float32 copy.
-            let own_mp_ops = matches!(s.cfg.kind, OptKind::Sgd | OptKind::Nag);
-            let call = op_call(&s.cfg, &rates, n == 1, mp && own_mp_ops);
-            (call, mp, own_mp_ops)
-        };
-        let op = self.ops.get(call)?;
+        let step = self.step(
+            key,
+            weight.context().dev_id,
+            weight.dtype(),
+            weight.shape(),
+            state.len(),
+        )?;
         let ctx = Some(weight.context());
-        if mp && !own_mp_ops {
+        if step.through_master {
             // Update the float32 copy with a float32 gradient, then round into the weight.
             let w32 = state[0].clone();
             let mut ins = vec![w32.clone(), cast(grad, DType::F32, None, priority)?];
             ins.extend(state[1..].iter().cloned());
-            invoke_at(&op, &ins, Some(vec![w32.clone()]), ctx, false, priority)?;
+            invoke_at(
+                &step.op,
+                &ins,
+                Some(vec![w32.clone()]),
+                ctx,
+                false,
+                priority,
+            )?;
             cast(&w32, weight.dtype(), Some(weight.clone()), priority)?;
             return Ok(());
         }
         let mut ins = vec![weight.clone(), grad.clone()];
         ins.extend(state.iter().cloned());
-        invoke_at(&op, &ins, Some(vec![weight.clone()]), ctx, false, priority)?;
+        invoke_at(
+            &step.op,
+            &ins,
+            Some(vec![weight.clone()]),
+            ctx,
+            false,
+            priority,
+        )?;
         Ok(())
     }
 }

@@ -59,6 +59,7 @@
 
 mod config;
 mod fused;
+mod host;
 mod ops;
 pub mod scheduler;
 #[cfg(test)]
@@ -66,6 +67,7 @@ mod tests;
 
 pub use config::OptKind;
 pub use fused::FusedOptimizer;
+pub use host::HostArray;
 pub use scheduler::LrScheduler;
 
 use std::fmt;

@@ -292,3 +292,85 @@ fn counting_and_rates_for_a_bound_python_optimizer() {
     opt.set_rescale_grad(0.25);
     assert_eq!(opt.rescale_grad(), 0.25);
 }
+
+#[test]
+fn host_updates_equal_engine_updates() {
+    use super::HostArray;
+    use crate::dtype::DType;
+    let w0 = [0.5f32, -1.25, 2.0, 0.125, -0.75];
+    let g = [0.25f32, -0.5, 1.5, -2.0, 0.0625];
+    let kinds = [
+        ("sgd", vec![("momentum", "0.9"), ("wd", "0.01")]),
+        ("sgd", vec![("clip_gradient", "1.0")]),
+        ("nag", vec![("momentum", "0.9")]),
+        ("adam", vec![("wd", "0.001")]),
+        ("adagrad", vec![]),
+        ("rmsprop", vec![("centered", "True")]),
+        ("adadelta", vec![]),
+        ("signum", vec![]),
+        ("ftrl", vec![]),
+    ];
+    for (name, extra) in kinds {
+        for mp in [false, true] {
+            let mut p = vec![("learning_rate", "0.1"), ("rescale_grad", "0.5")];
+            p.extend(extra.iter().copied());
+            if mp {
+                p.push(("multi_precision", "True"));
+            }
+            let (engine, host) = (
+                FusedOptimizer::new(name, &params(&p)).unwrap(),
+                FusedOptimizer::new(name, &params(&p)).unwrap(),
+            );
+            let key = ParamKey::Int(3);
+            let dtype = if mp { DType::F16 } else { DType::F32 };
+            let as_bytes = |v: &[f32]| -> Vec<u8> {
+                if mp {
+                    v.iter()
+                        .flat_map(|x| f16::from_f32(*x).to_le_bytes())
+                        .collect()
+                } else {
+                    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+                }
+            };
+            let w = NDArray::empty(&[5], dtype, crate::context::Context::cpu(0)).unwrap();
+            w.write_bytes(as_bytes(&w0)).unwrap();
+            let gr = NDArray::empty(&[5], dtype, crate::context::Context::cpu(0)).unwrap();
+            gr.write_bytes(as_bytes(&g)).unwrap();
+            let st = engine.create_state(&key, &w).unwrap();
+
+            let mut hw = HostArray::copy_of(&as_bytes(&w0), dtype);
+            let mut hg = HostArray::copy_of(&as_bytes(&g), dtype);
+            let mut hst = host.create_state_now(&hw.blob()).unwrap();
+            assert_eq!(hst.len(), st.len(), "{name} mp={mp}");
+            for _ in 0..3 {
+                engine.update(&key, &w, &gr, &st, 0).unwrap();
+                let blobs: Vec<_> = hst.iter_mut().map(HostArray::blob).collect();
+                host.update_now(&key, &hw.blob(), &hg.blob(), &blobs)
+                    .unwrap();
+            }
+            assert_eq!(w.to_bytes().unwrap(), hw.bytes(), "{name} mp={mp}");
+            for (a, b) in st.iter().zip(&hst) {
+                assert_eq!(a.to_bytes().unwrap(), b.bytes(), "{name} mp={mp} state");
+            }
+        }
+    }
+}
+
+#[test]
+fn host_updates_refuse_mismatched_arrays() {
+    use super::HostArray;
+    use crate::dtype::DType;
+    let opt = FusedOptimizer::new("sgd", &params(&[("momentum", "0.9")])).unwrap();
+    let key = ParamKey::Int(0);
+    let mut w = HostArray::copy_of(&[0u8; 8], DType::F32);
+    let mut g = HostArray::copy_of(&[0u8; 12], DType::F32);
+    let mut st = opt.create_state_now(&w.blob()).unwrap();
+    let blobs: Vec<_> = st.iter_mut().map(HostArray::blob).collect();
+    let err = opt
+        .update_now(&key, &w.blob(), &g.blob(), &blobs)
+        .unwrap_err();
+    assert!(err.message().contains("gradient of key 0"), "{err}");
+    let err = opt.update_now(&key, &w.blob(), &w.blob(), &[]).unwrap_err();
+    assert!(err.message().contains("expects 1 state"), "{err}");
+    assert_eq!(w.bytes(), &[0u8; 8]);
+}

@@ -59,7 +59,7 @@ impl Controller for PythonController {
             let made = made.bind(py);
             if let Ok(fused) = made.cast::<PyFusedOptimizer>() {
                 let fused = Fused::new(fused.borrow().shared());
-                return Ok(Box::new(Mirrored::new(fused)) as Box<dyn Updater>);
+                return Ok(Box::new(fused) as Box<dyn Updater>);
             }
             Ok(Box::new(Mirrored::new(PythonUpdate(made.clone().unbind()))))
         })
