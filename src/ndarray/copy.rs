@@ -8,6 +8,7 @@ use crate::context::{Context, DeviceType};
 use crate::cuda::memcpy;
 use crate::engine::{self, FnProperty, PushSpec, RunContext};
 use crate::error::{Error, Result};
+use crate::kernels::cpu::map::pool_shares_work;
 use crate::shape::fmt_shape;
 use rayon::prelude::*;
 
@@ -39,9 +40,9 @@ const PAR_COPY_MIN: usize = 1 << 20;
 /// Bytes per parallel host copy task.
 const COPY_CHUNK: usize = 256 << 10;
 
-/// Copies host bytes, over several threads for large arrays.
+/// Copies host bytes, over the kernel pool's threads for large arrays.
 fn host_copy(src: &[u8], dst: &mut [u8]) {
-    if src.len() < PAR_COPY_MIN {
+    if src.len() < PAR_COPY_MIN || !pool_shares_work() {
         dst.copy_from_slice(src);
     } else {
         dst.par_chunks_mut(COPY_CHUNK)

@@ -4,6 +4,7 @@ worker, and server-side SGD gives the same weights on either side's servers."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -96,3 +97,82 @@ def test_an_mxnet_worker_is_answered_when_an_rsmx_server_refuses_a_command(tmp_p
         assert all(c == 0 for c in codes.values()), f"{codes}\n{cluster.report()}"
         assert "ANSWERED" in cluster.by_role("worker")[0].output(), cluster.report()
         assert "command 42" in cluster.by_role("server")[0].output(), cluster.report()
+
+
+def _messages(log: str) -> dict[str, list[tuple]]:
+    """The messages a ``PS_VERBOSE=2`` log shows a node send and receive, in order, as
+    (control command or data flags, frame sizes, frame types), without ids, timestamps
+    and the scheduler's barrier answers' group (uninitialised in ps-lite). A node's
+    message to itself (ps-lite's stop signal) is left out."""
+    seen: dict[str, list[tuple]] = {"sent": [], "received": []}
+    for line in log.splitlines():
+        m = re.search(r"(\?|\d+) => (\d+)\. Meta: (.*)$", line)
+        if not m or m.group(1) == m.group(2):
+            continue
+        meta, _, body = m.group(3).partition(" Body:")
+        cmd = re.search(r"cmd=(\w+)", meta)
+        flags = tuple(re.findall(r"\b(request|simple_app|push|pull|head)=(-?\d+)", meta))
+        types = re.search(r"data_type=\{([^}]*)\}", meta)
+        seen["sent" if m.group(1) == "?" else "received"].append((
+            cmd.group(1) if cmd else None,
+            flags,
+            tuple(re.findall(r"data_size=(\d+)", body)),
+            tuple(types.group(1).split()) if types else (),
+        ))
+    return seen
+
+
+def test_ps_verbose_logs_show_the_messages_mxnet_sends(tmp_path):
+    """With ``PS_VERBOSE=2``, the rank 0 worker of an all-rsmx job logs the messages the
+    rank 0 worker of an all-MXNet job logs running the same checks: the same sent, in the
+    same order, and the same received."""
+    logs = {}
+    for side in ("mxnet", "rsmx"):
+        out = tmp_path / side
+        out.mkdir()
+        with Cluster(out, servers=1, workers=2, scheduler_impl=side, server_impl=side,
+                     worker_impls=[side, side],
+                     env={"DIST_TEST_OUT": str(out), "PS_VERBOSE": "2"}) as cluster:
+            codes = cluster.wait(180)
+            assert all(c == 0 for c in codes.values()), f"{codes}\n{cluster.report()}"
+            # Worker ids are 9, 11, ... in rank order.
+            logs[side] = next(w.output() for w in cluster.by_role("worker")
+                              if "W[9] is connected to others" in w.output())
+    mxnet, rsmx = _messages(logs["mxnet"]), _messages(logs["rsmx"])
+    assert len(mxnet["sent"]) > 40  # the checks' traffic, not just the start
+    assert rsmx["sent"] == mxnet["sent"]
+    # Answers arrive as the other worker's pushes complete their rounds, so only what
+    # arrives, not its order, is the same from run to run.
+    assert sorted(rsmx["received"], key=repr) == sorted(mxnet["received"], key=repr)
+    for line in ("W[9] is connected to others", "W[9] is stopping", "W[9] is stopped"):
+        assert line in logs["rsmx"]
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_float16_multi_precision_matches_mxnet_servers(tmp_path, optimizer):
+    """kSetMultiPrecision: float16 keys updated in float32 copies on the servers give the
+    values MXNet's servers give, whichever side runs the workers."""
+    script = [str(Path(__file__).with_name("worker_fp16.py"))]
+
+    def job(name: str, side: str, workers: list[str]) -> np.ndarray:
+        out = tmp_path / name
+        out.mkdir()
+        with Cluster(out, servers=2, workers=2, scheduler_impl=side, server_impl=side,
+                     worker_impls=workers, worker_cmd=script,
+                     env={"DIST_TEST_OUT": str(out),
+                          "DIST_TEST_OPTIMIZER": optimizer}) as cluster:
+            codes = cluster.wait(180)
+            assert all(c == 0 for c in codes.values()), f"{codes}\n{cluster.report()}"
+            for w in cluster.by_role("worker"):
+                assert "FP16 PASSED" in w.output(), cluster.report()
+        got = [np.load(out / f"fp16-{r}.npy") for r in range(2)]
+        np.testing.assert_array_equal(got[0], got[1])
+        return got[0].astype(np.float32)
+
+    reference = job("mxnet", "mxnet", ["mxnet", "mxnet"])
+    start = np.concatenate([np.linspace(-2, 2, n) for n in (7, 300_001)] * 3)
+    assert np.abs(reference - start.astype(np.float16)).max() > 0  # the updates moved
+    for name, side, workers in [("rsmx-servers", "rsmx", ["mxnet", "rsmx"]),
+                                ("mxnet-servers", "mxnet", ["rsmx", "rsmx"])]:
+        np.testing.assert_allclose(job(name, side, workers), reference, rtol=1e-3,
+                                   atol=1e-3, err_msg=name)

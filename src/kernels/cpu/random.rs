@@ -3,6 +3,7 @@
 //! `_sample_multinomial` and `_shuffle`.
 
 use super::indexing::{store, CastElem, Elem, Scalar};
+use super::map::pool_shares_work;
 use crate::dispatch_dtype;
 use crate::dtype::Element;
 use crate::error::Result;
@@ -36,15 +37,21 @@ fn fill<T: CastElem>(
         return;
     }
     let seeds: Vec<u64> = (0..out.len().div_ceil(CHUNK)).map(|_| rng.gen()).collect();
-    out.par_chunks_mut(CHUNK)
-        .zip(seeds)
-        .enumerate()
-        .for_each(|(c, (chunk, seed))| {
-            let mut r = Pcg64Mcg::seed_from_u64(seed);
-            for (i, o) in chunk.iter_mut().enumerate() {
-                store(o, T::from_scalar(draw(&mut r, c * CHUNK + i)), add);
-            }
-        });
+    let each = |(c, (chunk, seed)): (usize, (&mut [T], u64))| {
+        let mut r = Pcg64Mcg::seed_from_u64(seed);
+        for (i, o) in chunk.iter_mut().enumerate() {
+            store(o, T::from_scalar(draw(&mut r, c * CHUNK + i)), add);
+        }
+    };
+    // The chunks and their seeds are the same either way, so the values are too.
+    if pool_shares_work() {
+        out.par_chunks_mut(CHUNK)
+            .zip(seeds)
+            .enumerate()
+            .for_each(each);
+    } else {
+        out.chunks_mut(CHUNK).zip(seeds).enumerate().for_each(each);
+    }
 }
 
 /// A gamma draw with shape `alpha` and scale `beta`; NaN for invalid parameters.

@@ -2,7 +2,7 @@
 //! index order; NaN sorts above every number).
 
 use super::indexing::{store, CastElem, Scalar};
-use super::map::PAR_MIN;
+use super::map::{pool_shares_work, PAR_MIN};
 use super::num::Num;
 use crate::dispatch_num;
 use crate::dtype::Element;
@@ -103,8 +103,13 @@ fn lane_order<T: SortKey>(src: &[T], l: Lanes, k: usize, ascend: bool) -> Vec<us
     if lanes == 1 {
         let mut scratch = Vec::with_capacity(l.n);
         gather(0, &mut scratch);
-        order_lane(&mut scratch, k, &mut perm, l.n >= PAR_MIN);
-    } else if lanes * l.n < PAR_MIN {
+        order_lane(
+            &mut scratch,
+            k,
+            &mut perm,
+            l.n >= PAR_MIN && pool_shares_work(),
+        );
+    } else if lanes * l.n < PAR_MIN || !pool_shares_work() {
         let mut scratch = Vec::with_capacity(l.n);
         for (lane, dst) in perm.chunks_mut(k).enumerate() {
             gather(lane, &mut scratch);

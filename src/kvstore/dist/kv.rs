@@ -4,6 +4,7 @@
 //! key ranges, and a pull's replies joined back in key order.
 
 use super::frame::Frame;
+use super::meta::DataType;
 use crate::error::{Error, Result};
 use std::ops::{Deref, Range};
 
@@ -15,6 +16,15 @@ pub struct KvPairs<V = Vec<u8>> {
     pub keys: Vec<u64>,
     pub vals: V,
     pub lens: Vec<i32>,
+}
+
+/// The labels ps-lite gives the first `frames` data frames of a message: keys `UINT64`,
+/// values `OTHER` (MXNet's workers and servers send `char` arrays), lengths `INT32`.
+pub fn data_types(frames: usize) -> Vec<DataType> {
+    [DataType::Uint64, DataType::Other, DataType::Int32]
+        .into_iter()
+        .take(frames)
+        .collect()
 }
 
 impl<V: Into<Frame>> KvPairs<V> {

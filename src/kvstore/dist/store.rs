@@ -7,7 +7,7 @@
 use super::compress::dequantize_2bit;
 use super::flat::Flat;
 use super::frame::{Frame, SharedBytes};
-use super::kv::KvPairs;
+use super::kv::{data_types, KvPairs};
 use super::layout::{parse_data_head, RequestKind};
 use super::meta::Meta;
 use crate::dtype::DType;
@@ -313,6 +313,10 @@ fn answer(to: i32, request: &Meta, value: Option<(u64, &Flat)>) -> Reply {
             .into_frames()
         })
         .unwrap_or_default();
+    let meta = Meta {
+        data_type: data_types(data.len()),
+        ..meta
+    };
     Reply { to, meta, data }
 }
 

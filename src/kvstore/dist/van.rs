@@ -321,6 +321,8 @@ impl Van {
 
     /// Stops the threads and closes the sockets, without a barrier.
     fn shutdown(&self) {
+        self.shared
+            .log(1, &format!("{} is stopping", short(&self.my_node())));
         self.shared.state.lock().finished = true;
         self.shared.stop.store(true, Ordering::Release);
         self.shared.close_links();

@@ -5,7 +5,7 @@
 use super::compress::{compressed_bytes, quantize_2bit};
 use super::config::NodeConfig;
 use super::frame::{Frame, Source};
-use super::kv::KvPairs;
+use super::kv::{data_types, KvPairs};
 use super::layout::{
     compressed_parts, data_head, dense_parts, server_id, Part, RequestKind, ServerCommand, ALL,
     WORKER_GROUP,
@@ -316,6 +316,7 @@ impl DistWorker {
         }
         for (server, mut meta, data) in to {
             meta.timestamp = ts;
+            meta.data_type = data_types(data.len());
             self.van.send(server, meta, data);
         }
     }

@@ -14,7 +14,7 @@ pub mod testing;
 mod tests;
 pub mod view;
 
-use super::map::{broadcast_strides, map1, PAR_MIN};
+use super::map::{broadcast_strides, map1, pool_shares_work, PAR_MIN};
 use super::num::Num;
 use super::reduce::reduce;
 use crate::dispatch_num;
@@ -182,7 +182,7 @@ pub fn map3_broadcast<T: Num>(
                 put(oj, f(a[i], b[i], c[i]));
             }
         };
-        if n < PAR_MIN {
+        if n < PAR_MIN || !pool_shares_work() {
             body(0, out);
         } else {
             let chunk = PAR_MIN / 4;
@@ -211,7 +211,7 @@ pub fn map3_broadcast<T: Num>(
             put(oj, f(a[oa + j * ia], b[ob + j * ib], c[oc + j * ic]));
         }
     };
-    if n < PAR_MIN {
+    if n < PAR_MIN || !pool_shares_work() {
         out.chunks_mut(inner)
             .enumerate()
             .for_each(|(r, o)| row(r, o));

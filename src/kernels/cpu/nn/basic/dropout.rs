@@ -5,7 +5,7 @@
 use super::common::{ld, overlaps, put, st};
 use crate::dispatch_float;
 use crate::error::Result;
-use crate::kernels::cpu::map::{map1, map2};
+use crate::kernels::cpu::map::{map1, map2, pool_shares_work};
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
@@ -53,12 +53,16 @@ fn fill<T: Num>(out: &mut [T], rng: &mut Pcg64Mcg, value: impl Fn(&mut Pcg64Mcg)
     let seeds: Vec<u64> = (0..out.len().div_ceil(CHUNK))
         .map(|_| rng.next_u64())
         .collect();
-    out.par_chunks_mut(CHUNK)
-        .zip(seeds)
-        .for_each(|(chunk, seed)| {
-            let mut r = Pcg64Mcg::seed_from_u64(seed);
-            chunk.iter_mut().for_each(|o| *o = value(&mut r));
-        });
+    let each = |(chunk, seed): (&mut [T], u64)| {
+        let mut r = Pcg64Mcg::seed_from_u64(seed);
+        chunk.iter_mut().for_each(|o| *o = value(&mut r));
+    };
+    // The chunks and their seeds are the same either way, so the mask is too.
+    if pool_shares_work() {
+        out.par_chunks_mut(CHUNK).zip(seeds).for_each(each);
+    } else {
+        out.chunks_mut(CHUNK).zip(seeds).for_each(each);
+    }
 }
 
 /// Copies `src` of shape `small` (the same rank as `shape`, 1 along broadcast axes) into

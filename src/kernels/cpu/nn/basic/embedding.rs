@@ -6,7 +6,7 @@ use super::common::put;
 use crate::dispatch_num;
 use crate::dtype::Element;
 use crate::error::Result;
-use crate::kernels::cpu::map::PAR_MIN;
+use crate::kernels::cpu::map::{pool_shares_work, PAR_MIN};
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
@@ -47,7 +47,7 @@ impl CpuKernel for Embedding {
                     o.copy_from_slice(src);
                 }
             };
-            if out.len() < PAR_MIN {
+            if out.len() < PAR_MIN || !pool_shares_work() {
                 out.chunks_mut(od).enumerate().for_each(gather);
             } else {
                 out.par_chunks_mut(od).enumerate().for_each(gather);

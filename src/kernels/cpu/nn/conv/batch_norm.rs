@@ -8,6 +8,7 @@
 //! the biased batch variance.
 
 use crate::error::{Error, Result};
+use crate::kernels::cpu::map::pool_shares_work;
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
@@ -35,7 +36,7 @@ impl Layout {
 
 /// Runs `f(c)` for every channel, in parallel for large inputs, collecting the results.
 fn per_channel<R: Send>(l: &Layout, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
-    if l.channels * l.per_channel() >= PAR_MIN {
+    if l.channels * l.per_channel() >= PAR_MIN && pool_shares_work() {
         (0..l.channels).into_par_iter().map(f).collect()
     } else {
         (0..l.channels).map(f).collect()
@@ -54,7 +55,7 @@ fn per_block<T: Send>(
         return;
     }
     let one = |(i, b): (usize, &mut [T])| f(i % ch, i * inner..(i + 1) * inner, b);
-    if out.len() >= PAR_MIN {
+    if out.len() >= PAR_MIN && pool_shares_work() {
         out.par_chunks_mut(inner).enumerate().for_each(one);
     } else {
         out.chunks_mut(inner).enumerate().for_each(one);
