@@ -56,3 +56,17 @@ def test_a_dist_store_without_a_launcher_names_what_is_missing():
                        env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "MXNetValueError" in r.stderr and "DMLC_ROLE is not set" in r.stderr, r.stderr
+
+
+@pytest.mark.gpu
+def test_dist_device_sync_sums_on_the_gpus(tmp_path):
+    import rsmx as mx
+
+    if mx.context.num_gpus() < 2:
+        pytest.skip("needs two GPUs (RSMX_FAKE_GPU=2 makes fake ones)")
+    with Cluster(tmp_path, servers=2, workers=2,
+                 worker_cmd=[str(Path(__file__).with_name("worker_devices.py"))]) as cluster:
+        codes = cluster.wait(150)
+        assert all(c == 0 for c in codes.values()), f"{codes}\n{cluster.report()}"
+        for w in cluster.by_role("worker"):
+            assert "DEVICES PASSED" in w.output(), cluster.report()

@@ -1,9 +1,11 @@
 //! `DistStore`: the store of the `dist_*` types on a worker. A key's value pushed from
-//! one host array is sent from that array's memory; values from several devices are
-//! first summed into the key's host buffer. A pull is an engine op that writes the
-//! servers' answer into that buffer, then copies it to the arrays given. The buffer's
-//! engine variable orders one key's pushes and pulls; different keys travel
-//! independently.
+//! one host array is sent from that array's memory, and one from a device is copied into
+//! the key's host buffer. Values from several devices are summed first: into the host
+//! buffer (`dist_sync`, `dist_async`), or on one of those devices and then copied into it
+//! (`dist_device_sync`: each key summed on the least loaded of the devices pushing it, as
+//! the `device` store does). A pull is an engine op that writes the servers' answer into
+//! the host buffer, then copies it to the arrays given. The buffer's engine variable
+//! orders one key's pushes and pulls; different keys travel independently.
 
 use super::compress::encode_params;
 use super::config::NodeConfig;
@@ -15,7 +17,8 @@ use crate::context::Context;
 use crate::dtype::DType;
 use crate::engine::{self, FnProperty, OnComplete, PushSpec};
 use crate::error::{Error, Result};
-use crate::kvstore::{check, Comm, CommCpu, Key, Reduced, Store, StoreUpdater};
+use crate::kvstore::{check, Comm, CommCpu, CommDevice, Key, Reduced, Store, StoreUpdater};
+use crate::ndarray::copy::copy_prioritized;
 use crate::ndarray::{copy_into, NDArray};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -34,6 +37,8 @@ struct Entry {
     buf: NDArray,
     /// Under 2-bit compression, what earlier pushes of the key did not send.
     residual: Residual,
+    /// `dist_device_sync`: where the key's pushes are summed, once it has had one.
+    merged: Arc<Mutex<Option<NDArray>>>,
 }
 
 /// A worker's view of a distributed store.
@@ -41,6 +46,8 @@ pub struct DistStore {
     type_name: String,
     worker: Arc<DistWorker>,
     comm: CommCpu,
+    /// Set for the types that sum on the devices (`device` in the name, as MXNet reads it).
+    on_devices: Option<CommDevice>,
     entries: Mutex<HashMap<Key, Entry>>,
 }
 
@@ -51,6 +58,7 @@ impl DistStore {
             type_name: name.to_string(),
             worker,
             comm: CommCpu,
+            on_devices: name.contains("device").then(CommDevice::default),
             entries: Mutex::new(HashMap::new()),
         }
     }
@@ -76,6 +84,20 @@ impl DistStore {
 
     pub fn worker(&self) -> &Arc<DistWorker> {
         &self.worker
+    }
+
+    /// Under `dist_device_sync`, the array on a device that `entry`'s key is summed in,
+    /// placed at its first push among the devices pushing.
+    fn device_sum(&self, entry: &Entry, values: &[NDArray]) -> Result<Option<NDArray>> {
+        let Some(devices) = &self.on_devices else {
+            return Ok(None);
+        };
+        let mut merged = entry.merged.lock();
+        if merged.is_none() {
+            *merged = Some(devices.place(&entry.buf, values)?);
+        }
+        // Placed on the host, the sum goes straight into the host buffer.
+        Ok(merged.clone().filter(|m| !m.same_chunk(&entry.buf)))
     }
 
     /// The entry of each key, checked against every array given for it.
@@ -257,6 +279,7 @@ impl Store for DistStore {
                         id,
                         buf: buf.clone(),
                         residual: Arc::default(),
+                        merged: Arc::default(),
                     },
                 );
                 bufs.push((id, buf));
@@ -316,12 +339,22 @@ impl Store for DistStore {
             }
         }
         for (entry, vals, priority) in groups {
-            // One value on the host is sent as it is, as MXNet does; several are summed
-            // into the key's buffer first.
+            // One value on the host is sent as it is, as MXNet does; one on a device is
+            // copied to the host, several are summed first.
             let value = match &vals[..] {
                 [only] if only.context().is_cpu() => only.clone(),
+                [only] => {
+                    copy_prioritized(only, &entry.buf, priority)?;
+                    entry.buf.clone()
+                }
                 _ => {
-                    self.comm.reduce(&vals, &entry.buf, priority)?;
+                    match self.device_sum(&entry, &vals)? {
+                        Some(sum) => {
+                            self.comm.reduce(&vals, &sum, priority)?;
+                            copy_prioritized(&sum, &entry.buf, priority)?;
+                        }
+                        None => self.comm.reduce(&vals, &entry.buf, priority)?,
+                    }
                     entry.buf.clone()
                 }
             };

@@ -161,3 +161,42 @@ fn two_bit_compressed_pushes_carry_codes_and_keep_residuals() {
         }
     });
 }
+
+#[test]
+fn device_sync_sums_on_a_pushing_device_and_sends_from_the_host() {
+    with_cluster(1, 2, 1_000_000, |w| {
+        if w.rank() == 0 {
+            w.command_and_wait(ServerCommand::SyncMode, b"").unwrap();
+        }
+        let on_devices = DistStore::new("dist_device_sync", w.clone());
+        let on_host = DistStore::new("dist_sync", w.clone());
+        let r = (on_devices.rank() + 1) as f32;
+        let devs = [Context::cpu(1), Context::cpu(2)];
+        for (kv, key) in [(&on_devices, 7), (&on_host, 8)] {
+            let k = [Key::Int(key)];
+            kv.init(&k, &[full(&[3], 0.0, Context::cpu(0))]).unwrap();
+            let outs = vec![devs.iter().map(|d| full(&[3], 0.0, *d)).collect()];
+            for round in 1..=2 {
+                let vals = vec![devs.iter().map(|d| full(&[3], r, *d)).collect()];
+                kv.pushpull(&k, &vals, &outs, &[0]).unwrap();
+                // Each worker's two values, summed over both workers: 2·1 + 2·2.
+                for o in &outs[0] {
+                    assert_eq!(values(o), vec![6.0; 3], "{} round {round}", kv.type_name());
+                }
+            }
+            // A single value from a device is copied to the host and sent.
+            let one = vec![vec![full(&[3], r, Context::cpu(2))]];
+            kv.pushpull(&k, &one, &outs, &[0]).unwrap();
+            assert_eq!(values(&outs[0][1]), vec![3.0; 3]);
+            let sum = kv.entries.lock()[&k[0]].merged.lock().clone();
+            match kv.type_name() {
+                "dist_device_sync" => {
+                    let at = sum.expect("summed on a device").context();
+                    assert!(devs.contains(&at), "summed on {at:?}");
+                }
+                _ => assert!(sum.is_none(), "dist_sync sums in the host buffer"),
+            }
+        }
+        on_devices.barrier().unwrap();
+    });
+}
