@@ -13,6 +13,9 @@ import pytest
 from test_cuda_kernels import BLOCK, DTYPES, ORDERS, poisoned
 from test_cuda_kernels_reduce import host_module
 
+# The kernels run on the host by themselves, never through the engine.
+pytestmark = pytest.mark.engine_free
+
 FLOATS = ("f32", "f64", "f16")
 L = ctypes.c_longlong
 I3 = ctypes.c_int * 3

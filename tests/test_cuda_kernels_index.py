@@ -15,6 +15,9 @@ import pytest
 from rsmx.cuda import build, host
 from test_cuda_kernels import BLOCK, DTYPES, ORDERS, SIZES, HostModule, poisoned
 
+# The kernels run on the host by themselves, never through the engine.
+pytestmark = pytest.mark.engine_free
+
 L = ctypes.c_longlong
 C_INT = ctypes.c_int
 D = ctypes.c_double

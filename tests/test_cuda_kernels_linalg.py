@@ -11,6 +11,9 @@ import pytest
 from rsmx.cuda import build, host
 from test_cuda_kernels import BLOCK, DTYPES, ORDERS, HostModule, grid_for, poisoned
 
+# The kernels run on the host by themselves, never through the engine.
+pytestmark = pytest.mark.engine_free
+
 
 @pytest.fixture(scope="module")
 def linalg():

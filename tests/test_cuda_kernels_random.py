@@ -9,6 +9,9 @@ import numpy as np
 import pytest
 from test_cuda_kernels import check_orders, modules  # noqa: F401  (fixture)
 
+# The kernels run on the host by themselves, never through the engine.
+pytestmark = pytest.mark.engine_free
+
 FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16}
 
 

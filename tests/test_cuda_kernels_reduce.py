@@ -15,6 +15,9 @@ import pytest
 from rsmx.cuda import build, host
 from test_cuda_kernels import BLOCK, DTYPES, ORDERS, SIZES, HostModule, poisoned
 
+# The kernels run on the host by themselves, never through the engine.
+pytestmark = pytest.mark.engine_free
+
 FLOATS = ("f32", "f64", "f16")
 INTS = ("u8", "i8", "i32", "i64")
 KINDS = ["sum", "mean", "prod", "max", "min", "nansum", "nanprod", "norm1", "norm2"]

@@ -7,6 +7,9 @@ import pytest
 from rsmx.cuda import discover, policy
 from rsmx.cuda.policy import Incompatible, Plan
 
+# Choices made from versions and names; no engine op runs.
+pytestmark = pytest.mark.engine_free
+
 NVRTC13 = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 NVRTC12 = (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121)
 
