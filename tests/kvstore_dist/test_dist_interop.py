@@ -62,20 +62,27 @@ def test_server_side_sgd_gives_the_same_weights_on_either_side(tmp_path):
     np.testing.assert_allclose(on_rsmx[0], on_mxnet[0], rtol=1e-6)
 
 
-def test_2bit_compression_gives_the_same_values_on_either_side(tmp_path):
-    script = [str(Path(__file__).with_name("worker_2bit.py"))]
+def saved_values(out: Path, side: str, workers: list[str], script: str, name: str,
+                 env: dict[str, str] | None = None) -> np.ndarray:
+    """Runs ``script`` on 2 workers (``workers`` say whose) under ``side``'s scheduler and
+    2 servers; the array both workers saved as ``<name>-<rank>.npy``, which must agree.
+    Each worker must have printed ``<NAME> PASSED``."""
+    out.mkdir()
+    with Cluster(out, servers=2, workers=2, scheduler_impl=side, server_impl=side,
+                 worker_impls=workers, worker_cmd=[str(Path(__file__).with_name(script))],
+                 env={"DIST_TEST_OUT": str(out), **(env or {})}) as cluster:
+        codes = cluster.wait(180)
+        assert all(c == 0 for c in codes.values()), f"{codes}\n{cluster.report()}"
+        for w in cluster.by_role("worker"):
+            assert f"{name.upper()} PASSED" in w.output(), cluster.report()
+    got = [np.load(out / f"{name}-{r}.npy") for r in range(2)]
+    np.testing.assert_array_equal(got[0], got[1])
+    return got[0]
 
+
+def test_2bit_compression_gives_the_same_values_on_either_side(tmp_path):
     def job(name: str, side: str, workers: list[str]) -> np.ndarray:
-        out = tmp_path / name
-        out.mkdir()
-        with Cluster(out, servers=2, workers=2, scheduler_impl=side, server_impl=side,
-                     worker_impls=workers, worker_cmd=script,
-                     env={"DIST_TEST_OUT": str(out)}) as cluster:
-            codes = cluster.wait(180)
-            assert all(c == 0 for c in codes.values()), f"{codes}\n{cluster.report()}"
-        got = [np.load(out / f"2bit-{r}.npy") for r in range(2)]
-        np.testing.assert_array_equal(got[0], got[1])
-        return got[0]
+        return saved_values(tmp_path / name, side, workers, "worker_2bit.py", "2bit")
 
     reference = job("mxnet", "mxnet", ["mxnet", "mxnet"])
     assert np.abs(reference).max() > 0  # the codes carried something
@@ -152,22 +159,10 @@ def test_ps_verbose_logs_show_the_messages_mxnet_sends(tmp_path):
 def test_float16_multi_precision_matches_mxnet_servers(tmp_path, optimizer):
     """kSetMultiPrecision: float16 keys updated in float32 copies on the servers give the
     values MXNet's servers give, whichever side runs the workers."""
-    script = [str(Path(__file__).with_name("worker_fp16.py"))]
-
     def job(name: str, side: str, workers: list[str]) -> np.ndarray:
-        out = tmp_path / name
-        out.mkdir()
-        with Cluster(out, servers=2, workers=2, scheduler_impl=side, server_impl=side,
-                     worker_impls=workers, worker_cmd=script,
-                     env={"DIST_TEST_OUT": str(out),
-                          "DIST_TEST_OPTIMIZER": optimizer}) as cluster:
-            codes = cluster.wait(180)
-            assert all(c == 0 for c in codes.values()), f"{codes}\n{cluster.report()}"
-            for w in cluster.by_role("worker"):
-                assert "FP16 PASSED" in w.output(), cluster.report()
-        got = [np.load(out / f"fp16-{r}.npy") for r in range(2)]
-        np.testing.assert_array_equal(got[0], got[1])
-        return got[0].astype(np.float32)
+        got = saved_values(tmp_path / name, side, workers, "worker_fp16.py", "fp16",
+                           env={"DIST_TEST_OPTIMIZER": optimizer})
+        return got.astype(np.float32)
 
     reference = job("mxnet", "mxnet", ["mxnet", "mxnet"])
     start = np.concatenate([np.linspace(-2, 2, n) for n in (7, 300_001)] * 3)
