@@ -278,11 +278,6 @@ mod tests {
         close(&a, [two(1.0), two(2.0)]);
         close(&b, [0.9, 0.8]);
     }
-}
-
-#[cfg(test)]
-mod fused_tests {
-    use super::*;
 
     fn sgd() -> Fused {
         let params = [("learning_rate", "0.5")]
@@ -299,14 +294,9 @@ mod fused_tests {
     #[test]
     fn updates_change_the_stored_bytes_in_place() {
         let mut u = sgd();
-        let mut stored = Flat::new(DType::F32, bytes(&[1.0, 2.0])).unwrap();
+        let mut stored = flat(&[1.0, 2.0]);
         let before = stored.bytes.as_ptr();
-        u.update(
-            0,
-            &Flat::new(DType::F32, bytes(&[1.0, 1.0])).unwrap(),
-            &mut stored,
-        )
-        .unwrap();
+        u.update(0, &flat(&[1.0, 1.0]), &mut stored).unwrap();
         assert_eq!(&stored.bytes[..], &bytes(&[0.5, 1.5])[..]);
         assert_eq!(
             stored.bytes.as_ptr(),
@@ -318,14 +308,9 @@ mod fused_tests {
     #[test]
     fn a_value_a_send_still_reads_is_copied_first() {
         let mut u = sgd();
-        let mut stored = Flat::new(DType::F32, bytes(&[1.0, 2.0])).unwrap();
+        let mut stored = flat(&[1.0, 2.0]);
         let sending = stored.bytes.clone();
-        u.update(
-            0,
-            &Flat::new(DType::F32, bytes(&[2.0, 2.0])).unwrap(),
-            &mut stored,
-        )
-        .unwrap();
+        u.update(0, &flat(&[2.0, 2.0]), &mut stored).unwrap();
         assert_eq!(&stored.bytes[..], &bytes(&[0.0, 1.0])[..]);
         assert_eq!(&sending[..], &bytes(&[1.0, 2.0])[..]);
     }
@@ -358,14 +343,8 @@ mod fused_tests {
     #[test]
     fn a_mismatched_push_leaves_the_stored_value() {
         let mut u = sgd();
-        let mut stored = Flat::new(DType::F32, bytes(&[1.0, 2.0])).unwrap();
-        let err = u
-            .update(
-                4,
-                &Flat::new(DType::F32, bytes(&[1.0])).unwrap(),
-                &mut stored,
-            )
-            .unwrap_err();
+        let mut stored = flat(&[1.0, 2.0]);
+        let err = u.update(4, &flat(&[1.0]), &mut stored).unwrap_err();
         assert!(err.message().contains("key 4"), "{err}");
         assert_eq!(&stored.bytes[..], &bytes(&[1.0, 2.0])[..]);
     }
