@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convnets  # noqa: E402
 import fit_bench  # noqa: E402
 import kvstore_bench  # noqa: E402
 import training  # noqa: E402
@@ -151,6 +152,11 @@ class MXBackend:
     def module_fit_lenet(self) -> Result:
         return fit_bench.mx_fit_lenet(self.mx)
 
+    def __getattr__(self, workload: str):
+        if workload in convnets.WORKLOADS:
+            return lambda: convnets.mx_workload(self.mx, workload)
+        raise AttributeError(workload)
+
 
 class TorchBackend:
     """PyTorch on the CPU."""
@@ -223,6 +229,11 @@ class TorchBackend:
     def lenet_rss(self) -> Result:
         return training.torch_memory(self.torch, "lenet_train")
 
+    def __getattr__(self, workload: str):
+        if workload in convnets.WORKLOADS:
+            return lambda: convnets.torch_workload(self.torch, workload)
+        raise AttributeError(workload)
+
 
 class NumpyBackend:
     """numpy, the yardstick for element-wise work."""
@@ -282,9 +293,10 @@ WORKLOADS = [
     "kv_local_pushpull",
     "kv_small",
     "module_fit_lenet",
+    *convnets.WORKLOADS,
 ]
 # Peak-memory workloads run each in a process of its own.
-ISOLATED = {"mlp_large_rss", "lenet_rss"}
+ISOLATED = {"mlp_large_rss", "lenet_rss", "resnet18_rss"}
 
 
 def make_backend(name: str):
@@ -351,6 +363,8 @@ def main() -> None:
     p.add_argument("--only", nargs="*", default=WORKLOADS)
     p.add_argument("--backend", default=None, help=argparse.SUPPRESS)
     p.add_argument("--json", default=None, help="write the figures as JSON to this file ('-' for stdout)")
+    p.add_argument("--busy", type=int, default=0,
+                   help="keep this many other processes spinning on the CPU throughout (a busy machine)")
     args = p.parse_args()
 
     if args.backend:
@@ -358,6 +372,18 @@ def main() -> None:
         print(json.dumps(res))
         return
 
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    try:
+        results = run_all(args)
+    finally:
+        for proc in spinners:
+            proc.kill()
+            proc.wait()
+    report(args, results)
+
+
+def run_all(args) -> dict[str, dict[str, Result]]:
+    """Every backend's figures, rsmx first."""
     shared = [w for w in args.only if w not in ISOLATED]
     results: dict[str, dict[str, Result]] = {"rsmx": run_backend("rsmx", shared)}
     for w in args.only:
@@ -369,8 +395,12 @@ def main() -> None:
     for ref in args.ref:
         name, res = run_reference(ref, args.only)
         results[name] = res
+    return results
 
-    print(f"{'workload':<18}{'backend':<8}{'figure':>14}  unit         rsmx/ref")
+
+def report(args, results: dict[str, dict[str, Result]]) -> None:
+    """Prints each figure with its ratio to rsmx's, and writes the JSON if asked."""
+    print(f"{'workload':<20}{'backend':<8}{'figure':>14}  unit         rsmx/ref")
     for w in args.only:
         mine = results["rsmx"].get(w)
         for name, res in results.items():
@@ -381,7 +411,7 @@ def main() -> None:
             if name != "rsmx" and mine and value == value and value != 0:
                 r = mine[0] / value if higher else value / mine[0]
                 ratio = f"{r:6.2f}x {'better' if r >= 1 else 'worse'}"
-            print(f"{w:<18}{name:<8}{value:>14.3f}  {unit:<12} {ratio}")
+            print(f"{w:<20}{name:<8}{value:>14.3f}  {unit:<12} {ratio}")
     if args.json:
         text = json.dumps(results, indent=1)
         if args.json == "-":

@@ -21,31 +21,48 @@ use std::any::TypeId;
 /// Products with more multiply-adds than this are split across threads.
 const PAR_FLOPS: usize = 1 << 18;
 
+/// True for the element types `gemm` handles (f32, f64, f16).
+fn gemm_type<T: 'static>() -> bool {
+    [
+        TypeId::of::<f32>(),
+        TypeId::of::<f64>(),
+        TypeId::of::<f16>(),
+    ]
+    .contains(&TypeId::of::<T>())
+}
+
 /// `dst (=|+=) op(a) · op(b)` for a type `gemm` handles (f32, f64, f16).
-#[allow(clippy::too_many_arguments)]
-fn gemm_float<T: Copy + 'static>(
+fn gemm_float<T: Num>(d: &MatMul, a: &[T], b: &[T], dst: &mut [T], add: bool, threads: bool) {
+    assert!(
+        dst.len() >= d.m * d.n,
+        "matmul destination smaller than its shape"
+    );
+    // SAFETY: `dst` holds the m×n elements, rows n apart, and is borrowed mutably.
+    unsafe { matmul_rows(d, a, b, dst.as_mut_ptr(), d.n, add, threads) }
+}
+
+/// `dst (=|+=) op(a) · op(b)` for a float type, into an m×n block whose rows lie `dst_rs`
+/// elements apart (a block of columns of a wider matrix); `threads` lets a large product
+/// use the rayon pool.
+///
+/// # Safety
+/// `dst` addresses m rows of n writable elements, `dst_rs` apart, that nothing else reads
+/// or writes during the call and that overlap neither `a` nor `b`.
+pub unsafe fn matmul_rows<T: Num>(
     d: &MatMul,
     a: &[T],
     b: &[T],
-    dst: &mut [T],
+    dst: *mut T,
+    dst_rs: usize,
     add: bool,
-    zero: T,
-    one: T,
     threads: bool,
 ) {
     assert!(
-        a.len() >= d.a_len() && b.len() >= d.b_len() && dst.len() >= d.m * d.n,
+        a.len() >= d.a_len() && b.len() >= d.b_len(),
         "matmul operands smaller than their shapes"
     );
-    assert!(
-        [
-            TypeId::of::<f32>(),
-            TypeId::of::<f64>(),
-            TypeId::of::<f16>()
-        ]
-        .contains(&TypeId::of::<T>()),
-        "gemm_float on an unsupported type"
-    );
+    assert!(gemm_type::<T>(), "matmul_rows on an unsupported type");
+    assert!(dst_rs >= d.n, "matmul destination rows overlap");
     if d.m == 0 || d.n == 0 {
         return;
     }
@@ -54,19 +71,19 @@ fn gemm_float<T: Copy + 'static>(
     } else {
         gemm::Parallelism::None
     };
-    // SAFETY: the asserts above check that `a`, `b` and `dst` hold the m×k, k×n and m×n
-    // elements the strides address (the strides of `MatMul::new` stay within those
-    // extents), that `T` is one of gemm's element types, and `dst` is borrowed mutably so
-    // it overlaps neither input. gemm computes dst := alpha·dst + beta·(a·b), reading dst
-    // only when `read_dst` is set.
+    let (zero, one) = (T::ZERO, T::ONE);
+    // SAFETY: the asserts above check that `a` and `b` hold the m×k and k×n elements the
+    // strides address (the strides of `MatMul::new` stay within those extents) and that
+    // `T` is one of gemm's element types; the caller vouches for `dst`. gemm computes
+    // dst := alpha·dst + beta·(a·b), reading dst only when `read_dst` is set.
     unsafe {
         gemm::gemm(
             d.m,
             d.n,
             d.k,
-            dst.as_mut_ptr(),
+            dst,
             1,
-            d.n as isize,
+            dst_rs as isize,
             add,
             a.as_ptr(),
             d.a_cs as isize,
@@ -120,11 +137,8 @@ fn matmul_loop<T: Num>(d: &MatMul, a: &[T], b: &[T], dst: &mut [T], add: bool, t
 /// One product `dst (=|+=) op(a) · op(b)` on any numeric type; `threads` lets a large
 /// product use the rayon pool.
 pub fn matmul<T: Num>(d: &MatMul, a: &[T], b: &[T], dst: &mut [T], add: bool, threads: bool) {
-    if TypeId::of::<T>() == TypeId::of::<f32>()
-        || TypeId::of::<T>() == TypeId::of::<f64>()
-        || TypeId::of::<T>() == TypeId::of::<f16>()
-    {
-        gemm_float(d, a, b, dst, add, T::ZERO, T::ONE, threads);
+    if gemm_type::<T>() {
+        gemm_float(d, a, b, dst, add, threads);
     } else {
         matmul_loop(d, a, b, dst, add, threads);
     }

@@ -81,6 +81,47 @@ pub fn for_batch<T: Num>(
     });
 }
 
+/// How many runs `units` independent pieces of `work` multiply-adds in all are shared
+/// between: one per thread when every thread gets at least two (so that uneven pieces
+/// still balance), else one, whose products then use the pool themselves.
+pub fn unit_runs(units: usize, work: usize) -> usize {
+    let threads = rayon::current_num_threads();
+    if threads > 1 && units >= 2 * threads && work > PAR_WORK {
+        threads
+    } else {
+        1
+    }
+}
+
+/// Runs `one(unit, scratch, threads)` for every unit in `0..units`. With `runs > 1` the
+/// units are tasks of the rayon pool and `scratch` is cut into `runs` equal shares, each
+/// lent to one task at a time; otherwise the units go in turn with all of `scratch` and
+/// `threads` set, letting each product use the pool.
+pub fn for_units<T: Num>(
+    units: usize,
+    runs: usize,
+    scratch: &mut [T],
+    one: impl Fn(usize, &mut [T], bool) + Sync + Send,
+) {
+    if runs <= 1 {
+        (0..units).for_each(|u| one(u, scratch, true));
+        return;
+    }
+    let parts = shares(scratch, runs);
+    let per_task = parts[0].len();
+    let slots: Vec<Mutex<&mut [T]>> = parts.into_iter().map(Mutex::new).collect();
+    (0..units).into_par_iter().for_each(|u| {
+        let first = rayon::current_thread_index().unwrap_or(0);
+        for k in 0..runs {
+            if let Some(mut s) = slots[(first + k) % runs].try_lock() {
+                one(u, &mut s, false);
+                return;
+            }
+        }
+        one(u, &mut vec![T::ZERO; per_task], false);
+    });
+}
+
 /// A batch cut into `tasks(batch, work)` contiguous chunks, each with its slice of an
 /// optional per-sample output and its share of the scratch memory.
 pub struct Chunked<'a, T> {

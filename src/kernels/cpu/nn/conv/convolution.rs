@@ -1,15 +1,20 @@
 //! CPU kernels of `Convolution` (1-D, 2-D and 3-D, grouped, strided, padded, dilated)
 //! by im2col and GEMM, and of its backward.
+//!
+//! The forward pass goes one tile of output lines at a time: the tile's part of the
+//! column matrix stays in a core's cache between being written and being multiplied, and
+//! the tiles of all samples are the tasks shared between threads.
 
-use super::batch::{for_batch, reduce_partials, Chunked};
-use super::im2col::{col2im, im2col};
+use super::batch::{for_units, reduce_partials, unit_runs, Chunked};
+use super::im2col::{col2im, im2col, im2col_lines};
 use super::layer::{Backward, ColumnLayer, Forward};
 use crate::error::Result;
 use crate::kernels::cpu;
-use crate::kernels::cpu::linalg::{matmul, MatMul};
+use crate::kernels::cpu::linalg::{matmul, matmul_rows, MatMul};
 use crate::kernels::cpu::num::Num;
 use crate::kernels::Kernels;
 use crate::op::nn::convolution::{Convolution, ConvolutionBackward, Plan};
+use std::ops::Range;
 
 impl Plan {
     /// Elements of one input sample.
@@ -35,6 +40,61 @@ impl Plan {
     fn work(&self) -> usize {
         self.batch * self.filters * self.k_group() * self.geom.cols()
     }
+
+    /// Output lines of one forward tile: enough for `TILE_ELEMS` elements of the column
+    /// matrix (at least `TILE_MIN_COLS` columns), all of them for a 3-D window.
+    fn tile_lines(&self) -> usize {
+        let [od, oh, ow] = self.geom.output;
+        if od != 1 || oh == 0 || ow == 0 {
+            return oh.max(1);
+        }
+        let cols = (TILE_ELEMS / self.geom.rows().max(1)).max(TILE_MIN_COLS);
+        cols.div_ceil(ow).min(oh)
+    }
+
+    /// Forward tiles per sample.
+    fn tiles(&self) -> usize {
+        self.geom.output[1].div_ceil(self.tile_lines())
+    }
+
+    /// Tile `t`'s output lines, its first column and its number of columns.
+    fn tile(&self, t: usize) -> (Range<usize>, usize, usize) {
+        let [od, oh, ow] = self.geom.output;
+        if od != 1 {
+            return (0..oh, 0, self.geom.cols());
+        }
+        let per = self.tile_lines();
+        let (r0, r1) = (t * per, ((t + 1) * per).min(oh));
+        (r0..r1, r0 * ow, (r1 - r0) * ow)
+    }
+
+    /// Columns of the widest tile.
+    fn tile_cols(&self) -> usize {
+        self.tile(0).2
+    }
+}
+
+/// Elements of the column matrix one forward tile holds at most: with the product's
+/// packed copies, a tile stays within a core's L2 cache.
+const TILE_ELEMS: usize = 1 << 17;
+
+/// The fewest columns a tile has, below which the product loses more speed than the
+/// cache saves.
+const TILE_MIN_COLS: usize = 192;
+
+/// The output array, which the forward tiles write at disjoint elements from several
+/// threads.
+struct TileOut<T>(*mut T);
+
+// SAFETY: `TileOut` is only a pointer handed to the tiles, which write disjoint elements
+// (the columns of their own output lines) of memory the pass borrows mutably.
+unsafe impl<T: Send> Send for TileOut<T> {}
+unsafe impl<T: Send> Sync for TileOut<T> {}
+
+impl<T> TileOut<T> {
+    fn at(&self, offset: usize) -> *mut T {
+        self.0.wrapping_add(offset)
+    }
 }
 
 impl ColumnLayer for Convolution {
@@ -50,43 +110,76 @@ impl ColumnLayer for Convolution {
 
     fn scratch(p: &Plan) -> (usize, usize) {
         let col = p.geom.rows() * p.geom.cols();
+        let tile = p.geom.rows() * p.tile_cols();
         // A 1×1 unit window reads the data as is; the backward keeps a column matrix and
         // its gradient.
-        (if p.geom.win.is_identity() { 0 } else { col }, 2 * col)
+        (if p.geom.win.is_identity() { 0 } else { tile }, 2 * col)
+    }
+
+    fn forward_runs(p: &Plan) -> usize {
+        unit_runs(p.batch * p.tiles(), p.work())
     }
 
     fn forward_loop<T: Num>(p: &Plan, a: Forward<'_, T>, scratch: &mut [T]) {
         let Forward { x, w, bias, y, add } = a;
         let (in_len, out_len, cols) = (p.in_len(), p.out_len(), p.geom.cols());
-        let (fg, kg) = (p.f_group(), p.k_group());
-        let product = MatMul::new(fg, kg, false, kg, cols, false).expect("inner sizes agree");
-        let one = |n: usize, y: &mut [T], col: &mut [T], threads: bool| {
+        let (fg, kg, rows) = (p.f_group(), p.k_group(), p.geom.rows());
+        let identity = p.geom.win.is_identity();
+        let tiles = p.tiles();
+        assert!(
+            y.len() >= p.batch * out_len && x.len() >= p.batch * in_len,
+            "Convolution: arrays smaller than the plan"
+        );
+        let out = TileOut(y.as_mut_ptr());
+        let one = |u: usize, col: &mut [T], threads: bool| {
+            let (n, t) = (u / tiles, u % tiles);
+            let (lines, c0, tc) = p.tile(t);
             let x = &x[n * in_len..(n + 1) * in_len];
-            let gemms = |col: &[T], y: &mut [T]| {
-                for g in 0..p.groups {
-                    matmul(
+            // The tile's columns: read from the image as is for a 1×1 unit window, where
+            // they are a block of its columns.
+            let (b, b_rs): (&[T], usize) = if identity {
+                (&x[c0..], cols)
+            } else {
+                im2col_lines(&p.geom, x, &mut col[..rows * tc], lines);
+                (&col[..rows * tc], tc)
+            };
+            let product = MatMul {
+                m: fg,
+                n: tc,
+                k: kg,
+                a_rs: kg,
+                a_cs: 1,
+                b_rs,
+                b_cs: 1,
+            };
+            let first = n * out_len + c0;
+            for g in 0..p.groups {
+                // SAFETY: the destination is this tile's columns `c0..c0 + tc` of group
+                // `g`'s `fg` output rows of sample `n`, inside `y` (checked above) and
+                // written by no other tile; `x`, `w` and the scratch are other memory.
+                unsafe {
+                    matmul_rows(
                         &product,
                         &w[g * fg * kg..(g + 1) * fg * kg],
-                        &col[g * kg * cols..(g + 1) * kg * cols],
-                        &mut y[g * fg * cols..(g + 1) * fg * cols],
+                        &b[g * kg * b_rs..],
+                        out.at(first + g * fg * cols),
+                        cols,
                         add,
                         threads,
                     );
                 }
-            };
-            if p.geom.win.is_identity() {
-                gemms(x, y);
-            } else {
-                im2col(&p.geom, x, col);
-                gemms(col, y);
             }
-            if let Some(b) = bias {
-                for (row, &bv) in y.chunks_mut(cols).zip(b) {
+            if let Some(bias) = bias {
+                for (f, &bv) in bias.iter().enumerate() {
+                    // SAFETY: as above, one row of this tile alone.
+                    let row =
+                        unsafe { std::slice::from_raw_parts_mut(out.at(first + f * cols), tc) };
                     row.iter_mut().for_each(|v| *v = v.add(bv));
                 }
             }
         };
-        for_batch(p.batch, p.work(), y, out_len, scratch, one);
+        let units = p.batch * tiles;
+        for_units(units, unit_runs(units, p.work()), scratch, one);
     }
 
     fn backward_loop<T: Num>(p: &Plan, a: Backward<'_, T>, scratch: &mut [T]) {

@@ -8,6 +8,7 @@ use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::simd::vectorized;
 use crate::op::nn::geometry::volume;
 pub use crate::op::nn::geometry::ColGeom;
+use std::ops::Range;
 
 impl ColGeom {
     /// For kernel tap `t` along dimension `dim`: the range of output positions whose input
@@ -109,6 +110,7 @@ unsafe fn add_run<T: Num>(d: *mut T, s: *const T, n: usize) {
 /// lines `h0..h1` whose taps fall inside the image, and in each, the output columns
 /// `w0..w1` that do, reading the image from `first` (an offset in the slice) on, `step`
 /// elements further per line and `stride` per column.
+#[derive(Clone, Copy)]
 struct Lines {
     h0: usize,
     h1: usize,
@@ -144,6 +146,17 @@ impl Lines {
         self.h0 == self.h1 || self.w0 == self.w1
     }
 
+    /// The lines `a..b`, a non-empty part of `h0..h1`.
+    fn within(&self, a: usize, b: usize) -> Lines {
+        debug_assert!(self.h0 <= a && a < b && b <= self.h1);
+        Lines {
+            h0: a,
+            h1: b,
+            first: self.first + (a - self.h0) * self.step,
+            ..*self
+        }
+    }
+
     /// Checks that every element the lines address lies within `image` (one depth
     /// slice) and `slab` (`oh × ow` outputs), so that the loops over them may skip it.
     fn check(&self, image: usize, slab: usize, ow: usize) {
@@ -167,17 +180,31 @@ impl Lines {
 
 /// Writes the column matrix (`rows × cols`, row-major) of `img` into `col`.
 pub fn im2col<T: Num>(g: &ColGeom, img: &[T], col: &mut [T]) {
+    im2col_lines(g, img, col, 0..g.output[1])
+}
+
+/// Writes the columns of output lines `lines` (a range of output rows of a 1-D or 2-D
+/// window, whose output depth is 1; all of them otherwise) into `col`, a `rows ×
+/// (lines × output width)` row-major matrix: one tile of the column matrix.
+pub fn im2col_lines<T: Num>(g: &ColGeom, img: &[T], col: &mut [T], lines: Range<usize>) {
+    assert!(
+        (g.output[0] == 1 && lines.end <= g.output[1]) || lines == (0..g.output[1]),
+        "im2col: a tile of output lines of a 3-D window"
+    );
     vectorized(
         #[inline(always)]
-        || im2col_rows(g, img, col),
+        || im2col_rows(g, img, col, lines),
     )
 }
 
 #[inline(always)]
-fn im2col_rows<T: Num>(g: &ColGeom, img: &[T], col: &mut [T]) {
-    let (ncols, plane) = (g.cols(), volume(&g.input));
-    let [_, oh, ow] = g.output;
+fn im2col_rows<T: Num>(g: &ColGeom, img: &[T], col: &mut [T], tile: Range<usize>) {
+    let [od_n, _, ow] = g.output;
     let [_, ih, iw] = g.input;
+    let plane = volume(&g.input);
+    let (r0, r1) = (tile.start, tile.end.max(tile.start));
+    let slab_len = (r1 - r0) * ow;
+    let ncols = od_n * slab_len;
     if ncols == 0 {
         return;
     }
@@ -187,7 +214,7 @@ fn im2col_rows<T: Num>(g: &ColGeom, img: &[T], col: &mut [T]) {
             let dst = &mut col[row * ncols..(row + 1) * ncols];
             let src = &img[c * plane..(c + 1) * plane];
             let lines = Lines::new(g, vh, vw);
-            for (od, slab) in dst.chunks_exact_mut(oh * ow).enumerate() {
+            for (od, slab) in dst.chunks_exact_mut(slab_len).enumerate() {
                 if od < d0 || od >= d1 || lines.is_empty() {
                     slab.fill(T::ZERO);
                     continue;
@@ -195,27 +222,35 @@ fn im2col_rows<T: Num>(g: &ColGeom, img: &[T], col: &mut [T]) {
                 let zd = ((od * g.win.stride[0]) as isize + doff) as usize;
                 let src = &src[zd * ih * iw..(zd + 1) * ih * iw];
                 let Lines { h0, h1, w0, w1, .. } = lines;
-                slab[..h0 * ow].fill(T::ZERO);
-                slab[h1 * ow..].fill(T::ZERO);
+                // The valid lines of this tap within the tile, as offsets in the slab.
+                let (a, b) = (h0.clamp(r0, r1), h1.clamp(r0, r1));
+                if a == b {
+                    slab.fill(T::ZERO);
+                    continue;
+                }
+                slab[..(a - r0) * ow].fill(T::ZERO);
+                slab[(b - r0) * ow..].fill(T::ZERO);
                 if w0 > 0 || w1 < ow {
-                    for line in slab[h0 * ow..h1 * ow].chunks_exact_mut(ow) {
+                    for line in slab[(a - r0) * ow..(b - r0) * ow].chunks_exact_mut(ow) {
                         line[..w0].fill(T::ZERO);
                         line[w1..].fill(T::ZERO);
                     }
                 }
-                lines.check(src.len(), slab.len(), ow);
+                let part = lines.within(a, b);
+                part.check(src.len(), slab.len() + r0 * ow, ow);
                 let n = w1 - w0;
-                for (out, at) in lines.offsets(ow) {
+                for (out, at) in part.offsets(ow) {
                     // SAFETY: `check` bounds every line's reads in `src` and writes in
-                    // `slab`, which are distinct borrows.
+                    // the tile's slab (its offsets shifted back by the `r0` lines before
+                    // it), which are distinct borrows.
                     unsafe {
-                        let d = slab.as_mut_ptr().add(out);
+                        let d = slab.as_mut_ptr().add(out - r0 * ow);
                         let s = src.as_ptr().add(at);
-                        if lines.stride == 1 {
+                        if part.stride == 1 {
                             copy_run(d, s, n);
                         } else {
                             for j in 0..n {
-                                d.add(j).write(s.add(j * lines.stride).read());
+                                d.add(j).write(s.add(j * part.stride).read());
                             }
                         }
                     }
@@ -353,6 +388,20 @@ mod tests {
             let mut col = vec![f64::NAN; g.rows() * g.cols()];
             im2col(&g, &img, &mut col);
             assert_eq!(col, naive(&g, &img), "{g:?}");
+            if g.output[0] == 1 {
+                // Tiles of two output lines each hold their columns of every row.
+                let (oh, ow, ncols) = (g.output[1], g.output[2], g.cols());
+                for r0 in (0..oh).step_by(2) {
+                    let lines = r0..(r0 + 2).min(oh);
+                    let tc = lines.len() * ow;
+                    let mut tile = vec![f64::NAN; g.rows() * tc];
+                    im2col_lines(&g, &img, &mut tile, lines);
+                    for (row, got) in tile.chunks(tc.max(1)).enumerate() {
+                        let want = &col[row * ncols + r0 * ow..][..tc];
+                        assert_eq!(got, want, "{g:?} lines from {r0}");
+                    }
+                }
+            }
             // <im2col(x), y> == <x, col2im(y)>
             let y: Vec<f64> = (0..col.len()).map(|i| ((i * 7) % 5) as f64 - 2.0).collect();
             let mut back = vec![0.0; img.len()];

@@ -25,6 +25,12 @@ pub(crate) trait ColumnLayer: ConvLayer {
     /// Scratch elements one run of samples needs: forward, then backward.
     fn scratch(p: &Self::Plan) -> (usize, usize);
 
+    /// How many runs of the forward pass hold scratch memory at once.
+    fn forward_runs(p: &Self::Plan) -> usize {
+        let (batch, work) = Self::batch_work(p);
+        tasks(batch, work)
+    }
+
     /// `y (=|+=) layer(x, w) + b` over the whole batch, with `scratch` split between the
     /// runs of samples.
     fn forward_loop<T: Num>(p: &Self::Plan, a: Forward<'_, T>, scratch: &mut [T]);
@@ -60,8 +66,7 @@ impl<L: ColumnLayer> CpuKernel for L {
             return Ok(());
         }
         let p = self.column_plan(&io.inputs[0].shape)?;
-        let (batch, work) = L::batch_work(&p);
-        let len = tasks(batch, work) * L::scratch(&p).0;
+        let len = L::forward_runs(&p) * L::scratch(&p).0;
         let add = io.req[0] == OpReq::Add;
         dispatch_float!(L::NAME, io.inputs[0].dtype, T => {
             let bias = (!self.args().no_bias).then(|| io.inputs[2].slice::<T>());

@@ -165,6 +165,14 @@ fn forward_matches_direct_loops() {
             2,
         ),
         (&[65, 3, 10, 10], &[3, 3], &[1, 1], &[1, 1], &[1, 1], 1, 8),
+        // Column matrices of several forward tiles of output lines: shared between
+        // threads (four tiles of one sample, grouped; two tiles of three 1×1 samples)
+        // or taken in turn (two tiles of one sample), the last tile shorter, padded and
+        // strided windows cut at tile edges.
+        (&[1, 64, 30, 30], &[3, 3], &[1, 1], &[1, 1], &[1, 1], 2, 6),
+        (&[3, 600, 20, 20], &[1, 1], &[1, 1], &[0, 0], &[1, 1], 1, 4),
+        (&[1, 64, 20, 20], &[3, 3], &[1, 1], &[1, 1], &[1, 1], 1, 3),
+        (&[2, 32, 33, 33], &[5, 5], &[2, 2], &[2, 2], &[1, 1], 1, 5),
     ];
     for &(xs, k, s, p, d, g, f) in cases {
         let cg = xs[1] / g;
