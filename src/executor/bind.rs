@@ -206,12 +206,24 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
     }
 
     // Outputs of backward nodes that nothing reads (the gradient of the data when only
-    // the weights want one) are not computed: their kernels get a `Null` request and a
-    // scratch array.
+    // the weights want one), and the optional hidden outputs of forward nodes that no
+    // gradient reads (max pooling's index when bound for inference), are not computed:
+    // their kernels get a `Null` request and a scratch array.
     let refs = g.ref_counts();
-    let unused: Vec<usize> = (n_fwd_nodes..g.nodes.len())
+    let optional = |i: usize| {
+        g.nodes[i]
+            .op
+            .as_ref()
+            .map_or(&[][..], |op| op.optional_outputs())
+    };
+    let unused: Vec<usize> = (0..g.nodes.len())
         .filter(|&i| !g.nodes[i].is_variable())
-        .flat_map(|i| g.node_entries(i))
+        .flat_map(|i| {
+            g.node_entries(i)
+                .enumerate()
+                .filter(move |(k, _)| i >= n_fwd_nodes || optional(i).contains(k))
+                .map(|(_, e)| e)
+        })
         .filter(|&e| refs[e] == 0 && arrays[e].is_none())
         .collect();
     let mut null_outputs = std::collections::HashSet::new();

@@ -162,6 +162,12 @@ pub trait Operator: Send + Sync + AsAny {
         self.num_outputs()
     }
 
+    /// Hidden outputs the kernels leave unwritten under a `Null` request: an executor
+    /// with no gradient to feed from them (bound for inference) does not compute them.
+    fn optional_outputs(&self) -> &'static [usize] {
+        &[]
+    }
+
     /// Shape inference over partly known shapes, in both directions: fills what it can
     /// among `inputs` and `outputs` and errors on a conflict. The default infers the
     /// outputs once every input is known.

@@ -117,6 +117,10 @@ impl Operator for Pooling {
         1
     }
 
+    fn optional_outputs(&self) -> &'static [usize] {
+        &[1]
+    }
+
     fn output_names(&self) -> Vec<String> {
         let mut names = vec!["output".to_string()];
         if self.pool == PoolType::Max {

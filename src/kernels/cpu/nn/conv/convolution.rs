@@ -6,6 +6,7 @@
 //! the tiles of all samples are the tasks shared between threads.
 
 use super::batch::{for_units, reduce_partials, unit_runs, Chunked};
+use super::depthwise;
 use super::im2col::{col2im, im2col, im2col_lines};
 use super::layer::{Backward, ColumnLayer, Forward};
 use crate::error::Result;
@@ -117,10 +118,16 @@ impl ColumnLayer for Convolution {
     }
 
     fn forward_runs(p: &Plan) -> usize {
+        if depthwise::applies(p) {
+            return 0;
+        }
         unit_runs(p.batch * p.tiles(), p.work())
     }
 
     fn forward_loop<T: Num>(p: &Plan, a: Forward<'_, T>, scratch: &mut [T]) {
+        if depthwise::applies(p) {
+            return depthwise::forward(p, a);
+        }
         let Forward { x, w, bias, y, add } = a;
         let (in_len, out_len, cols) = (p.in_len(), p.out_len(), p.geom.cols());
         let (fg, kg, rows) = (p.f_group(), p.k_group(), p.geom.rows());

@@ -14,7 +14,7 @@ impl ColGeom {
     /// For kernel tap `t` along dimension `dim`: the range of output positions whose input
     /// coordinate `o * stride + t * dilate - pad` lies inside the input, and the offset
     /// `t * dilate - pad`.
-    fn valid(&self, dim: usize, t: usize) -> (usize, usize, isize) {
+    pub(super) fn valid(&self, dim: usize, t: usize) -> (usize, usize, isize) {
         let w = &self.win;
         let off = (t * w.dilate[dim]) as isize - w.pad[dim] as isize;
         let s = w.stride[dim] as isize;

@@ -5,6 +5,7 @@ mod batch;
 mod batch_norm;
 mod convolution;
 mod deconvolution;
+mod depthwise;
 mod im2col;
 mod layer;
 mod pooling;

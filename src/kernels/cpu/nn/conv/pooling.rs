@@ -132,6 +132,12 @@ fn pool_plane<T: Num + Float>(p: &Plan, op: &Pooling, x: &[T], y: &mut [T], add:
                 }
                 return;
             }
+            if p.input[0] == 1 && p.output[0] == 1 {
+                return vectorized(
+                    #[inline(always)]
+                    || max_plane_lines(p, x, y, add),
+                );
+            }
             p.for_each_window(true, |k, w| {
                 let mut m = T::min_value();
                 for_each_in(&p.input, w, |i| m = max2(m, x[i]));
@@ -299,6 +305,39 @@ fn max2<T: Float>(m: T, v: T) -> T {
         v
     } else {
         m
+    }
+}
+
+/// Max pooling of a plane one line deep: for each output line, the maximum over its
+/// window's input lines is taken column by column (a vector loop), then over each
+/// window's columns.
+#[inline(always)]
+fn max_plane_lines<T: Num + Float>(p: &Plan, x: &[T], y: &mut [T], add: bool) {
+    let (iw, ow) = (p.input[2], p.output[2]);
+    if ow == 0 {
+        return;
+    }
+    let across: Vec<(usize, usize)> = (0..ow)
+        .map(|ox| {
+            let w = p.window([0, 0, ox], true);
+            (w.lo[2], w.hi[2])
+        })
+        .collect();
+    let mut lines_max = vec![T::min_value(); iw];
+    for (oy, out) in y.chunks_exact_mut(ow).enumerate() {
+        let w = p.window([0, oy, 0], true);
+        lines_max.fill(T::min_value());
+        for iy in w.lo[1]..w.hi[1] {
+            for (m, &v) in lines_max.iter_mut().zip(&x[iy * iw..(iy + 1) * iw]) {
+                *m = max2(*m, v);
+            }
+        }
+        for (o, &(lo, hi)) in out.iter_mut().zip(&across) {
+            let m = lines_max[lo..hi]
+                .iter()
+                .fold(T::min_value(), |m, &v| max2(m, v));
+            *o = if add { *o + m } else { m };
+        }
     }
 }
 

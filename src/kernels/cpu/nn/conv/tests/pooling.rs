@@ -253,3 +253,75 @@ fn numeric_gradients() {
         );
     }
 }
+
+/// Max pooling with its index left out (`Null`: an executor bound for inference) gives
+/// the values the path computing the index gives, written or added, over windows cut
+/// by padding, strided, full-convention, in 1-D and 2-D, with negative values only
+/// (windows of padding alone are the lowest float).
+#[test]
+fn max_pool_without_index_matches_with_index() {
+    use crate::kernels::cpu::testing::run_req;
+    let cases: &[(&[usize], &[(&str, &str)])] = &[
+        (
+            &[2, 3, 9, 11],
+            &[("kernel", "(3,3)"), ("stride", "(2,2)"), ("pad", "(1,1)")],
+        ),
+        (
+            &[1, 2, 8, 7],
+            &[("kernel", "(3,2)"), ("stride", "(1,2)"), ("pad", "(2,1)")],
+        ),
+        (
+            &[1, 2, 6, 6],
+            &[
+                ("kernel", "(2,3)"),
+                ("stride", "(3,2)"),
+                ("pooling_convention", "full"),
+            ],
+        ),
+        (
+            &[2, 2, 10],
+            &[("kernel", "(4,)"), ("stride", "(3,)"), ("pad", "(3,)")],
+        ),
+    ];
+    for &(xs, attrs) in cases {
+        let attrs: Vec<(&str, &str)> = attrs
+            .iter()
+            .copied()
+            .chain([("pool_type", "max")])
+            .collect();
+        let op = build("Pooling", &attrs);
+        let x = seq32(xs, 7, 11, -1.5);
+        let ys = op.infer_shape(&[Shape::from_slice(xs)]).unwrap();
+        let filled = |s: &Shape, v: f32| array::<f32>(s, &vec![v; s.iter().product()]);
+        let zeros = |s: &Shape| filled(s, 0.0);
+        let ones = |s: &Shape| filled(s, 1.0);
+        let (y, at) = (zeros(&ys[0]), zeros(&ys[1]));
+        run_req(
+            &op,
+            std::slice::from_ref(&x),
+            &[y.clone(), at.clone()],
+            &[OpReq::Write, OpReq::Write],
+        );
+        let (y2, unused) = (zeros(&ys[0]), zeros(&ys[1]));
+        run_req(
+            &op,
+            std::slice::from_ref(&x),
+            &[y2.clone(), unused.clone()],
+            &[OpReq::Write, OpReq::Null],
+        );
+        assert_eq!(values::<f32>(&y2), values::<f32>(&y), "{attrs:?}");
+        assert!(
+            values::<f32>(&unused).iter().all(|&v| v == 0.0),
+            "index written"
+        );
+        let acc = ones(&ys[0]);
+        run_req(
+            &op,
+            std::slice::from_ref(&x),
+            &[acc.clone(), unused],
+            &[OpReq::Add, OpReq::Null],
+        );
+        let plus: Vec<f32> = values::<f32>(&y).iter().map(|v| v + 1.0).collect();
+        assert_eq!(values::<f32>(&acc), plus, "{attrs:?}");
+    }
+}
