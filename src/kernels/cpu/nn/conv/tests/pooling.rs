@@ -261,7 +261,8 @@ fn numeric_gradients() {
 #[test]
 fn max_pool_without_index_matches_with_index() {
     use crate::kernels::cpu::testing::run_req;
-    let cases: &[(&[usize], &[(&str, &str)])] = &[
+    type Attrs<'a> = &'a [(&'a str, &'a str)];
+    let cases: &[(&[usize], Attrs)] = &[
         (
             &[2, 3, 9, 11],
             &[("kernel", "(3,3)"), ("stride", "(2,2)"), ("pad", "(1,1)")],
