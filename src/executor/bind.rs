@@ -227,9 +227,23 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
         .filter(|&e| refs[e] == 0 && arrays[e].is_none())
         .collect();
     let mut null_outputs = std::collections::HashSet::new();
-    if let Some(max) = unused.iter().map(|&e| bytes_of(&shapes, &types, e)).max() {
-        let scratch = NDArray::empty(&[max], DType::U8, b.ctx)?;
-        for &e in &unused {
+    // One scratch array per device the unread outputs' nodes run on.
+    let mut scratch_ctxs: Vec<Context> = unused.iter().map(|&e| node_ctx[g.producer(e)]).collect();
+    scratch_ctxs.sort_by_key(|c| (c.dev_type as u8, c.dev_id));
+    scratch_ctxs.dedup();
+    for ctx in scratch_ctxs {
+        let mine: Vec<usize> = unused
+            .iter()
+            .copied()
+            .filter(|&e| node_ctx[g.producer(e)] == ctx)
+            .collect();
+        let max = mine
+            .iter()
+            .map(|&e| bytes_of(&shapes, &types, e))
+            .max()
+            .unwrap_or(0);
+        let scratch = NDArray::empty(&[max], DType::U8, ctx)?;
+        for e in mine {
             arrays[e] = Some(NDArray::from_chunk(
                 scratch.chunk().clone(),
                 shapes[e].as_ref().unwrap(),

@@ -150,17 +150,16 @@ fn a_request_in_flight_fails_when_its_server_is_lost() {
     let c = |role| config(role, port, 1, 1);
     let (sc, svc, wc) = (c(Role::Scheduler), c(Role::Server), c(Role::Worker));
     let scheduler = thread::spawn(move || Van::join(sc).unwrap());
-    // A server that joins but never serves, then goes away.
+    // A server that joins but never runs, then goes away: its van answers pushes and
+    // pulls at once, but a command waits for `run`, so it stays in flight.
     let server = thread::spawn(move || DistServer::join(svc).unwrap());
     let worker = DistWorker::join(wc).unwrap();
     let server = server.join().unwrap();
     let scheduler = scheduler.join().unwrap();
     let (tx, rx) = mpsc::channel();
-    worker.push(
-        5,
-        DType::F32,
-        f32s(&[1.0]),
-        false,
+    worker.command(
+        ServerCommand::SyncMode as i32,
+        &[],
         Box::new(move |r| {
             let _ = tx.send(r);
         }),
