@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from training import LR, best_rate, peak_rss_mb
+from training import LR, best_rate, peak_rss_mb, torch_sgd_step
 
 # Each workload returns (value, unit, higher_is_better).
 Result = tuple[float, str, bool]
@@ -244,18 +244,7 @@ def torch_cifar_trainer(torch):
     model.train()
     data = torch.rand(CIFAR_BATCH, *shape) * 2 - 1
     label = torch.randint(0, 10, (CIFAR_BATCH,))
-    loss_fn = torch.nn.CrossEntropyLoss(reduction="sum")
-    params = list(model.parameters())
-
-    def step() -> None:
-        for p in params:
-            p.grad = None
-        loss_fn(model(data), label).backward()
-        with torch.no_grad():
-            for p in params:
-                p -= LR * p.grad / CIFAR_BATCH
-
-    return step
+    return torch_sgd_step(torch, model, data, label)
 
 
 def torch_workload(torch, workload: str) -> Result:

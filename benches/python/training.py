@@ -170,8 +170,14 @@ def torch_trainer(torch, name: str):
     model, dshape = torch_network(torch, name)
     data = torch.rand(dshape) * 2 - 1
     label = torch.randint(0, 10, (dshape[0],))
+    return torch_sgd_step(torch, model, data, label)
+
+
+def torch_sgd_step(torch, model, data, label) -> Callable[[], None]:
+    """One training step of ``model`` on a batch: cross-entropy summed over the batch, and
+    a plain SGD update of every parameter by its gradient averaged over the batch."""
     loss_fn = torch.nn.CrossEntropyLoss(reduction="sum")
-    batch = dshape[0]
+    batch = data.shape[0]
     params = list(model.parameters())
 
     def step() -> None:
