@@ -62,8 +62,8 @@ def test_a_dist_store_without_a_launcher_names_what_is_missing():
 def test_dist_device_sync_sums_on_the_gpus(tmp_path):
     import rsmx as mx
 
-    if mx.context.num_gpus() < 2:
-        pytest.skip("needs two GPUs (RSMX_FAKE_GPU=2 makes fake ones)")
+    if mx.context.num_gpus() < 1:
+        pytest.skip("needs a GPU (RSMX_FAKE_GPU=2 makes two fake ones)")
     with Cluster(tmp_path, servers=2, workers=2,
                  worker_cmd=[str(Path(__file__).with_name("worker_devices.py"))]) as cluster:
         codes = cluster.wait(150)

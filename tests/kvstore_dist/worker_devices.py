@@ -1,5 +1,5 @@
 """A worker of ``dist_device_sync`` pushing from two GPUs (real, or fake under
-``RSMX_FAKE_GPU=2``) and pulling into both: each key is summed on one of the GPUs, copied
+``RSMX_FAKE_GPU=2``; two values on ``gpu(0)`` where there is one GPU) and pulling into both: each key is summed on one of the GPUs, copied
 to the host and sent. Checks the values of three rounds, a single-GPU push, a key split
 over the servers and a float16 key. Prints ``DEVICES PASSED``."""
 
@@ -11,7 +11,7 @@ import rsmx as mx
 kv = mx.kv.create("dist_device_sync")
 assert kv.type == "dist_device_sync"
 rank, n = kv.rank, kv.num_workers
-gpus = [mx.gpu(0), mx.gpu(1)]
+gpus = [mx.gpu(0), mx.gpu(1 if mx.context.num_gpus() > 1 else 0)]
 shapes = {3: (4, 5), 4: (1_000_003,), 5: (6,)}
 dtypes = {3: "float32", 4: "float32", 5: "float16"}
 for k, shape in shapes.items():
