@@ -1,7 +1,8 @@
 """A worker of ``dist_device_sync`` pushing from two GPUs (real, or fake under
-``RSMX_FAKE_GPU=2``; two values on ``gpu(0)`` where there is one GPU) and pulling into both: each key is summed on one of the GPUs, copied
-to the host and sent. Checks the values of three rounds, a single-GPU push, a key split
-over the servers and a float16 key. Prints ``DEVICES PASSED``."""
+``RSMX_FAKE_GPU=2``; two values on ``gpu(0)`` where there is one GPU) and pulling into
+both: each key is summed on one of the GPUs, copied to the host and sent. Checks the
+values of three rounds, a single-GPU push, a key split over the servers and a float16
+key. Prints ``DEVICES PASSED``."""
 
 from __future__ import annotations
 
