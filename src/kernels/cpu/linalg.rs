@@ -22,7 +22,7 @@ use std::any::TypeId;
 const PAR_FLOPS: usize = 1 << 18;
 
 /// True for the element types `gemm` handles (f32, f64, f16).
-fn gemm_type<T: 'static>() -> bool {
+pub fn gemm_type<T: 'static>() -> bool {
     [
         TypeId::of::<f32>(),
         TypeId::of::<f64>(),

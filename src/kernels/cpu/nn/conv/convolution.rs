@@ -1,5 +1,6 @@
 //! CPU kernels of `Convolution` (1-D, 2-D and 3-D, grouped, strided, padded, dilated)
-//! by im2col and GEMM, and of its backward.
+//! by im2col and GEMM, and of its backward; the forward pass of 3×3 windows at stride 1
+//! goes by Winograd's F(2×2, 3×3) (`winograd`), of depthwise ones directly (`depthwise`).
 //!
 //! The forward pass goes one tile of output lines at a time: the tile's part of the
 //! column matrix stays in a core's cache between being written and being multiplied, and
@@ -9,6 +10,7 @@ use super::batch::{for_units, reduce_partials, unit_runs, Chunked};
 use super::depthwise;
 use super::im2col::{col2im, im2col, im2col_lines};
 use super::layer::{Backward, ColumnLayer, Forward};
+use super::winograd;
 use crate::error::Result;
 use crate::kernels::cpu;
 use crate::kernels::cpu::linalg::{matmul, matmul_rows, MatMul};
@@ -38,7 +40,7 @@ impl Plan {
     }
 
     /// Multiply-adds of the forward pass.
-    fn work(&self) -> usize {
+    pub(super) fn work(&self) -> usize {
         self.batch * self.filters * self.k_group() * self.geom.cols()
     }
 
@@ -85,7 +87,7 @@ const TILE_MIN_COLS: usize = 192;
 
 /// The output array, which the forward tiles write at disjoint elements from several
 /// threads.
-struct TileOut<T>(*mut T);
+pub(super) struct TileOut<T>(pub(super) *mut T);
 
 // SAFETY: `TileOut` is only a pointer handed to the tiles, which write disjoint elements
 // (the columns of their own output lines) of memory the pass borrows mutably.
@@ -93,7 +95,7 @@ unsafe impl<T: Send> Send for TileOut<T> {}
 unsafe impl<T: Send> Sync for TileOut<T> {}
 
 impl<T> TileOut<T> {
-    fn at(&self, offset: usize) -> *mut T {
+    pub(super) fn at(&self, offset: usize) -> *mut T {
         self.0.wrapping_add(offset)
     }
 }
@@ -109,17 +111,23 @@ impl ColumnLayer for Convolution {
         (p.batch, p.work())
     }
 
-    fn scratch(p: &Plan) -> (usize, usize) {
+    fn scratch<T: Num>(p: &Plan) -> (usize, usize) {
         let col = p.geom.rows() * p.geom.cols();
+        if winograd::applies::<T>(p) {
+            return (winograd::scratch_per_run(p), 2 * col);
+        }
         let tile = p.geom.rows() * p.tile_cols();
         // A 1×1 unit window reads the data as is; the backward keeps a column matrix and
         // its gradient.
         (if p.geom.win.is_identity() { 0 } else { tile }, 2 * col)
     }
 
-    fn forward_runs(p: &Plan) -> usize {
+    fn forward_runs<T: Num>(p: &Plan) -> usize {
         if depthwise::applies(p) {
             return 0;
+        }
+        if winograd::applies::<T>(p) {
+            return winograd::runs(p);
         }
         unit_runs(p.batch * p.tiles(), p.work())
     }
@@ -127,6 +135,9 @@ impl ColumnLayer for Convolution {
     fn forward_loop<T: Num>(p: &Plan, a: Forward<'_, T>, scratch: &mut [T]) {
         if depthwise::applies(p) {
             return depthwise::forward(p, a);
+        }
+        if winograd::applies::<T>(p) {
+            return winograd::forward(p, a, scratch);
         }
         let Forward { x, w, bias, y, add } = a;
         let (in_len, out_len, cols) = (p.in_len(), p.out_len(), p.geom.cols());

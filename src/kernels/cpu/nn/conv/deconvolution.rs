@@ -47,7 +47,7 @@ impl ColumnLayer for Deconvolution {
         (p.batch, p.work())
     }
 
-    fn scratch(p: &Plan) -> (usize, usize) {
+    fn scratch<T: Num>(p: &Plan) -> (usize, usize) {
         let col = p.geom.rows() * p.geom.cols();
         // A 1×1 unit window writes the output as is.
         (if p.geom.win.is_identity() { 0 } else { col }, col)

@@ -22,11 +22,12 @@ pub(crate) trait ColumnLayer: ConvLayer {
     /// Samples and multiply-adds of the forward pass.
     fn batch_work(p: &Self::Plan) -> (usize, usize);
 
-    /// Scratch elements one run of samples needs: forward, then backward.
-    fn scratch(p: &Self::Plan) -> (usize, usize);
+    /// Scratch elements one run of samples needs for element type `T`: forward, then
+    /// backward.
+    fn scratch<T: Num>(p: &Self::Plan) -> (usize, usize);
 
     /// How many runs of the forward pass hold scratch memory at once.
-    fn forward_runs(p: &Self::Plan) -> usize {
+    fn forward_runs<T: Num>(p: &Self::Plan) -> usize {
         let (batch, work) = Self::batch_work(p);
         tasks(batch, work)
     }
@@ -66,9 +67,9 @@ impl<L: ColumnLayer> CpuKernel for L {
             return Ok(());
         }
         let p = self.column_plan(&io.inputs[0].shape)?;
-        let len = L::forward_runs(&p) * L::scratch(&p).0;
         let add = io.req[0] == OpReq::Add;
         dispatch_float!(L::NAME, io.inputs[0].dtype, T => {
+            let len = L::forward_runs::<T>(&p) * L::scratch::<T>(&p).0;
             let bias = (!self.args().no_bias).then(|| io.inputs[2].slice::<T>());
             let mut ws = Workspace::<T>::new(ctx, L::NAME, len)?;
             let (x, w, y) = (io.inputs[0].slice(), io.inputs[1].slice(), io.outputs[0].slice_mut());
@@ -82,8 +83,8 @@ impl<L: ColumnLayer> CpuKernel for ConvBackward<L> {
     fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
         let p = self.fwd.column_plan(&io.inputs[1].shape)?;
         let (batch, work) = L::batch_work(&p);
-        let len = tasks(batch, work * 2) * L::scratch(&p).1;
         dispatch_float!(L::BACKWARD, io.inputs[1].dtype, T => {
+            let len = tasks(batch, work * 2) * L::scratch::<T>(&p).1;
             let sink = |i: usize| Sink::new(io.outputs.get(i), io.req.get(i).copied());
             let mut ws = Workspace::<T>::new(ctx, L::BACKWARD, len)?;
             let (dy, x, w) = (io.inputs[0].slice(), io.inputs[1].slice(), io.inputs[2].slice());

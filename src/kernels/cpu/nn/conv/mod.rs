@@ -11,6 +11,7 @@ mod layer;
 mod pooling;
 #[cfg(test)]
 mod tests;
+mod winograd;
 mod workspace;
 
 /// Registers the CPU kernels of this family.

@@ -1,4 +1,5 @@
 use super::{build, close, error_text, f64s, run_backward, run_error, seq, seq32, seq64};
+use crate::kernels::cpu::testing::run_with;
 use crate::op::testutil::{array, gradcheck, run, try_run};
 use crate::op::OpReq;
 use crate::shape::Shape;
@@ -183,6 +184,14 @@ fn forward_matches_direct_loops() {
         (&[1, 2, 10, 9], &[3, 2], &[1, 1], &[2, 0], &[2, 3], 2, 4),
         (&[2, 3, 11], &[3], &[1], &[2], &[1], 3, 3),
         (&[2, 32, 40, 40], &[3, 3], &[1, 1], &[1, 1], &[1, 1], 32, 32),
+        // 3×3 windows at stride 1 by Winograd's F(2×2, 3×3): odd output sizes (a last
+        // tile cut short), no padding and a padding of 2, and blocks of tile rows shared
+        // between threads.
+        (&[2, 8, 13, 11], &[3, 3], &[1, 1], &[1, 1], &[1, 1], 1, 9),
+        (&[1, 16, 18, 17], &[3, 3], &[1, 1], &[0, 0], &[1, 1], 1, 8),
+        (&[3, 9, 12, 12], &[3, 3], &[1, 1], &[2, 2], &[1, 1], 1, 10),
+        (&[1, 64, 40, 40], &[3, 3], &[1, 1], &[1, 1], &[1, 1], 1, 16),
+        (&[5, 24, 9, 30], &[3, 3], &[1, 1], &[1, 0], &[1, 1], 1, 12),
     ];
     for &(xs, k, s, p, d, g, f) in cases {
         let cg = xs[1] / g;
@@ -215,6 +224,52 @@ fn forward_matches_direct_loops() {
             .map(|(i, v)| v + bv[(i / per) % f])
             .collect();
         close(&f64s(o), &with_bias, 1e-12);
+    }
+}
+
+/// Winograd's F(2×2, 3×3) in each of its ways of sharing the work, whatever the machine:
+/// on one thread; in blocks of tile rows shared out whole (`[8, 16, 16, 16]` on 2 and 4
+/// threads, `[1, 64, 40, 40]` on 2); and as one block whose transforms and products are
+/// each shared out (`[2, 8, 13, 11]` on 2 and 4 threads, `[1, 64, 40, 40]` on 4). The
+/// output is written, and added to.
+#[test]
+fn winograd_forward_on_one_thread_in_blocks_and_in_phases() {
+    let cases: [(&[usize], usize, usize); 3] = [
+        (&[2, 8, 13, 11], 1, 9),
+        (&[8, 16, 16, 16], 2, 16),
+        (&[1, 64, 40, 40], 1, 16),
+    ];
+    for threads in [1, 2, 4] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        for &(xs, pad, f) in &cases {
+            let ws = [f, xs[1], 3, 3];
+            let (nx, nw) = (xs.iter().product(), ws.iter().product());
+            let (xv, wv, bv) = (seq(nx, 7, 11, 0.5), seq(nw, 5, 13, 0.6), seq(f, 3, 7, 0.2));
+            let (want, shape) = direct(&xv, xs, &wv, &[3, 3], &[1, 1], &[pad, pad], &[1, 1], 1, f);
+            let op = build(
+                "Convolution",
+                &[
+                    ("kernel", "(3,3)"),
+                    ("pad", &format!("({pad},{pad})")),
+                    ("num_filter", &f.to_string()),
+                ],
+            );
+            let per = want.len() / xs[0] / f;
+            for (req, base) in [(OpReq::Write, 0.0), (OpReq::Add, 1.5)] {
+                let out = array(&shape, &vec![base; want.len()]);
+                let ins = [array(xs, &xv), array(&ws, &wv), array(&[f], &bv)];
+                pool.install(|| run_with(&op, &ins, std::slice::from_ref(&out), &[req], false));
+                let expect: Vec<f64> = want
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| v + bv[(i / per) % f] + base)
+                    .collect();
+                close(&f64s(&out), &expect, 1e-12);
+            }
+        }
     }
 }
 

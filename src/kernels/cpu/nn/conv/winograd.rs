@@ -1,0 +1,597 @@
+//! Convolution forward by Winograd's minimal filtering F(2×2, 3×3), for 2-D 3×3 windows at
+//! stride 1, undilated and ungrouped: each 2×2 block of outputs comes from a 4×4 block of
+//! input through 16 products per channel pair instead of 36, so the layers that dominate
+//! ResNets do 2.25 times fewer multiply-adds than by im2col.
+//!
+//! The outputs are cut into 2×2 tiles, and rows of tiles into blocks. For a block, the
+//! input is transformed (`V = Bᵀ d B` per channel and tile), multiplied by the transformed
+//! weights (`U = G g Gᵀ`) in 16 GEMMs, one per element of the 4×4 transform domain, and
+//! transformed back (`Y = Aᵀ M A`) into the output. The transforms are sums and
+//! differences over whole rows of tiles, so they vectorise. A large batch is cut into
+//! blocks that stay in a core's cache, shared out whole between threads; a single small
+//! image is one block, whose transforms and products are each shared out in turn.
+
+use super::batch::{for_units, unit_runs};
+use super::convolution::TileOut;
+use super::layer::Forward;
+use crate::kernels::cpu::linalg::{gemm_type, matmul_rows, MatMul};
+use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::simd::vectorized;
+use crate::op::nn::convolution::Plan;
+use rayon::iter::{IntoParallelIterator, ParallelBridge, ParallelIterator};
+
+/// Elements the two transformed blocks of a task (input and products) aim at, so that
+/// they stay in a core's L2 cache between the transforms and the products.
+const BLOCK_ELEMS: usize = 1 << 18;
+
+/// The fewest and the most tiles of a block: fewer make the products too narrow to pay
+/// for the transforms (im2col does better), more leave the cache.
+const BLOCK_MIN_TILES: usize = 64;
+const BLOCK_MAX_TILES: usize = 256;
+
+/// The fewest tiles, and the most transformed elements, of a pass too small to share out
+/// in blocks (a single small image), which instead shares out each of its three phases.
+/// With fewer tiles, transforming the weights on every call costs more than the products
+/// save.
+const PHASED_MIN_TILES: usize = 40;
+const PHASED_MAX_ELEMS: usize = 1 << 23;
+
+/// Whether the forward pass of `p` goes by F(2×2, 3×3) for element type `T`.
+pub fn applies<T: Num>(p: &Plan) -> bool {
+    let w = &p.geom.win;
+    gemm_type::<T>()
+        && std::mem::size_of::<T>() >= 4
+        && p.groups == 1
+        && p.geom.input[0] == 1
+        && w.kernel == [1, 3, 3]
+        && w.stride == [1, 1, 1]
+        && w.dilate == [1, 1, 1]
+        && w.pad[1] <= 2
+        && w.pad[2] <= 2
+        && p.geom.channels >= 8
+        && p.filters >= 8
+        && Geometry::of(p).blocking(p.batch).is_some()
+}
+
+/// The tiling of one sample.
+#[derive(Clone, Copy)]
+struct Geometry {
+    /// Input height and width.
+    h: usize,
+    w: usize,
+    /// Output height and width.
+    oh: usize,
+    ow: usize,
+    /// Padding at the top and at the left.
+    ph: usize,
+    pw: usize,
+    /// Tile rows and tiles per row.
+    th: usize,
+    tw: usize,
+    channels: usize,
+    filters: usize,
+}
+
+/// How the tile rows of a batch are cut into blocks.
+#[derive(Clone, Copy)]
+struct Blocking {
+    /// Tile rows of a block, counted over the whole batch (a block may end in one sample
+    /// and go on in the next).
+    rows: usize,
+    /// Whether the pass is one block whose transforms and products are each shared
+    /// between threads, rather than blocks shared out whole.
+    phased: bool,
+}
+
+impl Geometry {
+    fn of(p: &Plan) -> Geometry {
+        let [_, oh, ow] = p.geom.output;
+        let [_, h, w] = p.geom.input;
+        Geometry {
+            h,
+            w,
+            oh,
+            ow,
+            ph: p.geom.win.pad[1],
+            pw: p.geom.win.pad[2],
+            th: oh.div_ceil(2),
+            tw: ow.div_ceil(2),
+            channels: p.geom.channels,
+            filters: p.filters,
+        }
+    }
+
+    /// Blocks of about `BLOCK_ELEMS` of transformed data, and enough of them for every
+    /// thread to take two; failing that, one phased block; `None` when even that would
+    /// be too small to pay, or too large.
+    fn blocking(&self, batch: usize) -> Option<Blocking> {
+        let tw = self.tw.max(1);
+        let rows = batch * self.th;
+        let target = (BLOCK_ELEMS / (16 * (self.channels + self.filters)))
+            .clamp(BLOCK_MIN_TILES, BLOCK_MAX_TILES);
+        let mut per = target.div_ceil(tw).max(1);
+        let threads = rayon::current_num_threads();
+        if threads > 1 && rows.div_ceil(per) < 2 * threads {
+            per = rows / (2 * threads);
+        }
+        if per > 0 && per * tw >= BLOCK_MIN_TILES {
+            return Some(Blocking {
+                rows: per,
+                phased: false,
+            });
+        }
+        let tiles = rows * self.tw;
+        let elems = 16 * (self.channels + self.filters) * tiles;
+        (tiles >= PHASED_MIN_TILES && elems <= PHASED_MAX_ELEMS)
+            .then_some(Blocking { rows, phased: true })
+    }
+
+    /// Elements of the transformed weights.
+    fn weights_len(&self) -> usize {
+        16 * self.filters * self.channels
+    }
+
+    /// Elements of a block's transformed input and products.
+    fn transformed_len(&self, rows: usize) -> usize {
+        16 * (self.channels + self.filters) * lead(rows * self.tw)
+    }
+
+    /// Elements of the row buffers of the two transforms, for at most `rows` tile rows
+    /// of one sample at a time.
+    fn row_buffers_len(&self, rows: usize) -> usize {
+        16 * rows.min(self.th) * self.tw + 4 * self.tw + 2 * (self.tw + 1)
+    }
+}
+
+/// The distance between the rows of `tiles` elements of a transformed block (one per
+/// element of the transform domain and channel or filter): a whole number of vectors,
+/// and not a multiple of 128, whose rows would share cache sets.
+fn lead(tiles: usize) -> usize {
+    let ld = tiles.next_multiple_of(16);
+    if ld.is_multiple_of(128) {
+        ld + 16
+    } else {
+        ld
+    }
+}
+
+/// The blocking of a plan that [`applies`].
+fn blocking_of(p: &Plan) -> Blocking {
+    Geometry::of(p).blocking(p.batch).unwrap_or(Blocking {
+        rows: 1,
+        phased: true,
+    })
+}
+
+/// Tasks holding scratch memory at once, as `for_units` will run them.
+pub fn runs(p: &Plan) -> usize {
+    let b = blocking_of(p);
+    if b.phased {
+        return 1;
+    }
+    let g = Geometry::of(p);
+    unit_runs((p.batch * g.th).div_ceil(b.rows), p.work())
+}
+
+/// Scratch elements per run: a block's share, and the run's part of the shared
+/// transformed weights. A phased block takes its row buffers from the heap, one per
+/// thread.
+pub fn scratch_per_run(p: &Plan) -> usize {
+    let g = Geometry::of(p);
+    let b = blocking_of(p);
+    let rows = if b.phased {
+        0
+    } else {
+        g.row_buffers_len(b.rows)
+    };
+    g.transformed_len(b.rows) + rows + g.weights_len().div_ceil(runs(p).max(1))
+}
+
+/// `y (=|+=) conv(x, w) + b` for a plan that [`applies`], with `scratch` of at least
+/// `runs(p) * scratch_per_run(p)` elements.
+pub fn forward<T: Num>(p: &Plan, a: Forward<'_, T>, scratch: &mut [T]) {
+    let Forward { x, w, bias, y, add } = a;
+    let g = Geometry::of(p);
+    let (in_len, out_len) = (g.channels * g.h * g.w, g.filters * g.oh * g.ow);
+    assert!(
+        x.len() >= p.batch * in_len
+            && y.len() >= p.batch * out_len
+            && w.len() >= 9 * g.filters * g.channels,
+        "Convolution: arrays smaller than the plan"
+    );
+    let (u, rest) = scratch.split_at_mut(g.weights_len());
+    transform_weights(&g, w, u);
+    let pass = Pass {
+        g,
+        x,
+        u,
+        bias,
+        out: TileOut(y.as_mut_ptr()),
+        add,
+        in_len,
+        out_len,
+    };
+    let blocks = blocking_of(p);
+    let all_rows = p.batch * g.th;
+    if blocks.phased {
+        return pass.phased_block(all_rows, rest);
+    }
+    let per = blocks.rows;
+    for_units(all_rows.div_ceil(per), runs(p), rest, |unit, buf, _| {
+        pass.block(unit * per..((unit + 1) * per).min(all_rows), buf);
+    });
+}
+
+/// What the blocks of one forward pass share.
+struct Pass<'a, T> {
+    g: Geometry,
+    x: &'a [T],
+    /// The transformed weights, `u[f][k][c]` with `k` the element of the 4×4 transform
+    /// domain.
+    u: &'a [T],
+    bias: Option<&'a [T]>,
+    out: TileOut<T>,
+    add: bool,
+    in_len: usize,
+    out_len: usize,
+}
+
+impl<T: Num> Pass<'_, T> {
+    /// The samples a block's tile rows `rows` cross: for each, its index, its tile rows
+    /// and the block's column of its first tile.
+    fn segments(
+        &self,
+        rows: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (usize, std::ops::Range<usize>, usize)> {
+        let (th, tw) = (self.g.th, self.g.tw);
+        (rows.start / th..rows.end.div_ceil(th)).map(move |n| {
+            let (a, b) = (rows.start.max(n * th), rows.end.min((n + 1) * th));
+            (n, a - n * th..b - n * th, (a - rows.start) * tw)
+        })
+    }
+
+    /// Channel `c` of sample `n`.
+    fn plane(&self, n: usize, c: usize) -> &[T] {
+        let len = self.g.h * self.g.w;
+        &self.x[n * self.in_len + c * len..][..len]
+    }
+
+    /// Filter `f`'s output plane of sample `n`.
+    ///
+    /// # Safety
+    /// Only one thread at a time may hold a given plane: the caller's rows of it are
+    /// its own.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn out_plane(&self, n: usize, f: usize) -> &mut [T] {
+        let len = self.g.oh * self.g.ow;
+        // SAFETY: the plane lies inside the output (checked in `forward`); the caller
+        // vouches that no other thread holds it.
+        unsafe { std::slice::from_raw_parts_mut(self.out.at(n * self.out_len + f * len), len) }
+    }
+
+    /// One block of tile rows on this thread, with `buf` of at least
+    /// `transformed_len + row_buffers_len` elements.
+    fn block(&self, rows: std::ops::Range<usize>, buf: &mut [T]) {
+        let g = &self.g;
+        let ld = lead(rows.len() * g.tw);
+        let (v, buf) = buf.split_at_mut(16 * g.channels * ld);
+        let (m, rb) = buf.split_at_mut(16 * g.filters * ld);
+        let (ks, ms) = (g.channels * ld, g.filters * ld);
+        let dst = TileOut(v.as_mut_ptr());
+        for (n, ty, col0) in self.segments(rows.clone()) {
+            for c in 0..g.channels {
+                // SAFETY: `v` holds the block's transformed input, borrowed mutably here.
+                unsafe {
+                    transform_input(
+                        g,
+                        self.plane(n, c),
+                        ty.clone(),
+                        &dst,
+                        (c * ld + col0, ks),
+                        rb,
+                    )
+                };
+            }
+        }
+        products(g, self.u, v, m, ld, false);
+        for (n, ty, col0) in self.segments(rows) {
+            for f in 0..g.filters {
+                // SAFETY: this block's tile rows of the plane are its own.
+                let y = unsafe { self.out_plane(n, f) };
+                let b = self.bias.map_or(T::ZERO, |b| b[f]);
+                transform_output(g, m, (f * ld + col0, ms), ty.clone(), b, y, self.add, rb);
+            }
+        }
+    }
+
+    /// All `rows` tile rows as one block, each phase shared between threads: the input
+    /// transform by channel, the 16 products, the output transform by filter.
+    fn phased_block(&self, rows: usize, buf: &mut [T]) {
+        let g = &self.g;
+        let ld = lead(rows * g.tw);
+        let (v, buf) = buf.split_at_mut(16 * g.channels * ld);
+        let m = &mut buf[..16 * g.filters * ld];
+        let row_buffers = || vec![T::ZERO; g.row_buffers_len(g.th)];
+        let (ks, ms) = (g.channels * ld, g.filters * ld);
+        let dst = TileOut(v.as_mut_ptr());
+        (0..g.channels)
+            .into_par_iter()
+            .for_each_init(row_buffers, |rb, c| {
+                for (n, ty, col0) in self.segments(0..rows) {
+                    // SAFETY: `v` is borrowed mutably here; channel `c`'s rows of it are
+                    // this task's alone.
+                    unsafe {
+                        transform_input(g, self.plane(n, c), ty, &dst, (c * ld + col0, ks), rb)
+                    };
+                }
+            });
+        products(g, self.u, v, m, ld, true);
+        let m = &*m;
+        (0..g.filters)
+            .into_par_iter()
+            .for_each_init(row_buffers, |rb, f| {
+                let b = self.bias.map_or(T::ZERO, |b| b[f]);
+                for (n, ty, col0) in self.segments(0..rows) {
+                    // SAFETY: filter `f`'s planes are this task's alone.
+                    let y = unsafe { self.out_plane(n, f) };
+                    transform_output(g, m, (f * ld + col0, ms), ty, b, y, self.add, rb);
+                }
+            });
+    }
+}
+
+/// The 16 products `m_k = u_k · v_k` of a block, `v` laid out `[k][c][ld]` and `m`
+/// `[k][f][ld]`; with `parallel`, shared between threads.
+fn products<T: Num>(g: &Geometry, u: &[T], v: &[T], m: &mut [T], ld: usize, parallel: bool) {
+    let (cs, fs) = (g.channels * ld, g.filters * ld);
+    assert!(v.len() >= 16 * cs && m.len() >= 16 * fs);
+    let product = MatMul {
+        m: g.filters,
+        n: ld,
+        k: g.channels,
+        a_rs: 16 * g.channels,
+        a_cs: 1,
+        b_rs: ld,
+        b_cs: 1,
+    };
+    let dst = TileOut(m.as_mut_ptr());
+    let one = |k: usize| {
+        // SAFETY: product `k` writes `m[k * fs..(k + 1) * fs]` (inside `m`, checked
+        // above), which no other product touches; `m` is apart from `u` and `v`.
+        unsafe {
+            matmul_rows(
+                &product,
+                &u[k * g.channels..],
+                &v[k * cs..],
+                dst.at(k * fs),
+                ld,
+                false,
+                false,
+            );
+        }
+    };
+    if parallel && rayon::current_num_threads() > 1 {
+        (0..16).into_par_iter().for_each(one);
+    } else {
+        (0..16).for_each(one);
+    }
+}
+
+/// `U = G g Gᵀ` for every filter and channel, into `u[f][k][c]` with `k` the element of
+/// the 4×4 transform domain; filters in parallel.
+fn transform_weights<T: Num>(g: &Geometry, w: &[T], u: &mut [T]) {
+    let half = T::ONE.div(T::ONE.add(T::ONE));
+    let c = g.channels;
+    let filter = |(uf, wf): (&mut [T], &[T])| {
+        for (i, g3) in wf.chunks_exact(9).enumerate() {
+            // Rows of G g: the kernel's columns through G; then each row through Gᵀ.
+            let mut t = [[T::ZERO; 3]; 4];
+            for j in 0..3 {
+                let (a, b, d) = (g3[j], g3[3 + j], g3[6 + j]);
+                t[0][j] = a;
+                t[1][j] = half.mul(a.add(b).add(d));
+                t[2][j] = half.mul(a.sub(b).add(d));
+                t[3][j] = d;
+            }
+            for (r, &[a, b, d]) in t.iter().enumerate() {
+                let k = 4 * r;
+                uf[k * c + i] = a;
+                uf[(k + 1) * c + i] = half.mul(a.add(b).add(d));
+                uf[(k + 2) * c + i] = half.mul(a.sub(b).add(d));
+                uf[(k + 3) * c + i] = d;
+            }
+        }
+    };
+    let pairs = u.chunks_exact_mut(16 * c).zip(w.chunks_exact(9 * c));
+    if g.filters * c >= 1 << 14 {
+        pairs.par_bridge().for_each(filter);
+    } else {
+        pairs.for_each(filter);
+    }
+}
+
+/// `V = Bᵀ d B` for every tile of tile rows `rows` of one channel's `plane`, into
+/// `v[at + k * ks + t]` with `t` the tile's index in these rows.
+///
+/// Each input row goes through B first; its four results for every tile are kept in
+/// `buf` as rows of the tiles that read the input row first, second, third or fourth, so
+/// that the second pass (Bᵀ) runs over all the tiles at once in long vector loops.
+///
+/// # Safety
+/// `v` addresses the block's transformed input, which holds these elements, and no other
+/// thread touches them.
+unsafe fn transform_input<T: Num>(
+    g: &Geometry,
+    plane: &[T],
+    rows: std::ops::Range<usize>,
+    v: &TileOut<T>,
+    (at, ks): (usize, usize),
+    buf: &mut [T],
+) {
+    let tw = g.tw;
+    let n = rows.len() * tw;
+    let (hq, rest) = buf.split_at_mut(16 * n);
+    let (h, rest) = rest.split_at_mut(4 * tw);
+    let (even, odd) = rest[..2 * (tw + 1)].split_at_mut(tw + 1);
+    let first_row = (2 * rows.start) as isize - g.ph as isize;
+    vectorized(
+        #[inline(always)]
+        || {
+            // Input row r is row q = r % 2 of tile row r / 2, and row q + 2 of tile row
+            // r / 2 − 1. Through B, per tile: h0 = a0 − a2, h1 = a1 + a2, h2 = a2 − a1,
+            // h3 = a1 − a3, with a_j the row's element 2·tx − pw + j.
+            for r in 0..2 * rows.len() + 2 {
+                let row = first_row + r as isize;
+                if row < 0 || row >= g.h as isize {
+                    h.fill(T::ZERO);
+                } else {
+                    let line = &plane[row as usize * g.w..(row as usize + 1) * g.w];
+                    split_columns(line, g.pw, even, odd);
+                    let (h0, rest) = h.split_at_mut(tw);
+                    let (h1, rest) = rest.split_at_mut(tw);
+                    let (h2, h3) = rest.split_at_mut(tw);
+                    let a = even.iter().zip(&even[1..]).zip(odd.iter().zip(&odd[1..]));
+                    let outs = h0.iter_mut().zip(h1.iter_mut()).zip(h2.iter_mut().zip(h3));
+                    for (((h0, h1), (h2, h3)), ((&e0, &e1), (&o0, &o1))) in outs.zip(a) {
+                        *h0 = e0.sub(e1);
+                        *h1 = o0.add(e1);
+                        *h2 = e1.sub(o0);
+                        *h3 = o0.sub(o1);
+                    }
+                }
+                let mut place = |i: usize, q: usize| {
+                    if i < rows.len() {
+                        for j in 0..4 {
+                            let o = (4 * q + j) * n + i * tw;
+                            hq[o..o + tw].copy_from_slice(&h[j * tw..(j + 1) * tw]);
+                        }
+                    }
+                };
+                place(r / 2, r % 2);
+                if r >= 2 {
+                    place(r / 2 - 1, r % 2 + 2);
+                }
+            }
+            // Then the four rows of every tile through Bᵀ: v0 = r0 − r2, v1 = r1 + r2,
+            // v2 = r2 − r1, v3 = r1 − r3.
+            for j in 0..4 {
+                let r = |q: usize| &hq[(4 * q + j) * n..(4 * q + j + 1) * n];
+                let (r0, r1, r2, r3) = (r(0), r(1), r(2), r(3));
+                // SAFETY: the four rows `at..at + n` of elements `j`, `4 + j`, `8 + j`
+                // and `12 + j` lie inside `v`, and are this call's alone.
+                let d = |i: usize| unsafe {
+                    std::slice::from_raw_parts_mut(v.at((4 * i + j) * ks + at), n)
+                };
+                let (d0, d1, d2, d3) = (d(0), d(1), d(2), d(3));
+                for t in 0..n {
+                    d0[t] = r0[t].sub(r2[t]);
+                    d1[t] = r1[t].add(r2[t]);
+                    d2[t] = r2[t].sub(r1[t]);
+                    d3[t] = r1[t].sub(r3[t]);
+                }
+            }
+        },
+    );
+}
+
+/// The padded row's even and odd elements: `even[q]` is the line's element
+/// `2q − pad` and `odd[q]` the one after it, zero outside the line.
+#[inline(always)]
+fn split_columns<T: Num>(line: &[T], pad: usize, even: &mut [T], odd: &mut [T]) {
+    let w = line.len() as isize;
+    let at = |col: isize| {
+        if col >= 0 && col < w {
+            line[col as usize]
+        } else {
+            T::ZERO
+        }
+    };
+    let n = even.len();
+    // Columns 2q − pad and 2q − pad + 1 lie inside the line for q in lo..hi.
+    let lo = pad.div_ceil(2).min(n);
+    let hi = ((line.len() + pad) / 2).clamp(lo, n);
+    for q in (0..lo).chain(hi..n) {
+        let col = (2 * q) as isize - pad as isize;
+        even[q] = at(col);
+        odd[q] = at(col + 1);
+    }
+    let inner = &line[2 * lo - pad..2 * hi - pad];
+    for ((e, o), pair) in even[lo..hi]
+        .iter_mut()
+        .zip(&mut odd[lo..hi])
+        .zip(inner.chunks_exact(2))
+    {
+        *e = pair[0];
+        *o = pair[1];
+    }
+}
+
+/// `Y = Aᵀ M A` for every tile of tile rows `rows` of one filter, from its products
+/// `m[at + k * ks + t]`, plus the bias `b`, written or added into the
+/// filter's output plane `y`. The four outputs of every tile are computed over all the
+/// tiles at once into `buf`, then put in place.
+#[allow(clippy::too_many_arguments)]
+fn transform_output<T: Num>(
+    g: &Geometry,
+    m: &[T],
+    (at, ks): (usize, usize),
+    rows: std::ops::Range<usize>,
+    b: T,
+    y: &mut [T],
+    add: bool,
+    buf: &mut [T],
+) {
+    let tw = g.tw;
+    let n = rows.len() * tw;
+    let (y00, rest) = buf[..4 * n].split_at_mut(n);
+    let (y01, rest) = rest.split_at_mut(n);
+    let (y10, y11) = rest.split_at_mut(n);
+    vectorized(
+        #[inline(always)]
+        || {
+            let mk: [&[T]; 16] = std::array::from_fn(|k| &m[at + k * ks..][..n]);
+            // Rows of Aᵀ M (s_aj = m0j + m1j + m2j for a = 0, m1j − m2j − m3j for a = 1),
+            // then through A: y_a0 = s_a0 + s_a1 + s_a2, y_a1 = s_a1 − s_a2 − s_a3.
+            for t in 0..n {
+                let e = |k: usize| mk[k][t];
+                let s0 = |j: usize| e(j).add(e(4 + j)).add(e(8 + j));
+                let s1 = |j: usize| e(4 + j).sub(e(8 + j)).sub(e(12 + j));
+                let (a0, a1, a2, a3) = (s0(0), s0(1), s0(2), s0(3));
+                let (c0, c1, c2, c3) = (s1(0), s1(1), s1(2), s1(3));
+                y00[t] = a0.add(a1).add(a2).add(b);
+                y01[t] = a1.sub(a2).sub(a3).add(b);
+                y10[t] = c0.add(c1).add(c2).add(b);
+                y11[t] = c1.sub(c2).sub(c3).add(b);
+            }
+            for (i, ty) in rows.clone().enumerate() {
+                let tile_row = i * tw..(i + 1) * tw;
+                for (a, (ya, yb)) in [(&*y00, &*y01), (&*y10, &*y11)].into_iter().enumerate() {
+                    let oy = 2 * ty + a;
+                    if oy >= g.oh {
+                        break;
+                    }
+                    let (ya, yb) = (&ya[tile_row.clone()], &yb[tile_row.clone()]);
+                    put_pairs(&mut y[oy * g.ow..(oy + 1) * g.ow], ya, yb, add);
+                }
+            }
+        },
+    );
+}
+
+/// `line[2t] (=|+=) ya[t]`, `line[2t + 1] (=|+=) yb[t]`, within the line's length.
+#[inline(always)]
+fn put_pairs<T: Num>(line: &mut [T], ya: &[T], yb: &[T], add: bool) {
+    let (full, tail) = line.split_at_mut(line.len() / 2 * 2);
+    for ((out, &a), &b) in full.chunks_exact_mut(2).zip(ya).zip(yb) {
+        if add {
+            out[0] = out[0].add(a);
+            out[1] = out[1].add(b);
+        } else {
+            out[0] = a;
+            out[1] = b;
+        }
+    }
+    if let (Some(last), Some(&a)) = (tail.first_mut(), ya.get(full.len() / 2)) {
+        *last = if add { last.add(a) } else { a };
+    }
+}
