@@ -1,12 +1,13 @@
 //! CPU kernels of `Convolution` (1-D, 2-D and 3-D, grouped, strided, padded, dilated)
-//! by im2col and GEMM, and of its backward; the forward pass of 3×3 windows at stride 1
-//! goes by Winograd's F(2×2, 3×3) (`winograd`), of depthwise ones directly (`depthwise`).
+//! by im2col and GEMM, and of its backward; the forward pass and the data gradient of 3×3
+//! windows at stride 1 go by Winograd's F(2×2, 3×3) (`winograd`), the forward pass of
+//! depthwise ones directly (`depthwise`).
 //!
 //! The forward pass goes one tile of output lines at a time: the tile's part of the
 //! column matrix stays in a core's cache between being written and being multiplied, and
 //! the tiles of all samples are the tasks shared between threads.
 
-use super::batch::{for_units, reduce_partials, unit_runs, Chunked};
+use super::batch::{for_units, reduce_partials, tasks, unit_runs, Chunked};
 use super::depthwise;
 use super::im2col::{col2im, im2col, im2col_lines};
 use super::layer::{Backward, ColumnLayer, Forward};
@@ -113,13 +114,19 @@ impl ColumnLayer for Convolution {
 
     fn scratch<T: Num>(p: &Plan) -> (usize, usize) {
         let col = p.geom.rows() * p.geom.cols();
+        // The backward keeps a column matrix and its gradient, per run of samples; the
+        // data gradient by Winograd's method goes first, in the same memory.
+        let mut backward = 2 * col;
+        if winograd::applies_to_data_gradient::<T>(p) {
+            let runs = tasks(p.batch, p.work() * 2);
+            backward = backward.max(winograd::data_gradient_scratch(p).div_ceil(runs));
+        }
         if winograd::applies::<T>(p) {
-            return (winograd::scratch_per_run(p), 2 * col);
+            return (winograd::scratch_per_run(p), backward);
         }
         let tile = p.geom.rows() * p.tile_cols();
-        // A 1×1 unit window reads the data as is; the backward keeps a column matrix and
-        // its gradient.
-        (if p.geom.win.is_identity() { 0 } else { tile }, 2 * col)
+        // A 1×1 unit window reads the data as is.
+        (if p.geom.win.is_identity() { 0 } else { tile }, backward)
     }
 
     fn forward_runs<T: Num>(p: &Plan) -> usize {
@@ -215,7 +222,12 @@ impl ColumnLayer for Convolution {
         let dcol_product = MatMul::new(fg, kg, true, fg, cols, false).expect("inner sizes agree");
         let identity = p.geom.win.is_identity();
         let (dx_add, need_dw, need_db) = (dx.add(), dw.wanted(), db.wanted());
-        let chunks = Chunked::new(p.batch, p.work() * 2, dx.into_slice(), in_len, scratch);
+        let mut dx = dx.into_slice();
+        if dx.is_some() && winograd::applies_to_data_gradient::<T>(p) {
+            let dx = dx.take().expect("checked above");
+            winograd::data_gradient(p, dy, w, dx, dx_add, scratch);
+        }
+        let chunks = Chunked::new(p.batch, p.work() * 2, dx, in_len, scratch);
         let partials = chunks.run(|samples, mut dx_chunk, buf| {
             let mut dw_part = vec![T::ZERO; if need_dw { p.filters * kg } else { 0 }];
             let mut db_part = vec![T::ZERO; if need_db { p.filters } else { 0 }];

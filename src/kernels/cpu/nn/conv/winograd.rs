@@ -18,7 +18,8 @@ use crate::kernels::cpu::linalg::{gemm_type, matmul_rows, MatMul};
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::simd::vectorized;
 use crate::op::nn::convolution::Plan;
-use rayon::iter::{IntoParallelIterator, ParallelBridge, ParallelIterator};
+use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
+use rayon::slice::ParallelSliceMut;
 
 /// Elements the two transformed blocks of a task (input and products) aim at, so that
 /// they stay in a core's L2 cache between the transforms and the products.
@@ -36,8 +37,8 @@ const BLOCK_MAX_TILES: usize = 256;
 const PHASED_MIN_TILES: usize = 40;
 const PHASED_MAX_ELEMS: usize = 1 << 23;
 
-/// Whether the forward pass of `p` goes by F(2×2, 3×3) for element type `T`.
-pub fn applies<T: Num>(p: &Plan) -> bool {
+/// Whether `p`'s window, element type and sizes suit F(2×2, 3×3).
+fn suits<T: Num>(p: &Plan) -> bool {
     let w = &p.geom.win;
     gemm_type::<T>()
         && std::mem::size_of::<T>() >= 4
@@ -50,7 +51,18 @@ pub fn applies<T: Num>(p: &Plan) -> bool {
         && w.pad[2] <= 2
         && p.geom.channels >= 8
         && p.filters >= 8
-        && Geometry::of(p).blocking(p.batch).is_some()
+}
+
+/// Whether the forward pass of `p` goes by F(2×2, 3×3) for element type `T`.
+pub fn applies<T: Num>(p: &Plan) -> bool {
+    suits::<T>(p) && Geometry::of(p).blocking(p.batch).is_some()
+}
+
+/// Whether the data gradient of `p` goes by F(2×2, 3×3) for element type `T`: it is the
+/// convolution of the output gradient, padded by `2 − pad`, with the weights turned by
+/// half a turn and their channels and filters swapped.
+pub fn applies_to_data_gradient<T: Num>(p: &Plan) -> bool {
+    suits::<T>(p) && Geometry::of_data_gradient(p).blocking(p.batch).is_some()
 }
 
 /// The tiling of one sample.
@@ -98,6 +110,25 @@ impl Geometry {
             tw: ow.div_ceil(2),
             channels: p.geom.channels,
             filters: p.filters,
+        }
+    }
+
+    /// The tiling of `p`'s data gradient, a convolution from the output gradient to the
+    /// data's shape.
+    fn of_data_gradient(p: &Plan) -> Geometry {
+        let [_, oh, ow] = p.geom.output;
+        let [_, h, w] = p.geom.input;
+        Geometry {
+            h: oh,
+            w: ow,
+            oh: h,
+            ow: w,
+            ph: 2 - p.geom.win.pad[1],
+            pw: 2 - p.geom.win.pad[2],
+            th: h.div_ceil(2),
+            tw: w.div_ceil(2),
+            channels: p.filters,
+            filters: p.geom.channels,
         }
     }
 
@@ -155,71 +186,150 @@ fn lead(tiles: usize) -> usize {
     }
 }
 
-/// The blocking of a plan that [`applies`].
-fn blocking_of(p: &Plan) -> Blocking {
-    Geometry::of(p).blocking(p.batch).unwrap_or(Blocking {
-        rows: 1,
-        phased: true,
-    })
+/// One pass by F(2×2, 3×3) over a batch, and how it is cut into blocks.
+struct Job {
+    g: Geometry,
+    batch: usize,
+    /// Multiply-adds of the pass by im2col.
+    work: usize,
+    blocks: Blocking,
 }
 
-/// Tasks holding scratch memory at once, as `for_units` will run them.
-pub fn runs(p: &Plan) -> usize {
-    let b = blocking_of(p);
-    if b.phased {
-        return 1;
+impl Job {
+    fn new(g: Geometry, p: &Plan) -> Job {
+        let blocks = g.blocking(p.batch).unwrap_or(Blocking {
+            rows: 1,
+            phased: true,
+        });
+        Job {
+            g,
+            batch: p.batch,
+            work: p.work(),
+            blocks,
+        }
     }
-    let g = Geometry::of(p);
-    unit_runs((p.batch * g.th).div_ceil(b.rows), p.work())
+
+    /// Tasks holding scratch memory at once, as `for_units` will run them.
+    fn runs(&self) -> usize {
+        if self.blocks.phased {
+            return 1;
+        }
+        unit_runs(self.rows().div_ceil(self.blocks.rows), self.work)
+    }
+
+    /// Tile rows of the whole batch.
+    fn rows(&self) -> usize {
+        self.batch * self.g.th
+    }
+
+    /// Scratch elements per run: a block's share, and the run's part of the shared
+    /// transformed weights. A phased block takes its row buffers from the heap, one per
+    /// thread.
+    fn scratch_per_run(&self) -> usize {
+        let (g, b) = (&self.g, self.blocks);
+        let rows = if b.phased {
+            0
+        } else {
+            g.row_buffers_len(b.rows)
+        };
+        g.transformed_len(b.rows) + rows + g.weights_len().div_ceil(self.runs().max(1))
+    }
+
+    /// `y (=|+=) conv(x, w) + b`, the weights given as `kernel(f, c)`, with `scratch` of
+    /// at least `runs * scratch_per_run` elements.
+    fn run<T: Num>(
+        &self,
+        x: &[T],
+        kernel: impl Fn(usize, usize) -> [T; 9] + Sync,
+        bias: Option<&[T]>,
+        y: &mut [T],
+        add: bool,
+        scratch: &mut [T],
+    ) {
+        let g = self.g;
+        let (in_len, out_len) = (g.channels * g.h * g.w, g.filters * g.oh * g.ow);
+        assert!(
+            x.len() >= self.batch * in_len && y.len() >= self.batch * out_len,
+            "Convolution: arrays smaller than the plan"
+        );
+        let (u, rest) = scratch.split_at_mut(g.weights_len());
+        transform_weights(&g, u, kernel);
+        let pass = Pass {
+            g,
+            x,
+            u,
+            bias,
+            out: TileOut(y.as_mut_ptr()),
+            add,
+            in_len,
+            out_len,
+        };
+        let all_rows = self.rows();
+        if self.blocks.phased {
+            return pass.phased_block(all_rows, rest);
+        }
+        let per = self.blocks.rows;
+        for_units(all_rows.div_ceil(per), self.runs(), rest, |unit, buf, _| {
+            pass.block(unit * per..((unit + 1) * per).min(all_rows), buf);
+        });
+    }
 }
 
-/// Scratch elements per run: a block's share, and the run's part of the shared
-/// transformed weights. A phased block takes its row buffers from the heap, one per
-/// thread.
+/// Tasks holding scratch memory at once in the forward pass of a plan that [`applies`].
+pub fn runs(p: &Plan) -> usize {
+    Job::new(Geometry::of(p), p).runs()
+}
+
+/// Scratch elements per run of the forward pass of a plan that [`applies`].
 pub fn scratch_per_run(p: &Plan) -> usize {
-    let g = Geometry::of(p);
-    let b = blocking_of(p);
-    let rows = if b.phased {
-        0
-    } else {
-        g.row_buffers_len(b.rows)
-    };
-    g.transformed_len(b.rows) + rows + g.weights_len().div_ceil(runs(p).max(1))
+    Job::new(Geometry::of(p), p).scratch_per_run()
 }
 
 /// `y (=|+=) conv(x, w) + b` for a plan that [`applies`], with `scratch` of at least
 /// `runs(p) * scratch_per_run(p)` elements.
 pub fn forward<T: Num>(p: &Plan, a: Forward<'_, T>, scratch: &mut [T]) {
     let Forward { x, w, bias, y, add } = a;
-    let g = Geometry::of(p);
-    let (in_len, out_len) = (g.channels * g.h * g.w, g.filters * g.oh * g.ow);
+    let c = p.geom.channels;
     assert!(
-        x.len() >= p.batch * in_len
-            && y.len() >= p.batch * out_len
-            && w.len() >= 9 * g.filters * g.channels,
+        w.len() >= 9 * p.filters * c,
         "Convolution: arrays smaller than the plan"
     );
-    let (u, rest) = scratch.split_at_mut(g.weights_len());
-    transform_weights(&g, w, u);
-    let pass = Pass {
-        g,
-        x,
-        u,
-        bias,
-        out: TileOut(y.as_mut_ptr()),
-        add,
-        in_len,
-        out_len,
+    let kernel = |f: usize, i: usize| -> [T; 9] {
+        let k = &w[(f * c + i) * 9..][..9];
+        std::array::from_fn(|t| k[t])
     };
-    let blocks = blocking_of(p);
-    let all_rows = p.batch * g.th;
-    if blocks.phased {
-        return pass.phased_block(all_rows, rest);
-    }
-    let per = blocks.rows;
-    for_units(all_rows.div_ceil(per), runs(p), rest, |unit, buf, _| {
-        pass.block(unit * per..((unit + 1) * per).min(all_rows), buf);
-    });
+    Job::new(Geometry::of(p), p).run(x, kernel, bias, y, add, scratch);
+}
+
+/// Scratch elements of the data gradient of a plan that [`applies_to_data_gradient`].
+pub fn data_gradient_scratch(p: &Plan) -> usize {
+    let job = Job::new(Geometry::of_data_gradient(p), p);
+    job.runs().max(1) * job.scratch_per_run()
+}
+
+/// `dx (=|+=)` the data gradient of a plan that [`applies_to_data_gradient`], from the
+/// output gradient `dy` and the weights `w`, with `scratch` of at least
+/// `data_gradient_scratch(p)` elements.
+pub fn data_gradient<T: Num>(
+    p: &Plan,
+    dy: &[T],
+    w: &[T],
+    dx: &mut [T],
+    add: bool,
+    scratch: &mut [T],
+) {
+    let channels = p.geom.channels;
+    assert!(
+        w.len() >= 9 * p.filters * channels,
+        "Convolution: arrays smaller than the plan"
+    );
+    // Output channel `c` of the gradient takes, from output gradient channel `f`, the
+    // forward kernel of filter `f` and channel `c` turned by half a turn.
+    let kernel = |c: usize, f: usize| -> [T; 9] {
+        let k = &w[(f * channels + c) * 9..][..9];
+        std::array::from_fn(|t| k[8 - t])
+    };
+    Job::new(Geometry::of_data_gradient(p), p).run(dy, kernel, None, dx, add, scratch);
 }
 
 /// What the blocks of one forward pass share.
@@ -377,13 +487,19 @@ fn products<T: Num>(g: &Geometry, u: &[T], v: &[T], m: &mut [T], ld: usize, para
     }
 }
 
-/// `U = G g Gᵀ` for every filter and channel, into `u[f][k][c]` with `k` the element of
-/// the 4×4 transform domain; filters in parallel.
-fn transform_weights<T: Num>(g: &Geometry, w: &[T], u: &mut [T]) {
+/// `U = G g Gᵀ` for every filter `f` and channel `c`, the kernel `g` being `kernel(f, c)`,
+/// into `u[f][k][c]` with `k` the element of the 4×4 transform domain; filters in
+/// parallel when there are many weights.
+fn transform_weights<T: Num>(
+    g: &Geometry,
+    u: &mut [T],
+    kernel: impl Fn(usize, usize) -> [T; 9] + Sync,
+) {
     let half = T::ONE.div(T::ONE.add(T::ONE));
     let c = g.channels;
-    let filter = |(uf, wf): (&mut [T], &[T])| {
-        for (i, g3) in wf.chunks_exact(9).enumerate() {
+    let filter = |(f, uf): (usize, &mut [T])| {
+        for i in 0..c {
+            let g3 = kernel(f, i);
             // Rows of G g: the kernel's columns through G; then each row through Gᵀ.
             let mut t = [[T::ZERO; 3]; 4];
             for j in 0..3 {
@@ -402,11 +518,11 @@ fn transform_weights<T: Num>(g: &Geometry, w: &[T], u: &mut [T]) {
             }
         }
     };
-    let pairs = u.chunks_exact_mut(16 * c).zip(w.chunks_exact(9 * c));
+    let u = &mut u[..16 * c * g.filters];
     if g.filters * c >= 1 << 14 {
-        pairs.par_bridge().for_each(filter);
+        u.par_chunks_exact_mut(16 * c).enumerate().for_each(filter);
     } else {
-        pairs.for_each(filter);
+        u.chunks_exact_mut(16 * c).enumerate().for_each(filter);
     }
 }
 

@@ -231,11 +231,11 @@ fn forward_matches_direct_loops() {
 /// on one thread; in blocks of tile rows shared out whole (`[8, 16, 16, 16]` on 2 and 4
 /// threads, `[1, 64, 40, 40]` on 2); and as one block whose transforms and products are
 /// each shared out (`[2, 8, 13, 11]` on 2 and 4 threads, `[1, 64, 40, 40]` on 4). The
-/// output is written, and added to.
+/// output and the data gradient are written, and added to.
 #[test]
-fn winograd_forward_on_one_thread_in_blocks_and_in_phases() {
+fn winograd_forward_and_data_gradient_on_one_thread_in_blocks_and_in_phases() {
     let cases: [(&[usize], usize, usize); 3] = [
-        (&[2, 8, 13, 11], 1, 9),
+        (&[2, 8, 13, 11], 0, 9),
         (&[8, 16, 16, 16], 2, 16),
         (&[1, 64, 40, 40], 1, 16),
     ];
@@ -268,9 +268,52 @@ fn winograd_forward_on_one_thread_in_blocks_and_in_phases() {
                     .map(|(i, v)| v + bv[(i / per) % f] + base)
                     .collect();
                 close(&f64s(&out), &expect, 1e-12);
+                // The data gradient goes the same way, through the turned weights.
+                let og = array(&shape, &seq(want.len(), 3, 7, 0.3));
+                let dx_want = data_gradient(&f64s(&og), &shape, &wv, xs[1], pad);
+                let outs = [
+                    array(xs, &vec![base; nx]),
+                    array(&ws, &vec![0.0; nw]),
+                    array(&[f], &vec![0.0; f]),
+                ];
+                let reqs = [req, OpReq::Null, OpReq::Null];
+                pool.install(|| run_backward(&op, &ins, &og, &outs, &reqs));
+                let expect: Vec<f64> = dx_want.iter().map(|v| v + base).collect();
+                close(&f64s(&outs[0]), &expect, 1e-12);
             }
         }
     }
+}
+
+/// The data gradient of a 2-D 3×3 convolution at stride 1 padded by `pad`, by the
+/// definition: `dx[n][c][i][j] = Σ dy[n][f][i + pad − a][j + pad − b] · w[f][c][a][b]`.
+fn data_gradient(dy: &[f64], ys: &[usize], w: &[f64], channels: usize, pad: usize) -> Vec<f64> {
+    let (n, f, oh, ow) = (ys[0], ys[1], ys[2], ys[3]);
+    let (h, wd) = (oh + 2 - 2 * pad, ow + 2 - 2 * pad);
+    let mut dx = vec![0.0; n * channels * h * wd];
+    for b in 0..n {
+        for c in 0..channels {
+            for i in 0..h {
+                for j in 0..wd {
+                    let mut acc = 0.0;
+                    for fo in 0..f {
+                        for a1 in 0..3 {
+                            for a2 in 0..3 {
+                                let (o1, o2) = (i + pad, j + pad);
+                                if o1 < a1 || o2 < a2 || o1 - a1 >= oh || o2 - a2 >= ow {
+                                    continue;
+                                }
+                                let g = dy[((b * f + fo) * oh + o1 - a1) * ow + o2 - a2];
+                                acc += g * w[((fo * channels + c) * 3 + a1) * 3 + a2];
+                            }
+                        }
+                    }
+                    dx[((b * channels + c) * h + i) * wd + j] = acc;
+                }
+            }
+        }
+    }
+    dx
 }
 
 #[test]
