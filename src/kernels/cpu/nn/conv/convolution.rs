@@ -1,13 +1,13 @@
 //! CPU kernels of `Convolution` (1-D, 2-D and 3-D, grouped, strided, padded, dilated)
-//! by im2col and GEMM, and of its backward; the forward pass and the data gradient of 3×3
-//! windows at stride 1 go by Winograd's F(2×2, 3×3) (`winograd`), the forward pass of
-//! depthwise ones directly (`depthwise`).
+//! by im2col and GEMM, and of its backward; 3×3 windows at stride 1 go by Winograd's
+//! F(2×2, 3×3) (`winograd`) in both directions, and the forward pass of depthwise ones
+//! directly (`depthwise`).
 //!
 //! The forward pass goes one tile of output lines at a time: the tile's part of the
 //! column matrix stays in a core's cache between being written and being multiplied, and
 //! the tiles of all samples are the tasks shared between threads.
 
-use super::batch::{for_units, reduce_partials, tasks, unit_runs, Chunked};
+use super::batch::{for_units, reduce_partials, tasks, unit_runs, Chunked, Sink};
 use super::depthwise;
 use super::im2col::{col2im, im2col, im2col_lines};
 use super::layer::{Backward, ColumnLayer, Forward};
@@ -117,9 +117,12 @@ impl ColumnLayer for Convolution {
         // The backward keeps a column matrix and its gradient, per run of samples; the
         // data gradient by Winograd's method goes first, in the same memory.
         let mut backward = 2 * col;
+        let runs = tasks(p.batch, p.work() * 2);
         if winograd::applies_to_data_gradient::<T>(p) {
-            let runs = tasks(p.batch, p.work() * 2);
             backward = backward.max(winograd::data_gradient_scratch(p).div_ceil(runs));
+        }
+        if winograd::applies_to_weight_gradient::<T>(p) {
+            backward = backward.max(winograd::weight_gradient_scratch(p).div_ceil(runs));
         }
         if winograd::applies::<T>(p) {
             return (winograd::scratch_per_run(p), backward);
@@ -221,12 +224,21 @@ impl ColumnLayer for Convolution {
         let dw_product = MatMul::new(fg, cols, false, kg, cols, true).expect("inner sizes agree");
         let dcol_product = MatMul::new(fg, kg, true, fg, cols, false).expect("inner sizes agree");
         let identity = p.geom.win.is_identity();
-        let (dx_add, need_dw, need_db) = (dx.add(), dw.wanted(), db.wanted());
+        let dx_add = dx.add();
         let mut dx = dx.into_slice();
         if dx.is_some() && winograd::applies_to_data_gradient::<T>(p) {
             let dx = dx.take().expect("checked above");
             winograd::data_gradient(p, dy, w, dx, dx_add, scratch);
         }
+        let dw = if dw.wanted() && winograd::applies_to_weight_gradient::<T>(p) {
+            let add = dw.add();
+            let dw = dw.into_slice().expect("checked above");
+            winograd::weight_gradient(p, x, dy, dw, add, scratch);
+            Sink::new(None, None)
+        } else {
+            dw
+        };
+        let (need_dw, need_db) = (dw.wanted(), db.wanted());
         let chunks = Chunked::new(p.batch, p.work() * 2, dx, in_len, scratch);
         let partials = chunks.run(|samples, mut dx_chunk, buf| {
             let mut dw_part = vec![T::ZERO; if need_dw { p.filters * kg } else { 0 }];

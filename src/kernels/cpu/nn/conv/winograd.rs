@@ -20,6 +20,7 @@ use crate::kernels::cpu::simd::vectorized;
 use crate::op::nn::convolution::Plan;
 use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 use rayon::slice::ParallelSliceMut;
+use std::ops::Range;
 
 /// Elements the two transformed blocks of a task (input and products) aim at, so that
 /// they stay in a core's L2 cache between the transforms and the products.
@@ -63,6 +64,17 @@ pub fn applies<T: Num>(p: &Plan) -> bool {
 /// half a turn and their channels and filters swapped.
 pub fn applies_to_data_gradient<T: Num>(p: &Plan) -> bool {
     suits::<T>(p) && Geometry::of_data_gradient(p).blocking(p.batch).is_some()
+}
+
+/// A sample's part of a block: the sample, its tile rows, and the block's column of its
+/// first tile.
+type Segment = (usize, Range<usize>, usize);
+
+/// Whether the weight gradient of `p` goes by F(2×2, 3×3) for element type `T`: blocks
+/// of tile rows shared out whole, each summing the products of its transformed input and
+/// output gradient; their sum transformed back.
+pub fn applies_to_weight_gradient<T: Num>(p: &Plan) -> bool {
+    suits::<T>(p) && Geometry::of(p).blocking(p.batch).is_some_and(|b| !b.phased)
 }
 
 /// The tiling of one sample.
@@ -155,6 +167,28 @@ impl Geometry {
         let elems = 16 * (self.channels + self.filters) * tiles;
         (tiles >= PHASED_MIN_TILES && elems <= PHASED_MAX_ELEMS)
             .then_some(Blocking { rows, phased: true })
+    }
+
+    /// The samples a block's tile rows `rows` cross: for each, its index, its tile rows
+    /// and the block's column of its first tile.
+    fn segments(&self, rows: Range<usize>) -> impl Iterator<Item = Segment> {
+        let (th, tw) = (self.th, self.tw);
+        (rows.start / th..rows.end.div_ceil(th)).map(move |n| {
+            let (a, b) = (rows.start.max(n * th), rows.end.min((n + 1) * th));
+            (n, a - n * th..b - n * th, (a - rows.start) * tw)
+        })
+    }
+
+    /// Channel `c` of sample `n` of the input `x`.
+    fn in_plane<'x, T>(&self, x: &'x [T], n: usize, c: usize) -> &'x [T] {
+        let len = self.h * self.w;
+        &x[(n * self.channels + c) * len..][..len]
+    }
+
+    /// Filter `f`'s plane of sample `n` of the output (or output gradient) `y`.
+    fn out_plane<'y, T>(&self, y: &'y [T], n: usize, f: usize) -> &'y [T] {
+        let len = self.oh * self.ow;
+        &y[(n * self.filters + f) * len..][..len]
     }
 
     /// Elements of the transformed weights.
@@ -261,7 +295,6 @@ impl Job {
             bias,
             out: TileOut(y.as_mut_ptr()),
             add,
-            in_len,
             out_len,
         };
         let all_rows = self.rows();
@@ -332,6 +365,175 @@ pub fn data_gradient<T: Num>(
     Job::new(Geometry::of_data_gradient(p), p).run(dy, kernel, None, dx, add, scratch);
 }
 
+/// Scratch elements of the weight gradient of a plan that [`applies_to_weight_gradient`].
+pub fn weight_gradient_scratch(p: &Plan) -> usize {
+    let job = Job::new(Geometry::of(p), p);
+    job.runs().max(1) * gradient_share(&job)
+}
+
+/// Scratch elements of one run of the weight gradient: a block's transformed input and
+/// output gradient, the row buffers, and the run's sum of products.
+fn gradient_share(job: &Job) -> usize {
+    let (g, rows) = (&job.g, job.blocks.rows);
+    g.transformed_len(rows) + g.row_buffers_len(rows) + g.weights_len()
+}
+
+/// `dw (=|+=)` the weight gradient of a plan that [`applies_to_weight_gradient`], from
+/// the data `x` and the output gradient `dy`, with `scratch` of at least
+/// `weight_gradient_scratch(p)` elements. Each run sums its own contiguous range of
+/// blocks, and the runs' sums are added in order, so the result depends on the thread
+/// count only.
+pub fn weight_gradient<T: Num>(
+    p: &Plan,
+    x: &[T],
+    dy: &[T],
+    dw: &mut [T],
+    add: bool,
+    scratch: &mut [T],
+) {
+    let job = Job::new(Geometry::of(p), p);
+    let g = job.g;
+    let (in_len, out_len) = (g.channels * g.h * g.w, g.filters * g.oh * g.ow);
+    assert!(
+        x.len() >= job.batch * in_len
+            && dy.len() >= job.batch * out_len
+            && dw.len() >= 9 * g.filters * g.channels,
+        "Convolution: arrays smaller than the plan"
+    );
+    let (per, all_rows) = (job.blocks.rows, job.rows());
+    let units = all_rows.div_ceil(per);
+    let runs = job.runs().max(1).min(units);
+    let share = gradient_share(&job);
+    let sum_run = |r: usize, buf: &mut [T]| {
+        let (du, buf) = buf.split_at_mut(g.weights_len());
+        du.fill(T::ZERO);
+        for unit in r * units / runs..(r + 1) * units / runs {
+            let rows = unit * per..((unit + 1) * per).min(all_rows);
+            gradient_block(&g, x, dy, rows, buf, du);
+        }
+    };
+    let shares = &mut scratch[..runs * share];
+    if runs > 1 {
+        shares
+            .par_chunks_exact_mut(share)
+            .enumerate()
+            .for_each(|(r, buf)| sum_run(r, buf));
+    } else {
+        sum_run(0, shares);
+    }
+    let (first, rest) = shares.split_at_mut(share);
+    let du = &mut first[..g.weights_len()];
+    for other in rest.chunks_exact(share) {
+        du.iter_mut().zip(other).for_each(|(a, &b)| *a = a.add(b));
+    }
+    untransform_weights(&g, du, dw, add);
+}
+
+/// Adds one block's products `dU_k += dM_k · V_kᵀ` into `du[k][f][c]`, `V` being the
+/// block's transformed input and `dM = A dY Aᵀ` its transformed output gradient.
+fn gradient_block<T: Num>(
+    g: &Geometry,
+    x: &[T],
+    dy: &[T],
+    rows: Range<usize>,
+    buf: &mut [T],
+    du: &mut [T],
+) {
+    let tiles = rows.len() * g.tw;
+    let ld = lead(tiles);
+    let (ks, ms) = (g.channels * ld, g.filters * ld);
+    let (v, buf) = buf.split_at_mut(16 * ks);
+    let (dm, rb) = buf.split_at_mut(16 * ms);
+    let (vp, dmp) = (TileOut(v.as_mut_ptr()), TileOut(dm.as_mut_ptr()));
+    for (n, ty, col0) in g.segments(rows) {
+        for c in 0..g.channels {
+            // SAFETY: `v` holds the block's transformed input, borrowed mutably here.
+            unsafe {
+                transform_input(
+                    g,
+                    g.in_plane(x, n, c),
+                    ty.clone(),
+                    &vp,
+                    (c * ld + col0, ks),
+                    rb,
+                )
+            };
+        }
+        for f in 0..g.filters {
+            // SAFETY: `dm` holds the block's transformed output gradient, borrowed
+            // mutably here.
+            unsafe {
+                transform_output_gradient(
+                    g,
+                    g.out_plane(dy, n, f),
+                    ty.clone(),
+                    &dmp,
+                    (f * ld + col0, ms),
+                    rb,
+                )
+            };
+        }
+    }
+    let product = MatMul {
+        m: g.filters,
+        n: g.channels,
+        k: tiles,
+        a_rs: ld,
+        a_cs: 1,
+        b_rs: 1,
+        b_cs: ld,
+    };
+    let fc = g.filters * g.channels;
+    for k in 0..16 {
+        // SAFETY: `du[k * fc..(k + 1) * fc]` is this run's own, apart from `v` and `dm`.
+        unsafe {
+            matmul_rows(
+                &product,
+                &dm[k * ms..],
+                &v[k * ks..],
+                du[k * fc..(k + 1) * fc].as_mut_ptr(),
+                g.channels,
+                true,
+                false,
+            );
+        }
+    }
+}
+
+/// `dg = Gᵀ dU G` for every filter and channel, from `du[k][f][c]`, written or added
+/// into `dw[f][c]`: the adjoint of [`transform_weights`].
+fn untransform_weights<T: Num>(g: &Geometry, du: &[T], dw: &mut [T], add: bool) {
+    let half = T::ONE.div(T::ONE.add(T::ONE));
+    let (c, fc) = (g.channels, g.filters * g.channels);
+    // Gᵀ applied to four values: rows 1, ½ ½ and 0 ½ −½ 0 and 0 ½ ½ 1.
+    let gt = |[d0, d1, d2, d3]: [T; 4]| {
+        let (s, d) = (d1.add(d2), d1.sub(d2));
+        [d0.add(half.mul(s)), half.mul(d), half.mul(s).add(d3)]
+    };
+    let filter = |(f, dwf): (usize, &mut [T])| {
+        for i in 0..c {
+            let e = |k: usize| du[k * fc + f * c + i];
+            // Gᵀ over the rows of each column, then over the columns of each row.
+            let cols: [[T; 3]; 4] =
+                std::array::from_fn(|j| gt([e(j), e(4 + j), e(8 + j), e(12 + j)]));
+            let out = &mut dwf[9 * i..9 * i + 9];
+            for a in 0..3 {
+                let row = gt([cols[0][a], cols[1][a], cols[2][a], cols[3][a]]);
+                for b in 0..3 {
+                    let o = &mut out[3 * a + b];
+                    *o = if add { o.add(row[b]) } else { row[b] };
+                }
+            }
+        }
+    };
+    let dw = &mut dw[..9 * fc];
+    if fc >= 1 << 14 {
+        dw.par_chunks_exact_mut(9 * c).enumerate().for_each(filter);
+    } else {
+        dw.chunks_exact_mut(9 * c).enumerate().for_each(filter);
+    }
+}
+
 /// What the blocks of one forward pass share.
 struct Pass<'a, T> {
     g: Geometry,
@@ -342,28 +544,16 @@ struct Pass<'a, T> {
     bias: Option<&'a [T]>,
     out: TileOut<T>,
     add: bool,
-    in_len: usize,
     out_len: usize,
 }
 
 impl<T: Num> Pass<'_, T> {
-    /// The samples a block's tile rows `rows` cross: for each, its index, its tile rows
-    /// and the block's column of its first tile.
-    fn segments(
-        &self,
-        rows: std::ops::Range<usize>,
-    ) -> impl Iterator<Item = (usize, std::ops::Range<usize>, usize)> {
-        let (th, tw) = (self.g.th, self.g.tw);
-        (rows.start / th..rows.end.div_ceil(th)).map(move |n| {
-            let (a, b) = (rows.start.max(n * th), rows.end.min((n + 1) * th));
-            (n, a - n * th..b - n * th, (a - rows.start) * tw)
-        })
+    fn segments(&self, rows: Range<usize>) -> impl Iterator<Item = Segment> {
+        self.g.segments(rows)
     }
 
-    /// Channel `c` of sample `n`.
     fn plane(&self, n: usize, c: usize) -> &[T] {
-        let len = self.g.h * self.g.w;
-        &self.x[n * self.in_len + c * len..][..len]
+        self.g.in_plane(self.x, n, c)
     }
 
     /// Filter `f`'s output plane of sample `n`.
@@ -381,7 +571,7 @@ impl<T: Num> Pass<'_, T> {
 
     /// One block of tile rows on this thread, with `buf` of at least
     /// `transformed_len + row_buffers_len` elements.
-    fn block(&self, rows: std::ops::Range<usize>, buf: &mut [T]) {
+    fn block(&self, rows: Range<usize>, buf: &mut [T]) {
         let g = &self.g;
         let ld = lead(rows.len() * g.tw);
         let (v, buf) = buf.split_at_mut(16 * g.channels * ld);
@@ -539,7 +729,7 @@ fn transform_weights<T: Num>(
 unsafe fn transform_input<T: Num>(
     g: &Geometry,
     plane: &[T],
-    rows: std::ops::Range<usize>,
+    rows: Range<usize>,
     v: &TileOut<T>,
     (at, ks): (usize, usize),
     buf: &mut [T],
@@ -651,7 +841,7 @@ fn transform_output<T: Num>(
     g: &Geometry,
     m: &[T],
     (at, ks): (usize, usize),
-    rows: std::ops::Range<usize>,
+    rows: Range<usize>,
     b: T,
     y: &mut [T],
     add: bool,
@@ -692,6 +882,83 @@ fn transform_output<T: Num>(
             }
         },
     );
+}
+
+/// `dM = A dY Aᵀ` for every tile of tile rows `rows` of one filter's output gradient
+/// `plane`, into `dm[at + k * ks + t]`: the adjoint of [`transform_output`].
+///
+/// # Safety
+/// `dm` addresses the block's transformed output gradient, which holds these elements,
+/// and no other thread touches them.
+unsafe fn transform_output_gradient<T: Num>(
+    g: &Geometry,
+    plane: &[T],
+    rows: Range<usize>,
+    dm: &TileOut<T>,
+    (at, ks): (usize, usize),
+    buf: &mut [T],
+) {
+    let tw = g.tw;
+    let n = rows.len() * tw;
+    let (y00, rest) = buf[..4 * n].split_at_mut(n);
+    let (y01, rest) = rest.split_at_mut(n);
+    let (y10, y11) = rest.split_at_mut(n);
+    vectorized(
+        #[inline(always)]
+        || {
+            // The tiles' 2×2 gradients, each output row split into even and odd columns
+            // (zero past the edge).
+            for (i, ty) in rows.clone().enumerate() {
+                let tile_row = i * tw..(i + 1) * tw;
+                for (a, (ya, yb)) in [(&mut *y00, &mut *y01), (&mut *y10, &mut *y11)]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let (ya, yb) = (&mut ya[tile_row.clone()], &mut yb[tile_row.clone()]);
+                    let oy = 2 * ty + a;
+                    if oy < g.oh {
+                        split_columns(&plane[oy * g.ow..(oy + 1) * g.ow], 0, ya, yb);
+                    } else {
+                        ya.fill(T::ZERO);
+                        yb.fill(T::ZERO);
+                    }
+                }
+            }
+            // SAFETY: the 16 rows `at + k * ks .. + n` lie inside `dm`, this call's alone.
+            let row = |k: usize| unsafe { std::slice::from_raw_parts_mut(dm.at(at + k * ks), n) };
+            let (a0, a1, b0, b1) = (&*y00, &*y01, &*y10, &*y11);
+            // Through A over the two rows (p0 = y0, p1 = y0 + y1, p2 = y0 − y1, p3 = −y1),
+            // then over the two columns of each the same way.
+            spread(n, |t| (a0[t], a1[t]), [row(0), row(1), row(2), row(3)]);
+            spread(
+                n,
+                |t| (a0[t].add(b0[t]), a1[t].add(b1[t])),
+                [row(4), row(5), row(6), row(7)],
+            );
+            spread(
+                n,
+                |t| (a0[t].sub(b0[t]), a1[t].sub(b1[t])),
+                [row(8), row(9), row(10), row(11)],
+            );
+            let neg = |t: usize| (T::ZERO.sub(b0[t]), T::ZERO.sub(b1[t]));
+            spread(n, neg, [row(12), row(13), row(14), row(15)]);
+        },
+    );
+}
+
+/// One row of `dM = A P Aᵀ` over `n` tiles from the row `(p0, p1) = q(t)` of `P`:
+/// `d = (p0, p0 + p1, p0 − p1, −p1)`.
+#[inline(always)]
+fn spread<T: Num>(n: usize, q: impl Fn(usize) -> (T, T), d: [&mut [T]; 4]) {
+    let [d0, d1, d2, d3] = d;
+    let (d0, d1, d2, d3) = (&mut d0[..n], &mut d1[..n], &mut d2[..n], &mut d3[..n]);
+    for t in 0..n {
+        let (p0, p1) = q(t);
+        d0[t] = p0;
+        d1[t] = p0.add(p1);
+        d2[t] = p0.sub(p1);
+        d3[t] = T::ZERO.sub(p1);
+    }
 }
 
 /// `line[2t] (=|+=) ya[t]`, `line[2t + 1] (=|+=) yb[t]`, within the line's length.

@@ -230,10 +230,11 @@ fn forward_matches_direct_loops() {
 /// Winograd's F(2×2, 3×3) in each of its ways of sharing the work, whatever the machine:
 /// on one thread; in blocks of tile rows shared out whole (`[8, 16, 16, 16]` on 2 and 4
 /// threads, `[1, 64, 40, 40]` on 2); and as one block whose transforms and products are
-/// each shared out (`[2, 8, 13, 11]` on 2 and 4 threads, `[1, 64, 40, 40]` on 4). The
-/// output and the data gradient are written, and added to.
+/// each shared out (`[2, 8, 13, 11]` on 2 and 4 threads, `[1, 64, 40, 40]` on 4; the
+/// weight gradient then goes by im2col). The output and both gradients are written, and
+/// added to.
 #[test]
-fn winograd_forward_and_data_gradient_on_one_thread_in_blocks_and_in_phases() {
+fn winograd_forward_and_gradients_on_one_thread_in_blocks_and_in_phases() {
     let cases: [(&[usize], usize, usize); 3] = [
         (&[2, 8, 13, 11], 0, 9),
         (&[8, 16, 16, 16], 2, 16),
@@ -280,9 +281,51 @@ fn winograd_forward_and_data_gradient_on_one_thread_in_blocks_and_in_phases() {
                 pool.install(|| run_backward(&op, &ins, &og, &outs, &reqs));
                 let expect: Vec<f64> = dx_want.iter().map(|v| v + base).collect();
                 close(&f64s(&outs[0]), &expect, 1e-12);
+                // And the weight gradient, from the transformed data and output gradient.
+                let dw_want = weight_gradient(&xv, xs, &f64s(&og), &shape, pad);
+                let outs = [
+                    array(xs, &vec![0.0; nx]),
+                    array(&ws, &vec![base; nw]),
+                    array(&[f], &vec![0.0; f]),
+                ];
+                let reqs = [OpReq::Null, req, OpReq::Null];
+                pool.install(|| run_backward(&op, &ins, &og, &outs, &reqs));
+                let expect: Vec<f64> = dw_want.iter().map(|v| v + base).collect();
+                close(&f64s(&outs[1]), &expect, 1e-12);
             }
         }
     }
+}
+
+/// The weight gradient of a 2-D 3×3 convolution at stride 1 padded by `pad`, by the
+/// definition: `dw[f][c][a][b] = Σ dy[n][f][i][j] · x[n][c][i + a − pad][j + b − pad]`.
+fn weight_gradient(x: &[f64], xs: &[usize], dy: &[f64], ys: &[usize], pad: usize) -> Vec<f64> {
+    let (n, c, h, wd) = (xs[0], xs[1], xs[2], xs[3]);
+    let (f, oh, ow) = (ys[1], ys[2], ys[3]);
+    let mut dw = vec![0.0; f * c * 9];
+    for fo in 0..f {
+        for ci in 0..c {
+            for a1 in 0..3 {
+                for a2 in 0..3 {
+                    let mut acc = 0.0;
+                    for b in 0..n {
+                        for i in 0..oh {
+                            for j in 0..ow {
+                                let (r, q) = (i + a1, j + a2);
+                                if r < pad || q < pad || r - pad >= h || q - pad >= wd {
+                                    continue;
+                                }
+                                let xv = x[((b * c + ci) * h + r - pad) * wd + q - pad];
+                                acc += dy[((b * f + fo) * oh + i) * ow + j] * xv;
+                            }
+                        }
+                    }
+                    dw[((fo * c + ci) * 3 + a1) * 3 + a2] = acc;
+                }
+            }
+        }
+    }
+    dw
 }
 
 /// The data gradient of a 2-D 3×3 convolution at stride 1 padded by `pad`, by the
