@@ -1,5 +1,5 @@
-//! Convolution forward by Winograd's minimal filtering F(2×2, 3×3), for 2-D 3×3 windows at
-//! stride 1, undilated and ungrouped: each 2×2 block of outputs comes from a 4×4 block of
+//! Convolution and its data and weight gradients by Winograd's minimal filtering
+//! F(2×2, 3×3), for 2-D 3×3 windows at stride 1, undilated and ungrouped: each 2×2 block of outputs comes from a 4×4 block of
 //! input through 16 products per channel pair instead of 36, so the layers that dominate
 //! ResNets do 2.25 times fewer multiply-adds than by im2col.
 //!
@@ -66,16 +66,16 @@ pub fn applies_to_data_gradient<T: Num>(p: &Plan) -> bool {
     suits::<T>(p) && Geometry::of_data_gradient(p).blocking(p.batch).is_some()
 }
 
-/// A sample's part of a block: the sample, its tile rows, and the block's column of its
-/// first tile.
-type Segment = (usize, Range<usize>, usize);
-
 /// Whether the weight gradient of `p` goes by F(2×2, 3×3) for element type `T`: blocks
 /// of tile rows shared out whole, each summing the products of its transformed input and
 /// output gradient; their sum transformed back.
 pub fn applies_to_weight_gradient<T: Num>(p: &Plan) -> bool {
     suits::<T>(p) && Geometry::of(p).blocking(p.batch).is_some_and(|b| !b.phased)
 }
+
+/// A sample's part of a block: the sample, its tile rows, and the block's column of its
+/// first tile.
+type Segment = (usize, Range<usize>, usize);
 
 /// The tiling of one sample.
 #[derive(Clone, Copy)]
@@ -295,7 +295,6 @@ impl Job {
             bias,
             out: TileOut(y.as_mut_ptr()),
             add,
-            out_len,
         };
         let all_rows = self.rows();
         if self.blocks.phased {
@@ -444,21 +443,9 @@ fn gradient_block<T: Num>(
     let (ks, ms) = (g.channels * ld, g.filters * ld);
     let (v, buf) = buf.split_at_mut(16 * ks);
     let (dm, rb) = buf.split_at_mut(16 * ms);
-    let (vp, dmp) = (TileOut(v.as_mut_ptr()), TileOut(dm.as_mut_ptr()));
+    transform_block_input(g, x, rows.clone(), v, ld, rb);
+    let dmp = TileOut(dm.as_mut_ptr());
     for (n, ty, col0) in g.segments(rows) {
-        for c in 0..g.channels {
-            // SAFETY: `v` holds the block's transformed input, borrowed mutably here.
-            unsafe {
-                transform_input(
-                    g,
-                    g.in_plane(x, n, c),
-                    ty.clone(),
-                    &vp,
-                    (c * ld + col0, ks),
-                    rb,
-                )
-            };
-        }
         for f in 0..g.filters {
             // SAFETY: `dm` holds the block's transformed output gradient, borrowed
             // mutably here.
@@ -496,6 +483,28 @@ fn gradient_block<T: Num>(
                 true,
                 false,
             );
+        }
+    }
+}
+
+/// `V = Bᵀ d B` for every channel and tile of a block of tile rows `rows` of the batch
+/// `x`, on this thread, into `v[k][c][ld]`.
+fn transform_block_input<T: Num>(
+    g: &Geometry,
+    x: &[T],
+    rows: Range<usize>,
+    v: &mut [T],
+    ld: usize,
+    rb: &mut [T],
+) {
+    assert!(v.len() >= 16 * g.channels * ld);
+    let dst = TileOut(v.as_mut_ptr());
+    for (n, ty, col0) in g.segments(rows) {
+        for c in 0..g.channels {
+            let at = (c * ld + col0, g.channels * ld);
+            // SAFETY: `v` holds the block's transformed input (checked above), borrowed
+            // mutably here.
+            unsafe { transform_input(g, g.in_plane(x, n, c), ty.clone(), &dst, at, rb) };
         }
     }
 }
@@ -544,18 +553,9 @@ struct Pass<'a, T> {
     bias: Option<&'a [T]>,
     out: TileOut<T>,
     add: bool,
-    out_len: usize,
 }
 
 impl<T: Num> Pass<'_, T> {
-    fn segments(&self, rows: Range<usize>) -> impl Iterator<Item = Segment> {
-        self.g.segments(rows)
-    }
-
-    fn plane(&self, n: usize, c: usize) -> &[T] {
-        self.g.in_plane(self.x, n, c)
-    }
-
     /// Filter `f`'s output plane of sample `n`.
     ///
     /// # Safety
@@ -566,7 +566,7 @@ impl<T: Num> Pass<'_, T> {
         let len = self.g.oh * self.g.ow;
         // SAFETY: the plane lies inside the output (checked in `forward`); the caller
         // vouches that no other thread holds it.
-        unsafe { std::slice::from_raw_parts_mut(self.out.at(n * self.out_len + f * len), len) }
+        unsafe { std::slice::from_raw_parts_mut(self.out.at((n * self.g.filters + f) * len), len) }
     }
 
     /// One block of tile rows on this thread, with `buf` of at least
@@ -576,25 +576,10 @@ impl<T: Num> Pass<'_, T> {
         let ld = lead(rows.len() * g.tw);
         let (v, buf) = buf.split_at_mut(16 * g.channels * ld);
         let (m, rb) = buf.split_at_mut(16 * g.filters * ld);
-        let (ks, ms) = (g.channels * ld, g.filters * ld);
-        let dst = TileOut(v.as_mut_ptr());
-        for (n, ty, col0) in self.segments(rows.clone()) {
-            for c in 0..g.channels {
-                // SAFETY: `v` holds the block's transformed input, borrowed mutably here.
-                unsafe {
-                    transform_input(
-                        g,
-                        self.plane(n, c),
-                        ty.clone(),
-                        &dst,
-                        (c * ld + col0, ks),
-                        rb,
-                    )
-                };
-            }
-        }
+        let ms = g.filters * ld;
+        transform_block_input(g, self.x, rows.clone(), v, ld, rb);
         products(g, self.u, v, m, ld, false);
-        for (n, ty, col0) in self.segments(rows) {
+        for (n, ty, col0) in g.segments(rows) {
             for f in 0..g.filters {
                 // SAFETY: this block's tile rows of the plane are its own.
                 let y = unsafe { self.out_plane(n, f) };
@@ -617,12 +602,11 @@ impl<T: Num> Pass<'_, T> {
         (0..g.channels)
             .into_par_iter()
             .for_each_init(row_buffers, |rb, c| {
-                for (n, ty, col0) in self.segments(0..rows) {
+                for (n, ty, col0) in g.segments(0..rows) {
                     // SAFETY: `v` is borrowed mutably here; channel `c`'s rows of it are
                     // this task's alone.
-                    unsafe {
-                        transform_input(g, self.plane(n, c), ty, &dst, (c * ld + col0, ks), rb)
-                    };
+                    let plane = g.in_plane(self.x, n, c);
+                    unsafe { transform_input(g, plane, ty, &dst, (c * ld + col0, ks), rb) };
                 }
             });
         products(g, self.u, v, m, ld, true);
@@ -631,7 +615,7 @@ impl<T: Num> Pass<'_, T> {
             .into_par_iter()
             .for_each_init(row_buffers, |rb, f| {
                 let b = self.bias.map_or(T::ZERO, |b| b[f]);
-                for (n, ty, col0) in self.segments(0..rows) {
+                for (n, ty, col0) in g.segments(0..rows) {
                     // SAFETY: filter `f`'s planes are this task's alone.
                     let y = unsafe { self.out_plane(n, f) };
                     transform_output(g, m, (f * ld + col0, ms), ty, b, y, self.add, rb);
