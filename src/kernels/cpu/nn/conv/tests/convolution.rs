@@ -228,16 +228,18 @@ fn forward_matches_direct_loops() {
 }
 
 /// Winograd's F(2×2, 3×3) in each of its ways of sharing the work, whatever the machine:
-/// on one thread; in blocks of tile rows shared out whole (`[8, 16, 16, 16]` on 2 and 4
-/// threads, `[1, 64, 40, 40]` on 2); and as one block whose transforms and products are
-/// each shared out (`[2, 8, 13, 11]` on 2 and 4 threads, `[1, 64, 40, 40]` on 4; the
-/// weight gradient then goes by im2col). The output and both gradients are written, and
-/// added to.
+/// on one thread; in blocks of several whole samples (`[8, 16, 16, 16]` on 1 and 2
+/// threads, `[9, 8, 12, 12]` on 1 and 2, the last block short) or of one sample each; in
+/// blocks of some tile rows of a sample (`[1, 64, 40, 40]` on 1 and 2); and as one block
+/// whose transforms and products are each shared out (`[2, 8, 13, 11]`, `[9, 8, 12, 12]`
+/// on 4 threads, `[1, 64, 40, 40]` on 4; the weight gradient then goes by im2col). The
+/// output and both gradients are written, and added to.
 #[test]
 fn winograd_forward_and_gradients_on_one_thread_in_blocks_and_in_phases() {
-    let cases: [(&[usize], usize, usize); 3] = [
+    let cases: [(&[usize], usize, usize); 4] = [
         (&[2, 8, 13, 11], 0, 9),
         (&[8, 16, 16, 16], 2, 16),
+        (&[9, 8, 12, 12], 1, 8),
         (&[1, 64, 40, 40], 1, 16),
     ];
     for threads in [1, 2, 4] {

@@ -3,20 +3,25 @@
 //! input through 16 products per channel pair instead of 36, so the layers that dominate
 //! ResNets do 2.25 times fewer multiply-adds than by im2col.
 //!
-//! The outputs are cut into 2×2 tiles, and rows of tiles into blocks. For a block, the
-//! input is transformed (`V = Bᵀ d B` per channel and tile), multiplied by the transformed
-//! weights (`U = G g Gᵀ`) in 16 GEMMs, one per element of the 4×4 transform domain, and
-//! transformed back (`Y = Aᵀ M A`) into the output. The transforms are sums and
-//! differences over whole rows of tiles, so they vectorise. A large batch is cut into
-//! blocks that stay in a core's cache, shared out whole between threads; a single small
-//! image is one block, whose transforms and products are each shared out in turn.
+//! The outputs are cut into 2×2 tiles, and the batch into blocks: several whole small
+//! images, or some rows of tiles of a large one. For a block, the input is transformed
+//! (`V = Bᵀ d B` per channel and tile), multiplied by the transformed weights
+//! (`U = G g Gᵀ`) in 16 GEMMs, one per element of the 4×4 transform domain, and
+//! transformed back (`Y = Aᵀ M A`) into the output. The transforms (`transform`) are
+//! sums and differences over all the block's tiles, so they vectorise. Blocks stay in a
+//! core's cache and are shared out whole between threads; a batch too small for that is
+//! one block, whose transforms and products are each shared out in turn.
+
+mod lanes;
+mod transform;
+
+use transform::{put_output, transform_input, transform_output, transform_output_gradient};
 
 use super::batch::{for_units, unit_runs};
 use super::convolution::TileOut;
 use super::layer::Forward;
 use crate::kernels::cpu::linalg::{gemm_type, matmul_rows, MatMul};
 use crate::kernels::cpu::num::Num;
-use crate::kernels::cpu::simd::vectorized;
 use crate::op::nn::convolution::Plan;
 use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 use rayon::slice::ParallelSliceMut;
@@ -73,10 +78,6 @@ pub fn applies_to_weight_gradient<T: Num>(p: &Plan) -> bool {
     suits::<T>(p) && Geometry::of(p).blocking(p.batch).is_some_and(|b| !b.phased)
 }
 
-/// A sample's part of a block: the sample, its tile rows, and the block's column of its
-/// first tile.
-type Segment = (usize, Range<usize>, usize);
-
 /// The tiling of one sample.
 #[derive(Clone, Copy)]
 struct Geometry {
@@ -96,15 +97,56 @@ struct Geometry {
     filters: usize,
 }
 
-/// How the tile rows of a batch are cut into blocks.
+/// How a batch is cut into blocks.
 #[derive(Clone, Copy)]
 struct Blocking {
-    /// Tile rows of a block, counted over the whole batch (a block may end in one sample
-    /// and go on in the next).
+    /// Samples of a block (the last may have fewer); more than one only when a block
+    /// holds whole samples.
+    samples: usize,
+    /// Tile rows of each sample in a block (the last rows of a sample may be fewer).
     rows: usize,
     /// Whether the pass is one block whose transforms and products are each shared
     /// between threads, rather than blocks shared out whole.
     phased: bool,
+}
+
+/// One block: tile rows `rows` of samples `n0..n0 + samples`.
+#[derive(Clone)]
+struct Block {
+    n0: usize,
+    samples: usize,
+    rows: Range<usize>,
+}
+
+impl Blocking {
+    /// Pieces of tile rows a sample is cut into.
+    fn pieces(&self, g: &Geometry) -> usize {
+        g.th.div_ceil(self.rows.max(1))
+    }
+
+    /// Blocks in a batch of `batch`.
+    fn units(&self, g: &Geometry, batch: usize) -> usize {
+        batch.div_ceil(self.samples.max(1)) * self.pieces(g)
+    }
+
+    /// Block `unit` of a batch of `batch`.
+    fn block(&self, g: &Geometry, batch: usize, unit: usize) -> Block {
+        let pieces = self.pieces(g);
+        let (group, piece) = (unit / pieces, unit % pieces);
+        let n0 = group * self.samples;
+        Block {
+            n0,
+            samples: self.samples.min(batch - n0),
+            rows: piece * self.rows..((piece + 1) * self.rows).min(g.th),
+        }
+    }
+}
+
+impl Block {
+    /// Tiles of the block, counting one past the right edge of every row.
+    fn tiles(&self, g: &Geometry) -> usize {
+        self.samples * self.rows.len() * (g.tw + 1)
+    }
 }
 
 impl Geometry {
@@ -145,37 +187,43 @@ impl Geometry {
     }
 
     /// Blocks of about `BLOCK_ELEMS` of transformed data, and enough of them for every
-    /// thread to take two; failing that, one phased block; `None` when even that would
-    /// be too small to pay, or too large.
+    /// thread to take two: whole samples when one has fewer tiles than that, otherwise
+    /// rows of one; failing that, one phased block; `None` when even that would be too
+    /// small to pay, or too large.
     fn blocking(&self, batch: usize) -> Option<Blocking> {
         let tw = self.tw.max(1);
-        let rows = batch * self.th;
+        let per_sample = self.th * tw;
         let target = (BLOCK_ELEMS / (16 * (self.channels + self.filters)))
             .clamp(BLOCK_MIN_TILES, BLOCK_MAX_TILES);
-        let mut per = target.div_ceil(tw).max(1);
         let threads = rayon::current_num_threads();
-        if threads > 1 && rows.div_ceil(per) < 2 * threads {
-            per = rows / (2 * threads);
-        }
-        if per > 0 && per * tw >= BLOCK_MIN_TILES {
+        let few = |units: usize| threads > 1 && units < 2 * threads;
+        let (samples, rows) = if per_sample <= target {
+            let mut samples = (target / per_sample.max(1)).clamp(1, batch.max(1));
+            if few(batch.div_ceil(samples)) {
+                samples = batch / (2 * threads);
+            }
+            (samples, self.th)
+        } else {
+            let mut rows = target.div_ceil(tw);
+            if few(batch * self.th.div_ceil(rows)) {
+                rows = rows.min(self.th * batch / (2 * threads));
+            }
+            // The same number of pieces, as even as they go.
+            (1, self.th.div_ceil(self.th.div_ceil(rows.max(1))).min(rows))
+        };
+        if samples * rows * tw >= BLOCK_MIN_TILES {
             return Some(Blocking {
-                rows: per,
+                samples,
+                rows,
                 phased: false,
             });
         }
-        let tiles = rows * self.tw;
+        let tiles = batch * per_sample;
         let elems = 16 * (self.channels + self.filters) * tiles;
-        (tiles >= PHASED_MIN_TILES && elems <= PHASED_MAX_ELEMS)
-            .then_some(Blocking { rows, phased: true })
-    }
-
-    /// The samples a block's tile rows `rows` cross: for each, its index, its tile rows
-    /// and the block's column of its first tile.
-    fn segments(&self, rows: Range<usize>) -> impl Iterator<Item = Segment> {
-        let (th, tw) = (self.th, self.tw);
-        (rows.start / th..rows.end.div_ceil(th)).map(move |n| {
-            let (a, b) = (rows.start.max(n * th), rows.end.min((n + 1) * th));
-            (n, a - n * th..b - n * th, (a - rows.start) * tw)
+        (tiles >= PHASED_MIN_TILES && elems <= PHASED_MAX_ELEMS).then_some(Blocking {
+            samples: batch,
+            rows: self.th,
+            phased: true,
         })
     }
 
@@ -196,15 +244,10 @@ impl Geometry {
         16 * self.filters * self.channels
     }
 
-    /// Elements of a block's transformed input and products.
-    fn transformed_len(&self, rows: usize) -> usize {
-        16 * (self.channels + self.filters) * lead(rows * self.tw)
-    }
-
-    /// Elements of the row buffers of the two transforms, for at most `rows` tile rows
-    /// of one sample at a time.
-    fn row_buffers_len(&self, rows: usize) -> usize {
-        16 * rows.min(self.th) * self.tw + 4 * self.tw + 2 * (self.tw + 1)
+    /// Elements of a block's transformed input and products, for blocks of at most
+    /// `tiles` tiles.
+    fn transformed_len(&self, tiles: usize) -> usize {
+        16 * (self.channels + self.filters) * lead(tiles)
     }
 }
 
@@ -232,7 +275,8 @@ struct Job {
 impl Job {
     fn new(g: Geometry, p: &Plan) -> Job {
         let blocks = g.blocking(p.batch).unwrap_or(Blocking {
-            rows: 1,
+            samples: p.batch,
+            rows: g.th,
             phased: true,
         });
         Job {
@@ -248,25 +292,42 @@ impl Job {
         if self.blocks.phased {
             return 1;
         }
-        unit_runs(self.rows().div_ceil(self.blocks.rows), self.work)
+        unit_runs(self.units(), self.work)
     }
 
-    /// Tile rows of the whole batch.
-    fn rows(&self) -> usize {
-        self.batch * self.g.th
+    /// Blocks of the batch.
+    fn units(&self) -> usize {
+        self.blocks.units(&self.g, self.batch)
+    }
+
+    /// Block `unit` of the batch.
+    fn block(&self, unit: usize) -> Block {
+        self.blocks.block(&self.g, self.batch, unit)
+    }
+
+    /// The most tiles of a block.
+    fn block_tiles(&self) -> usize {
+        let b = &self.blocks;
+        b.samples.min(self.batch) * b.rows.min(self.g.th) * (self.g.tw + 1)
+    }
+
+    /// Elements of the transforms' buffer for one block.
+    fn buffer_len(&self) -> usize {
+        let b = &self.blocks;
+        transform::buffer_len(&self.g, b.samples.min(self.batch), b.rows.min(self.g.th))
     }
 
     /// Scratch elements per run: a block's share, and the run's part of the shared
-    /// transformed weights. A phased block takes its row buffers from the heap, one per
-    /// thread.
+    /// transformed weights. A phased block takes its transforms' buffers from the heap,
+    /// one per thread.
     fn scratch_per_run(&self) -> usize {
-        let (g, b) = (&self.g, self.blocks);
-        let rows = if b.phased {
+        let buffer = if self.blocks.phased {
             0
         } else {
-            g.row_buffers_len(b.rows)
+            self.buffer_len()
         };
-        g.transformed_len(b.rows) + rows + g.weights_len().div_ceil(self.runs().max(1))
+        let weights = self.g.weights_len().div_ceil(self.runs().max(1));
+        self.g.transformed_len(self.block_tiles()) + buffer + weights
     }
 
     /// `y (=|+=) conv(x, w) + b`, the weights given as `kernel(f, c)`, with `scratch` of
@@ -296,13 +357,11 @@ impl Job {
             out: TileOut(y.as_mut_ptr()),
             add,
         };
-        let all_rows = self.rows();
         if self.blocks.phased {
-            return pass.phased_block(all_rows, rest);
+            return pass.phased_block(&self.block(0), self.buffer_len(), rest);
         }
-        let per = self.blocks.rows;
-        for_units(all_rows.div_ceil(per), self.runs(), rest, |unit, buf, _| {
-            pass.block(unit * per..((unit + 1) * per).min(all_rows), buf);
+        for_units(self.units(), self.runs(), rest, |unit, buf, _| {
+            pass.block(&self.block(unit), buf);
         });
     }
 }
@@ -371,10 +430,9 @@ pub fn weight_gradient_scratch(p: &Plan) -> usize {
 }
 
 /// Scratch elements of one run of the weight gradient: a block's transformed input and
-/// output gradient, the row buffers, and the run's sum of products.
+/// output gradient, the transforms' buffer, and the run's sum of products.
 fn gradient_share(job: &Job) -> usize {
-    let (g, rows) = (&job.g, job.blocks.rows);
-    g.transformed_len(rows) + g.row_buffers_len(rows) + g.weights_len()
+    job.g.transformed_len(job.block_tiles()) + job.buffer_len() + job.g.weights_len()
 }
 
 /// `dw (=|+=)` the weight gradient of a plan that [`applies_to_weight_gradient`], from
@@ -399,16 +457,14 @@ pub fn weight_gradient<T: Num>(
             && dw.len() >= 9 * g.filters * g.channels,
         "Convolution: arrays smaller than the plan"
     );
-    let (per, all_rows) = (job.blocks.rows, job.rows());
-    let units = all_rows.div_ceil(per);
+    let units = job.units();
     let runs = job.runs().max(1).min(units);
     let share = gradient_share(&job);
     let sum_run = |r: usize, buf: &mut [T]| {
         let (du, buf) = buf.split_at_mut(g.weights_len());
         du.fill(T::ZERO);
         for unit in r * units / runs..(r + 1) * units / runs {
-            let rows = unit * per..((unit + 1) * per).min(all_rows);
-            gradient_block(&g, x, dy, rows, buf, du);
+            gradient_block(&g, x, dy, &job.block(unit), buf, du);
         }
     };
     let shares = &mut scratch[..runs * share];
@@ -434,32 +490,21 @@ fn gradient_block<T: Num>(
     g: &Geometry,
     x: &[T],
     dy: &[T],
-    rows: Range<usize>,
+    block: &Block,
     buf: &mut [T],
     du: &mut [T],
 ) {
-    let tiles = rows.len() * g.tw;
+    let tiles = block.tiles(g);
     let ld = lead(tiles);
     let (ks, ms) = (g.channels * ld, g.filters * ld);
     let (v, buf) = buf.split_at_mut(16 * ks);
     let (dm, rb) = buf.split_at_mut(16 * ms);
-    transform_block_input(g, x, rows.clone(), v, ld, rb);
+    transform_block_input(g, x, block, v, ld, rb);
     let dmp = TileOut(dm.as_mut_ptr());
-    for (n, ty, col0) in g.segments(rows) {
-        for f in 0..g.filters {
-            // SAFETY: `dm` holds the block's transformed output gradient, borrowed
-            // mutably here.
-            unsafe {
-                transform_output_gradient(
-                    g,
-                    g.out_plane(dy, n, f),
-                    ty.clone(),
-                    &dmp,
-                    (f * ld + col0, ms),
-                    rb,
-                )
-            };
-        }
+    for f in 0..g.filters {
+        // SAFETY: `dm` holds the block's transformed output gradient, borrowed mutably
+        // here.
+        unsafe { transform_output_gradient(g, dy, block, f, &dmp, (f * ld, ms), rb) };
     }
     let product = MatMul {
         m: g.filters,
@@ -487,25 +532,23 @@ fn gradient_block<T: Num>(
     }
 }
 
-/// `V = Bᵀ d B` for every channel and tile of a block of tile rows `rows` of the batch
-/// `x`, on this thread, into `v[k][c][ld]`.
+/// `V = Bᵀ d B` for every channel and tile of `block` of the batch `x`, on this thread,
+/// into `v[k][c][ld]`.
 fn transform_block_input<T: Num>(
     g: &Geometry,
     x: &[T],
-    rows: Range<usize>,
+    block: &Block,
     v: &mut [T],
     ld: usize,
     rb: &mut [T],
 ) {
-    assert!(v.len() >= 16 * g.channels * ld);
+    assert!(v.len() >= 16 * g.channels * ld && ld >= block.tiles(g));
     let dst = TileOut(v.as_mut_ptr());
-    for (n, ty, col0) in g.segments(rows) {
-        for c in 0..g.channels {
-            let at = (c * ld + col0, g.channels * ld);
-            // SAFETY: `v` holds the block's transformed input (checked above), borrowed
-            // mutably here.
-            unsafe { transform_input(g, g.in_plane(x, n, c), ty.clone(), &dst, at, rb) };
-        }
+    for c in 0..g.channels {
+        let at = (c * ld, g.channels * ld);
+        // SAFETY: `v` holds the block's transformed input (checked above), borrowed
+        // mutably here.
+        unsafe { transform_input(g, x, block, c, &dst, at, rb) };
     }
 }
 
@@ -569,58 +612,62 @@ impl<T: Num> Pass<'_, T> {
         unsafe { std::slice::from_raw_parts_mut(self.out.at((n * self.g.filters + f) * len), len) }
     }
 
-    /// One block of tile rows on this thread, with `buf` of at least
-    /// `transformed_len + row_buffers_len` elements.
-    fn block(&self, rows: Range<usize>, buf: &mut [T]) {
-        let g = &self.g;
-        let ld = lead(rows.len() * g.tw);
-        let (v, buf) = buf.split_at_mut(16 * g.channels * ld);
-        let (m, rb) = buf.split_at_mut(16 * g.filters * ld);
-        let ms = g.filters * ld;
-        transform_block_input(g, self.x, rows.clone(), v, ld, rb);
-        products(g, self.u, v, m, ld, false);
-        for (n, ty, col0) in g.segments(rows) {
-            for f in 0..g.filters {
-                // SAFETY: this block's tile rows of the plane are its own.
-                let y = unsafe { self.out_plane(n, f) };
-                let b = self.bias.map_or(T::ZERO, |b| b[f]);
-                transform_output(g, m, (f * ld + col0, ms), ty.clone(), b, y, self.add, rb);
-            }
+    /// Filter `f`'s outputs of `block` from its products `m[f * ld..]` (`ms` apart),
+    /// through `buf`.
+    fn put_filter(
+        &self,
+        block: &Block,
+        m: &[T],
+        (ld, ms): (usize, usize),
+        f: usize,
+        buf: &mut [T],
+    ) {
+        let b = self.bias.map_or(T::ZERO, |b| b[f]);
+        transform_output(m, (f * ld, ms), block.tiles(&self.g), b, buf);
+        for s in 0..block.samples {
+            // SAFETY: this block's tile rows of the plane are its own.
+            let y = unsafe { self.out_plane(block.n0 + s, f) };
+            put_output(&self.g, block, s, buf, y, self.add);
         }
     }
 
-    /// All `rows` tile rows as one block, each phase shared between threads: the input
-    /// transform by channel, the 16 products, the output transform by filter.
-    fn phased_block(&self, rows: usize, buf: &mut [T]) {
+    /// One block on this thread, with `buf` of at least `transformed_len` and the
+    /// transforms' buffer.
+    fn block(&self, block: &Block, buf: &mut [T]) {
         let g = &self.g;
-        let ld = lead(rows * g.tw);
+        let ld = lead(block.tiles(g));
+        let (v, buf) = buf.split_at_mut(16 * g.channels * ld);
+        let (m, rb) = buf.split_at_mut(16 * g.filters * ld);
+        transform_block_input(g, self.x, block, v, ld, rb);
+        products(g, self.u, v, m, ld, false);
+        for f in 0..g.filters {
+            self.put_filter(block, m, (ld, g.filters * ld), f, rb);
+        }
+    }
+
+    /// The whole batch as one block, each phase shared between threads: the input
+    /// transform by channel, the 16 products, the output transform by filter; each
+    /// thread's transforms use a buffer of `buffer_len`.
+    fn phased_block(&self, block: &Block, buffer_len: usize, buf: &mut [T]) {
+        let g = &self.g;
+        let ld = lead(block.tiles(g));
         let (v, buf) = buf.split_at_mut(16 * g.channels * ld);
         let m = &mut buf[..16 * g.filters * ld];
-        let row_buffers = || vec![T::ZERO; g.row_buffers_len(g.th)];
+        let buffer = || vec![T::ZERO; buffer_len];
         let (ks, ms) = (g.channels * ld, g.filters * ld);
         let dst = TileOut(v.as_mut_ptr());
         (0..g.channels)
             .into_par_iter()
-            .for_each_init(row_buffers, |rb, c| {
-                for (n, ty, col0) in g.segments(0..rows) {
-                    // SAFETY: `v` is borrowed mutably here; channel `c`'s rows of it are
-                    // this task's alone.
-                    let plane = g.in_plane(self.x, n, c);
-                    unsafe { transform_input(g, plane, ty, &dst, (c * ld + col0, ks), rb) };
-                }
+            .for_each_init(buffer, |rb, c| {
+                // SAFETY: `v` is borrowed mutably here; channel `c`'s rows of it are this
+                // task's alone.
+                unsafe { transform_input(g, self.x, block, c, &dst, (c * ld, ks), rb) };
             });
         products(g, self.u, v, m, ld, true);
         let m = &*m;
         (0..g.filters)
             .into_par_iter()
-            .for_each_init(row_buffers, |rb, f| {
-                let b = self.bias.map_or(T::ZERO, |b| b[f]);
-                for (n, ty, col0) in g.segments(0..rows) {
-                    // SAFETY: filter `f`'s planes are this task's alone.
-                    let y = unsafe { self.out_plane(n, f) };
-                    transform_output(g, m, (f * ld + col0, ms), ty, b, y, self.add, rb);
-                }
-            });
+            .for_each_init(buffer, |rb, f| self.put_filter(block, m, (ld, ms), f, rb));
     }
 }
 
@@ -697,268 +744,5 @@ fn transform_weights<T: Num>(
         u.par_chunks_exact_mut(16 * c).enumerate().for_each(filter);
     } else {
         u.chunks_exact_mut(16 * c).enumerate().for_each(filter);
-    }
-}
-
-/// `V = Bᵀ d B` for every tile of tile rows `rows` of one channel's `plane`, into
-/// `v[at + k * ks + t]` with `t` the tile's index in these rows.
-///
-/// Each input row goes through B first; its four results for every tile are kept in
-/// `buf` as rows of the tiles that read the input row first, second, third or fourth, so
-/// that the second pass (Bᵀ) runs over all the tiles at once in long vector loops.
-///
-/// # Safety
-/// `v` addresses the block's transformed input, which holds these elements, and no other
-/// thread touches them.
-unsafe fn transform_input<T: Num>(
-    g: &Geometry,
-    plane: &[T],
-    rows: Range<usize>,
-    v: &TileOut<T>,
-    (at, ks): (usize, usize),
-    buf: &mut [T],
-) {
-    let tw = g.tw;
-    let n = rows.len() * tw;
-    let (hq, rest) = buf.split_at_mut(16 * n);
-    let (h, rest) = rest.split_at_mut(4 * tw);
-    let (even, odd) = rest[..2 * (tw + 1)].split_at_mut(tw + 1);
-    let first_row = (2 * rows.start) as isize - g.ph as isize;
-    vectorized(
-        #[inline(always)]
-        || {
-            // Input row r is row q = r % 2 of tile row r / 2, and row q + 2 of tile row
-            // r / 2 − 1. Through B, per tile: h0 = a0 − a2, h1 = a1 + a2, h2 = a2 − a1,
-            // h3 = a1 − a3, with a_j the row's element 2·tx − pw + j.
-            for r in 0..2 * rows.len() + 2 {
-                let row = first_row + r as isize;
-                if row < 0 || row >= g.h as isize {
-                    h.fill(T::ZERO);
-                } else {
-                    let line = &plane[row as usize * g.w..(row as usize + 1) * g.w];
-                    split_columns(line, g.pw, even, odd);
-                    let (h0, rest) = h.split_at_mut(tw);
-                    let (h1, rest) = rest.split_at_mut(tw);
-                    let (h2, h3) = rest.split_at_mut(tw);
-                    let a = even.iter().zip(&even[1..]).zip(odd.iter().zip(&odd[1..]));
-                    let outs = h0.iter_mut().zip(h1.iter_mut()).zip(h2.iter_mut().zip(h3));
-                    for (((h0, h1), (h2, h3)), ((&e0, &e1), (&o0, &o1))) in outs.zip(a) {
-                        *h0 = e0.sub(e1);
-                        *h1 = o0.add(e1);
-                        *h2 = e1.sub(o0);
-                        *h3 = o0.sub(o1);
-                    }
-                }
-                let mut place = |i: usize, q: usize| {
-                    if i < rows.len() {
-                        for j in 0..4 {
-                            let o = (4 * q + j) * n + i * tw;
-                            hq[o..o + tw].copy_from_slice(&h[j * tw..(j + 1) * tw]);
-                        }
-                    }
-                };
-                place(r / 2, r % 2);
-                if r >= 2 {
-                    place(r / 2 - 1, r % 2 + 2);
-                }
-            }
-            // Then the four rows of every tile through Bᵀ: v0 = r0 − r2, v1 = r1 + r2,
-            // v2 = r2 − r1, v3 = r1 − r3.
-            for j in 0..4 {
-                let r = |q: usize| &hq[(4 * q + j) * n..(4 * q + j + 1) * n];
-                let (r0, r1, r2, r3) = (r(0), r(1), r(2), r(3));
-                // SAFETY: the four rows `at..at + n` of elements `j`, `4 + j`, `8 + j`
-                // and `12 + j` lie inside `v`, and are this call's alone.
-                let d = |i: usize| unsafe {
-                    std::slice::from_raw_parts_mut(v.at((4 * i + j) * ks + at), n)
-                };
-                let (d0, d1, d2, d3) = (d(0), d(1), d(2), d(3));
-                for t in 0..n {
-                    d0[t] = r0[t].sub(r2[t]);
-                    d1[t] = r1[t].add(r2[t]);
-                    d2[t] = r2[t].sub(r1[t]);
-                    d3[t] = r1[t].sub(r3[t]);
-                }
-            }
-        },
-    );
-}
-
-/// The padded row's even and odd elements: `even[q]` is the line's element
-/// `2q − pad` and `odd[q]` the one after it, zero outside the line.
-#[inline(always)]
-fn split_columns<T: Num>(line: &[T], pad: usize, even: &mut [T], odd: &mut [T]) {
-    let w = line.len() as isize;
-    let at = |col: isize| {
-        if col >= 0 && col < w {
-            line[col as usize]
-        } else {
-            T::ZERO
-        }
-    };
-    let n = even.len();
-    // Columns 2q − pad and 2q − pad + 1 lie inside the line for q in lo..hi.
-    let lo = pad.div_ceil(2).min(n);
-    let hi = ((line.len() + pad) / 2).clamp(lo, n);
-    for q in (0..lo).chain(hi..n) {
-        let col = (2 * q) as isize - pad as isize;
-        even[q] = at(col);
-        odd[q] = at(col + 1);
-    }
-    let inner = &line[2 * lo - pad..2 * hi - pad];
-    for ((e, o), pair) in even[lo..hi]
-        .iter_mut()
-        .zip(&mut odd[lo..hi])
-        .zip(inner.chunks_exact(2))
-    {
-        *e = pair[0];
-        *o = pair[1];
-    }
-}
-
-/// `Y = Aᵀ M A` for every tile of tile rows `rows` of one filter, from its products
-/// `m[at + k * ks + t]`, plus the bias `b`, written or added into the
-/// filter's output plane `y`. The four outputs of every tile are computed over all the
-/// tiles at once into `buf`, then put in place.
-#[allow(clippy::too_many_arguments)]
-fn transform_output<T: Num>(
-    g: &Geometry,
-    m: &[T],
-    (at, ks): (usize, usize),
-    rows: Range<usize>,
-    b: T,
-    y: &mut [T],
-    add: bool,
-    buf: &mut [T],
-) {
-    let tw = g.tw;
-    let n = rows.len() * tw;
-    let (y00, rest) = buf[..4 * n].split_at_mut(n);
-    let (y01, rest) = rest.split_at_mut(n);
-    let (y10, y11) = rest.split_at_mut(n);
-    vectorized(
-        #[inline(always)]
-        || {
-            let mk: [&[T]; 16] = std::array::from_fn(|k| &m[at + k * ks..][..n]);
-            // Rows of Aᵀ M (s_aj = m0j + m1j + m2j for a = 0, m1j − m2j − m3j for a = 1),
-            // then through A: y_a0 = s_a0 + s_a1 + s_a2, y_a1 = s_a1 − s_a2 − s_a3.
-            for t in 0..n {
-                let e = |k: usize| mk[k][t];
-                let s0 = |j: usize| e(j).add(e(4 + j)).add(e(8 + j));
-                let s1 = |j: usize| e(4 + j).sub(e(8 + j)).sub(e(12 + j));
-                let (a0, a1, a2, a3) = (s0(0), s0(1), s0(2), s0(3));
-                let (c0, c1, c2, c3) = (s1(0), s1(1), s1(2), s1(3));
-                y00[t] = a0.add(a1).add(a2).add(b);
-                y01[t] = a1.sub(a2).sub(a3).add(b);
-                y10[t] = c0.add(c1).add(c2).add(b);
-                y11[t] = c1.sub(c2).sub(c3).add(b);
-            }
-            for (i, ty) in rows.clone().enumerate() {
-                let tile_row = i * tw..(i + 1) * tw;
-                for (a, (ya, yb)) in [(&*y00, &*y01), (&*y10, &*y11)].into_iter().enumerate() {
-                    let oy = 2 * ty + a;
-                    if oy >= g.oh {
-                        break;
-                    }
-                    let (ya, yb) = (&ya[tile_row.clone()], &yb[tile_row.clone()]);
-                    put_pairs(&mut y[oy * g.ow..(oy + 1) * g.ow], ya, yb, add);
-                }
-            }
-        },
-    );
-}
-
-/// `dM = A dY Aᵀ` for every tile of tile rows `rows` of one filter's output gradient
-/// `plane`, into `dm[at + k * ks + t]`: the adjoint of [`transform_output`].
-///
-/// # Safety
-/// `dm` addresses the block's transformed output gradient, which holds these elements,
-/// and no other thread touches them.
-unsafe fn transform_output_gradient<T: Num>(
-    g: &Geometry,
-    plane: &[T],
-    rows: Range<usize>,
-    dm: &TileOut<T>,
-    (at, ks): (usize, usize),
-    buf: &mut [T],
-) {
-    let tw = g.tw;
-    let n = rows.len() * tw;
-    let (y00, rest) = buf[..4 * n].split_at_mut(n);
-    let (y01, rest) = rest.split_at_mut(n);
-    let (y10, y11) = rest.split_at_mut(n);
-    vectorized(
-        #[inline(always)]
-        || {
-            // The tiles' 2×2 gradients, each output row split into even and odd columns
-            // (zero past the edge).
-            for (i, ty) in rows.clone().enumerate() {
-                let tile_row = i * tw..(i + 1) * tw;
-                for (a, (ya, yb)) in [(&mut *y00, &mut *y01), (&mut *y10, &mut *y11)]
-                    .into_iter()
-                    .enumerate()
-                {
-                    let (ya, yb) = (&mut ya[tile_row.clone()], &mut yb[tile_row.clone()]);
-                    let oy = 2 * ty + a;
-                    if oy < g.oh {
-                        split_columns(&plane[oy * g.ow..(oy + 1) * g.ow], 0, ya, yb);
-                    } else {
-                        ya.fill(T::ZERO);
-                        yb.fill(T::ZERO);
-                    }
-                }
-            }
-            // SAFETY: the 16 rows `at + k * ks .. + n` lie inside `dm`, this call's alone.
-            let row = |k: usize| unsafe { std::slice::from_raw_parts_mut(dm.at(at + k * ks), n) };
-            let (a0, a1, b0, b1) = (&*y00, &*y01, &*y10, &*y11);
-            // Through A over the two rows (p0 = y0, p1 = y0 + y1, p2 = y0 − y1, p3 = −y1),
-            // then over the two columns of each the same way.
-            spread(n, |t| (a0[t], a1[t]), [row(0), row(1), row(2), row(3)]);
-            spread(
-                n,
-                |t| (a0[t].add(b0[t]), a1[t].add(b1[t])),
-                [row(4), row(5), row(6), row(7)],
-            );
-            spread(
-                n,
-                |t| (a0[t].sub(b0[t]), a1[t].sub(b1[t])),
-                [row(8), row(9), row(10), row(11)],
-            );
-            let neg = |t: usize| (T::ZERO.sub(b0[t]), T::ZERO.sub(b1[t]));
-            spread(n, neg, [row(12), row(13), row(14), row(15)]);
-        },
-    );
-}
-
-/// One row of `dM = A P Aᵀ` over `n` tiles from the row `(p0, p1) = q(t)` of `P`:
-/// `d = (p0, p0 + p1, p0 − p1, −p1)`.
-#[inline(always)]
-fn spread<T: Num>(n: usize, q: impl Fn(usize) -> (T, T), d: [&mut [T]; 4]) {
-    let [d0, d1, d2, d3] = d;
-    let (d0, d1, d2, d3) = (&mut d0[..n], &mut d1[..n], &mut d2[..n], &mut d3[..n]);
-    for t in 0..n {
-        let (p0, p1) = q(t);
-        d0[t] = p0;
-        d1[t] = p0.add(p1);
-        d2[t] = p0.sub(p1);
-        d3[t] = T::ZERO.sub(p1);
-    }
-}
-
-/// `line[2t] (=|+=) ya[t]`, `line[2t + 1] (=|+=) yb[t]`, within the line's length.
-#[inline(always)]
-fn put_pairs<T: Num>(line: &mut [T], ya: &[T], yb: &[T], add: bool) {
-    let (full, tail) = line.split_at_mut(line.len() / 2 * 2);
-    for ((out, &a), &b) in full.chunks_exact_mut(2).zip(ya).zip(yb) {
-        if add {
-            out[0] = out[0].add(a);
-            out[1] = out[1].add(b);
-        } else {
-            out[0] = a;
-            out[1] = b;
-        }
-    }
-    if let (Some(last), Some(&a)) = (tail.first_mut(), ya.get(full.len() / 2)) {
-        *last = if add { last.add(a) } else { a };
     }
 }
