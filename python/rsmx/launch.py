@@ -27,11 +27,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .kvstore.server import LOST_NODE_EXIT
+
 __all__ = ["main"]
 
 # Variables the ssh launcher forwards when set, as dmlc-core's does.
 _FORWARDED = ("OMP_NUM_THREADS", "KMP_AFFINITY", "LD_LIBRARY_PATH", "DMLC_INTERFACE")
 _GRACE_S = 3.0
+# How long a failure that is only the consequence of another (a scheduler or server that
+# lost a node) waits for its cause to be seen: the node that failed first may be reaped
+# a few milliseconds after the ones that noticed it.
+_CAUSE_WAIT_S = 1.0
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -196,8 +202,14 @@ class Job:
         while True:
             pending = [t for t in self.tasks if t.ended is None]
             failed = [t for t in self.tasks if t.ended is not None and t.proc.returncode != 0]
+            causes = [t for t in failed if t.proc.returncode != LOST_NODE_EXIT]
+            first = min((t.ended or 0.0 for t in failed), default=None)
+            if failed and not causes and pending and first is not None:
+                if time.monotonic() < first + _CAUSE_WAIT_S:
+                    time.sleep(0.01)
+                    continue
             if failed:
-                t = min(failed, key=lambda t: t.ended or 0.0)
+                t = min(causes or failed, key=lambda t: t.ended or 0.0)
                 print(
                     f"rsmx.launch: {t.name} (pid {t.proc.pid}) exited with {t.proc.returncode}; "
                     f"stopping the other {len(pending)} process(es)",

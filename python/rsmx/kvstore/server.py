@@ -12,7 +12,11 @@ from .. import _core
 from ..base import MXNetError
 from . import optimizer_pickle
 
-__all__ = ["run_role_and_exit", "server_updater"]
+__all__ = ["LOST_NODE_EXIT", "run_role_and_exit", "server_updater"]
+
+#: The exit code of a scheduler or server that stopped because another node of the job
+#: was lost: a launcher tells by it the consequences of a failure from its cause.
+LOST_NODE_EXIT = 3
 
 
 def server_updater(pickled: bytes) -> Any:
@@ -27,12 +31,13 @@ def server_updater(pickled: bytes) -> Any:
 
 def run_role_and_exit() -> None:
     """Runs the role ``DMLC_ROLE`` names until the job ends, then exits: 0 when the
-    workers stopped the job, 1 with the reason on standard error otherwise."""
+    workers stopped the job, otherwise with the reason on standard error and
+    :data:`LOST_NODE_EXIT` when another node was lost, 1 for any other failure."""
     role = os.environ.get("DMLC_ROLE", "")
     try:
         _core.dist_run_role(server_updater)
     except MXNetError as e:
         print(f"rsmx {role}: {e}", file=sys.stderr, flush=True)
-        os._exit(1)
+        os._exit(LOST_NODE_EXIT if "is unreachable" in str(e) else 1)
     sys.stdout.flush()
     sys.exit(0)
