@@ -1,7 +1,8 @@
 //! Convolution and its data and weight gradients by Winograd's minimal filtering
-//! F(2×2, 3×3), for 2-D 3×3 windows at stride 1, undilated and ungrouped: each 2×2 block of outputs comes from a 4×4 block of
-//! input through 16 products per channel pair instead of 36, so the layers that dominate
-//! ResNets do 2.25 times fewer multiply-adds than by im2col.
+//! F(2×2, 3×3), for 2-D 3×3 windows at stride 1, undilated and ungrouped: each 2×2 block
+//! of outputs comes from a 4×4 block of input through 16 products per channel pair
+//! instead of 36, so the layers that dominate ResNets do 2.25 times fewer multiply-adds
+//! than by im2col.
 //!
 //! The outputs are cut into 2×2 tiles, and the batch into blocks: several whole small
 //! images, or some rows of tiles of a large one. For a block, the input is transformed
@@ -72,7 +73,7 @@ pub fn applies_to_data_gradient<T: Num>(p: &Plan) -> bool {
 }
 
 /// Whether the weight gradient of `p` goes by F(2×2, 3×3) for element type `T`: blocks
-/// of tile rows shared out whole, each summing the products of its transformed input and
+/// shared out whole, each summing the products of its transformed input and
 /// output gradient; their sum transformed back.
 pub fn applies_to_weight_gradient<T: Num>(p: &Plan) -> bool {
     suits::<T>(p) && Geometry::of(p).blocking(p.batch).is_some_and(|b| !b.phased)
