@@ -10,6 +10,7 @@
 use crate::error::{Error, Result};
 use crate::kernels::cpu::map::pool_shares_work;
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::simd::vectorized;
 use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
@@ -68,6 +69,54 @@ fn wide<T: Num>(v: T) -> f64 {
     crate::dtype::Element::to_f64(v)
 }
 
+/// Independent accumulators of the per-channel sums, so the adds pipeline and vectorise.
+const LANES: usize = 16;
+
+/// Elements summed in the element type before the partial sum joins the f64 total.
+const RUN: usize = 4096;
+
+/// `Σ f(v)` over a block: lanes in the element type, runs widened to f64.
+#[inline(always)]
+fn lane_sum<T: Num>(b: &[T], f: impl Fn(T) -> T) -> f64 {
+    let mut total = 0.0;
+    for run in b.chunks(RUN) {
+        let mut lanes = [T::ZERO; LANES];
+        let mut it = run.chunks_exact(LANES);
+        for c in &mut it {
+            for (l, &v) in lanes.iter_mut().zip(c) {
+                *l = l.add(f(v));
+            }
+        }
+        let rest = it.remainder().iter().fold(T::ZERO, |a, &v| a.add(f(v)));
+        total += wide(lanes.iter().fold(rest, |a, &l| a.add(l)));
+    }
+    total
+}
+
+/// `(Σ g, Σ g·(v - mu))` over a block of the output gradient `g` and the data `v`.
+#[inline(always)]
+fn lane_sums2<T: Num>(g: &[T], x: &[T], mu: T) -> (f64, f64) {
+    let (mut sg, mut sgd) = (0.0, 0.0);
+    for (gr, xr) in g.chunks(RUN).zip(x.chunks(RUN)) {
+        let (mut a, mut b) = ([T::ZERO; LANES], [T::ZERO; LANES]);
+        let (mut gi, mut xi) = (gr.chunks_exact(LANES), xr.chunks_exact(LANES));
+        for (gc, xc) in (&mut gi).zip(&mut xi) {
+            for i in 0..LANES {
+                a[i] = a[i].add(gc[i]);
+                b[i] = b[i].add(gc[i].mul(xc[i].sub(mu)));
+            }
+        }
+        let (mut ra, mut rb) = (T::ZERO, T::ZERO);
+        for (&g, &v) in gi.remainder().iter().zip(xi.remainder()) {
+            ra = ra.add(g);
+            rb = rb.add(g.mul(v.sub(mu)));
+        }
+        sg += wide(a.iter().fold(ra, |s, &l| s.add(l)));
+        sgd += wide(b.iter().fold(rb, |s, &l| s.add(l)));
+    }
+    (sg, sgd)
+}
+
 /// Writes `v` into `out` as `req` says.
 fn store<T: Num>(out: &TBlob, req: OpReq, v: impl Iterator<Item = T>) {
     match req {
@@ -94,17 +143,21 @@ fn forward_kernel<T: Num + Float>(op: &BatchNorm, is_train: bool, io: Blobs) -> 
     let (mean, var): (Vec<f64>, Vec<f64>) = if op.batch_stats(is_train) {
         let m = l.per_channel().max(1) as f64;
         per_channel(&l, |c| {
-            let mean = l
-                .blocks(x, c)
-                .map(|b| b.iter().map(|&v| wide(v)).sum::<f64>())
-                .sum::<f64>()
-                / m;
-            let var = l
-                .blocks(x, c)
-                .map(|b| b.iter().map(|&v| (wide(v) - mean).powi(2)).sum::<f64>())
-                .sum::<f64>()
-                / m;
-            (mean, var)
+            vectorized(
+                #[inline(always)]
+                || {
+                    let mut sum = 0.0;
+                    for b in l.blocks(x, c) {
+                        sum += lane_sum(b, |v| v);
+                    }
+                    let (mean, mut dev) = (sum / m, 0.0);
+                    let mu = T::from_f64(mean);
+                    for b in l.blocks(x, c) {
+                        dev += lane_sum(b, |v| (v - mu) * (v - mu));
+                    }
+                    (mean, dev / m)
+                },
+            )
         })
         .into_iter()
         .unzip()
@@ -128,13 +181,20 @@ fn forward_kernel<T: Num + Float>(op: &BatchNorm, is_train: bool, io: Blobs) -> 
         per_block(&l, y, |c, r, yb| {
             let xb = &x[r];
             let (s, h) = (scale[c], shift[c]);
-            if add {
-                yb.iter_mut()
-                    .zip(xb)
-                    .for_each(|(o, &v)| *o = *o + (v * s + h));
-            } else {
-                yb.iter_mut().zip(xb).for_each(|(o, &v)| *o = v * s + h);
-            }
+            vectorized(
+                #[inline(always)]
+                || {
+                    if add {
+                        for (o, &v) in yb.iter_mut().zip(xb) {
+                            *o = *o + (v * s + h);
+                        }
+                    } else {
+                        for (o, &v) in yb.iter_mut().zip(xb) {
+                            *o = v * s + h;
+                        }
+                    }
+                },
+            )
         });
     }
     store::<T>(
@@ -187,15 +247,19 @@ fn backward_kernel<T: Num + Float>(op: &BatchNorm, is_train: bool, io: Blobs) ->
     let invstd: Vec<f64> = io.inputs[4].slice::<T>().iter().map(|&v| wide(v)).collect();
     // Σ dy and Σ dy·x̂ per channel.
     let sums: Vec<(f64, f64)> = per_channel(&l, |c| {
-        let (m, s) = (mean[c], invstd[c]);
-        l.blocks(dy, c)
-            .zip(l.blocks(x, c))
-            .fold((0.0, 0.0), |(a, b), (gb, xb)| {
-                gb.iter().zip(xb).fold((a, b), |(a, b), (&g, &v)| {
-                    let g = wide(g);
-                    (a + g, b + g * (wide(v) - m) * s)
-                })
-            })
+        let mu = T::from_f64(mean[c]);
+        vectorized(
+            #[inline(always)]
+            || {
+                let (mut sum_dy, mut sum_dy_dev) = (0.0, 0.0);
+                for (gb, xb) in l.blocks(dy, c).zip(l.blocks(x, c)) {
+                    let (a, b) = lane_sums2(gb, xb, mu);
+                    sum_dy += a;
+                    sum_dy_dev += b;
+                }
+                (sum_dy, sum_dy_dev * invstd[c])
+            },
+        )
     });
     if io.req[0] != OpReq::Null {
         let add = io.req[0] == OpReq::Add;
@@ -218,12 +282,21 @@ fn backward_kernel<T: Num + Float>(op: &BatchNorm, is_train: bool, io: Blobs) ->
         let dx = io.outputs[0].slice_mut::<T>();
         per_block(&l, dx, |c, r, db| {
             let (k1, k2, k0, mu) = coef[c];
-            let it = db.iter_mut().zip(&dy[r.clone()]).zip(&x[r]);
-            if add {
-                it.for_each(|((o, &g), &v)| *o = *o + (k1 * g + k2 * (v - mu) + k0));
-            } else {
-                it.for_each(|((o, &g), &v)| *o = k1 * g + k2 * (v - mu) + k0);
-            }
+            let (gb, xb) = (&dy[r.clone()], &x[r]);
+            vectorized(
+                #[inline(always)]
+                || {
+                    if add {
+                        for ((o, &g), &v) in db.iter_mut().zip(gb).zip(xb) {
+                            *o = *o + (k1 * g + k2 * (v - mu) + k0);
+                        }
+                    } else {
+                        for ((o, &g), &v) in db.iter_mut().zip(gb).zip(xb) {
+                            *o = k1 * g + k2 * (v - mu) + k0;
+                        }
+                    }
+                },
+            )
         });
     }
     let fix = op.fix_gamma;

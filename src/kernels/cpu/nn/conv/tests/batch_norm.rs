@@ -229,3 +229,65 @@ fn numeric_gradients() {
     ];
     gradcheck(&op, &ins, &[0, 1, 2], 1e-6, 1e-5);
 }
+
+/// Long channel blocks go through the lane sums (several runs, a partial chunk at the
+/// end): the statistics, output and gradients match a plain f64 computation.
+#[test]
+fn long_blocks_match_plain_sums() {
+    let (n, c, inner) = (2, 3, 4099 + 16 * 3);
+    let len = n * c * inner;
+    let xv: Vec<f64> = (0..len)
+        .map(|i| ((i * 37 % 101) as f64) / 25.0 + 3.0)
+        .collect();
+    let gv: Vec<f64> = (0..len)
+        .map(|i| ((i * 13 % 29) as f64) / 7.0 - 2.0)
+        .collect();
+    let (gamma, beta) = ([1.5, 2.0, 0.5], [0.1, 0.2, 0.3]);
+    let ins = vec![
+        f(&[n, c, inner], &xv),
+        f(&[3], &gamma),
+        f(&[3], &beta),
+        f(&[3], &[0.0; 3]),
+        f(&[3], &[1.0; 3]),
+    ];
+    let op = build("BatchNorm", &[("fix_gamma", "False"), ("eps", "1e-3")]);
+    let outs = forward(&op, &ins, true);
+    let grads = [zeros(&[n, c, inner]), zeros(&[3]), zeros(&[3])];
+    let g = f(&[n, c, inner], &gv);
+    super::run_backward_after(&op, &ins, &outs, &g, &grads, &[OpReq::Write; 3]);
+    let (y, dx) = (f64s(&outs[0]), f64s(&grads[0]));
+    let (dgamma, dbeta) = (f64s(&grads[1]), f64s(&grads[2]));
+    let m = (n * inner) as f64;
+    for ch in 0..c {
+        let idx: Vec<usize> = (0..n)
+            .flat_map(|s| (0..inner).map(move |i| (s * c + ch) * inner + i))
+            .collect();
+        let mean = idx.iter().map(|&i| xv[i]).sum::<f64>() / m;
+        let var = idx.iter().map(|&i| (xv[i] - mean).powi(2)).sum::<f64>() / m;
+        let inv = 1.0 / (var + 1e-3).sqrt();
+        let sum_g = idx.iter().map(|&i| gv[i]).sum::<f64>();
+        let sum_gh = idx
+            .iter()
+            .map(|&i| gv[i] * (xv[i] - mean) * inv)
+            .sum::<f64>();
+        assert!(
+            (dbeta[ch] - sum_g).abs() < 1e-3 * (1.0 + sum_g.abs()),
+            "dbeta {ch}"
+        );
+        assert!(
+            (dgamma[ch] - sum_gh).abs() < 1e-3 * (1.0 + sum_gh.abs()),
+            "dgamma {ch}"
+        );
+        for &i in &idx {
+            let h = (xv[i] - mean) * inv;
+            let want_y = gamma[ch] * h + beta[ch];
+            let want_dx = gamma[ch] * inv * (gv[i] - sum_g / m - h * sum_gh / m);
+            assert!((y[i] - want_y).abs() < 1e-4, "y[{i}] {} vs {want_y}", y[i]);
+            assert!(
+                (dx[i] - want_dx).abs() < 1e-4,
+                "dx[{i}] {} vs {want_dx}",
+                dx[i]
+            );
+        }
+    }
+}
