@@ -20,6 +20,7 @@ pub mod kvstore;
 pub mod ndarray;
 pub mod op;
 pub mod optim;
+pub mod profiler;
 pub mod shape;
 pub mod storage;
 #[cfg(test)]

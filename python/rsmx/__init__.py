@@ -28,9 +28,11 @@ from . import (
     name,
     ndarray,
     optimizer,
+    profiler,
     random,
     storage,
     symbol,
+    test_utils,
     visualization,
 )
 from . import initializer as init
@@ -59,7 +61,9 @@ __all__ = [
     "storage",
     "ndarray",
     "nd",
+    "profiler",
     "random",
+    "test_utils",
     "symbol",
     "sym",
     "executor",

@@ -167,6 +167,10 @@ impl EngineKind {
     }
 }
 
+/// The name of an op that runs several executor steps (bulk execution); the profiler
+/// records its steps rather than the op.
+pub const BULK: &str = "_bulk";
+
 /// Everything a push says besides the body: the op's name (in errors and profiles), where
 /// it runs, what it reads and writes, and how it is scheduled. [`PushSpec::new`] gives
 /// normal scheduling at priority 0; [`PushSpec::prop`] and [`PushSpec::priority`] change
@@ -179,6 +183,8 @@ pub struct PushSpec<'a> {
     pub mutable_vars: &'a [Var],
     pub prop: FnProperty,
     pub priority: i32,
+    /// A step of a bound executor (a symbolic op, to the profiler), not an imperative op.
+    pub symbolic: bool,
 }
 
 impl<'a> PushSpec<'a> {
@@ -196,6 +202,7 @@ impl<'a> PushSpec<'a> {
             mutable_vars,
             prop: FnProperty::Normal,
             priority: 0,
+            symbolic: false,
         }
     }
 
@@ -207,6 +214,14 @@ impl<'a> PushSpec<'a> {
     /// The same op at `priority` (higher runs first among ready ops).
     pub fn priority(self, priority: i32) -> Self {
         PushSpec { priority, ..self }
+    }
+
+    /// The same op, marked as a step of a bound executor.
+    pub fn symbolic(self) -> Self {
+        PushSpec {
+            symbolic: true,
+            ..self
+        }
     }
 }
 

@@ -5,17 +5,18 @@ use super::errors::{ErrorCell, ErrorRef};
 use super::pool::Pool;
 use super::shared::EngineShared;
 use super::var::Granted;
-use super::{AsyncFn, FnProperty, OnComplete, PushSpec, RunContext, SyncFn, Var};
+use super::{AsyncFn, FnProperty, OnComplete, PushSpec, RunContext, SyncFn, Var, BULK};
 use crate::context::{Context, DeviceType};
 use crate::cuda::sync::GpuOp;
 use crate::error::{Error, Result};
+use crate::profiler;
 use crossbeam_utils::Backoff;
 use parking_lot::{Condvar, Mutex};
 use smallvec::SmallVec;
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// A shared reference to an op block; var queues and worker deques hold these.
@@ -121,10 +122,14 @@ pub(crate) struct OprBlock {
     mutable_vars: VarList,
     prop: FnProperty,
     name: &'static str,
+    /// A bound executor's step (the profiler records symbolic and imperative ops apart).
+    symbolic: bool,
     runner: Runner,
     async_state: AtomicU8,
     /// The first error found on a read variable when it let this op through.
     inherited: OnceLock<ErrorRef>,
+    /// When an async body started, while the profiler records ops (0: not recorded).
+    profiled_start: AtomicU64,
 }
 
 /// Removes duplicates within each list and drops reads of variables the op also writes.
@@ -180,6 +185,7 @@ impl OprBlock {
             prop,
             priority,
             name,
+            symbolic,
         } = spec;
         let (const_vars, mutable_vars) = dedup_vars(const_vars, mutable_vars);
         if let Some(engine) = runner.engine() {
@@ -196,9 +202,11 @@ impl OprBlock {
             mutable_vars,
             prop,
             name,
+            symbolic,
             runner,
             async_state: AtomicU8::new(RUNNING),
             inherited: OnceLock::new(),
+            profiled_start: AtomicU64::new(0),
         });
         let mut let_through = 1;
         for v in &op.const_vars {
@@ -277,14 +285,25 @@ impl OprBlock {
         };
         match body {
             Body::Sync(f) => {
+                let start = profiler::ops_active(self.symbolic).then(profiler::now_us);
                 let mut r = catch_unwind(AssertUnwindSafe(move || f(rctx)))
                     .unwrap_or_else(|p| Err(panic_error(self.name, p)));
+                if let Some(start) = start {
+                    // A bulk records each of its steps itself.
+                    if self.name != BULK {
+                        profiler::record_op(self.name, self.ctx, start, self.symbolic);
+                    }
+                }
                 if let (Ok(()), Some(g)) = (&r, &gpu) {
                     r = self.finish_gpu(g);
                 }
                 self.finish(r.err().map(ErrorCell::new), true);
             }
             Body::Async(f) => {
+                if profiler::ops_active(self.symbolic) {
+                    self.profiled_start
+                        .store(profiler::now_us(), Ordering::Relaxed);
+                }
                 let mut done = OnComplete::for_opr(self.clone());
                 if let Some(g) = gpu {
                     // The event goes on the stream when the op reports its completion, so
@@ -344,6 +363,10 @@ impl OprBlock {
 
     /// An async op reports its outcome.
     pub(crate) fn complete_async(self: OprRef, result: Result<()>) {
+        let start = self.profiled_start.load(Ordering::Relaxed);
+        if start != 0 {
+            profiler::record_op(self.name, self.ctx, start, self.symbolic);
+        }
         self.finish(result.err().map(ErrorCell::new), false);
     }
 

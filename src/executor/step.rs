@@ -8,6 +8,7 @@ use crate::kernels::{call_kernel, kernel_for, KernelFn};
 use crate::ndarray::{NDArray, TBlob};
 use crate::op::resource::{rng_resource, RngResource};
 use crate::op::{OpContext, OpRef, OpReq};
+use crate::profiler;
 use std::sync::Arc;
 
 /// An operator node bound to its arrays.
@@ -124,7 +125,7 @@ impl Step {
                 let step = s.clone();
                 engine::get().push_sync(
                     Box::new(move |rctx| step.run(is_train, rctx)),
-                    PushSpec::new(s.op.name(), s.ctx, &s.const_vars, &s.mutable_vars),
+                    PushSpec::new(s.op.name(), s.ctx, &s.const_vars, &s.mutable_vars).symbolic(),
                 );
             }
             Step::Copy(c) => {
@@ -150,11 +151,15 @@ impl Step {
         engine::get().push_sync(
             Box::new(move |rctx| {
                 for s in &steps {
+                    let start = profiler::ops_active(true).then(profiler::now_us);
                     s.run(is_train, rctx)?;
+                    if let Some(start) = start {
+                        profiler::record_op(s.op.name(), ctx, start, true);
+                    }
                 }
                 Ok(())
             }),
-            PushSpec::new("_bulk", ctx, &const_vars, &mutable_vars),
+            PushSpec::new(engine::BULK, ctx, &const_vars, &mutable_vars).symbolic(),
         );
     }
 }

@@ -7,6 +7,7 @@ mod executor;
 mod kvstore;
 mod ndarray;
 mod optim;
+mod profiler;
 mod symbol;
 
 use crate::engine;
@@ -197,6 +198,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_no_gpu_reason, m)?)?;
     add_io_functions(m)?;
     cuda::add_functions(m)?;
+    profiler::add_functions(m)?;
     Ok(())
 }
 

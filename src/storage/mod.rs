@@ -127,7 +127,15 @@ impl Drop for Block {
     fn drop(&mut self) {
         if self.bucket > 0 {
             self.pool.free(self.ptr, self.bucket);
+            note_use(self.pool);
         }
+    }
+}
+
+/// Records the bytes `pool` has in use, while the profiler records memory.
+fn note_use(pool: &dyn Pool) {
+    if crate::profiler::memory_active() {
+        crate::profiler::record_memory(pool.context(), pool.stats().bytes_in_use);
     }
 }
 
@@ -165,6 +173,7 @@ pub fn pool(ctx: Context) -> Result<&'static dyn Pool> {
 /// the block's earlier users.
 pub fn alloc(ctx: Context, size: usize) -> Result<Block> {
     let block = pool(ctx)?.alloc(size)?;
+    note_use(block.pool);
     if !ctx.is_cpu() {
         for e in fenced::take(block.ptr()) {
             e.synchronize()?;
@@ -179,12 +188,15 @@ pub fn alloc(ctx: Context, size: usize) -> Result<Block> {
 pub fn alloc_for(ctx: Context, size: usize, var: &crate::engine::Var) -> Result<Block> {
     let pool = pool(ctx)?;
     if ctx.is_cpu() {
-        return pool.alloc(size);
+        let block = pool.alloc(size)?;
+        note_use(pool);
+        return Ok(block);
     }
     let block = match reuse_queued(pool, size) {
         Some(b) => b,
         None => pool.alloc(size)?,
     };
+    note_use(pool);
     crate::cuda::sync::adopt_fence(var, fenced::take(block.ptr()));
     Ok(block)
 }
@@ -213,6 +225,7 @@ pub fn alloc_fenced(
     size: usize,
 ) -> Result<(Block, Vec<crate::cuda::runtime::Event>)> {
     let block = pool(ctx)?.alloc(size)?;
+    note_use(block.pool);
     let fence = fenced::take(block.ptr());
     Ok((block, fence))
 }

@@ -105,7 +105,7 @@ fn create_make_loss(attrs: &Attrs) -> Result<OpRef> {
 pub fn register(r: &mut Registry) {
     r.add(OpDef {
         name: "MakeLoss",
-        aliases: &[],
+        aliases: &["make_loss"],
         inputs: &["data"],
         variadic: false,
         params: MAKE_LOSS_PARAMS,
