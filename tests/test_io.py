@@ -301,3 +301,54 @@ def test_prefetchingiter_threads_end_when_collected() -> None:
         t.join(timeout=5)
     assert not any(t.is_alive() for t in threads)
     assert threading.active_count() <= before - len(threads)
+
+
+def _mnist_files(tmp_path, count=10, gz=False):
+    import gzip
+    import struct
+
+    images = np.random.RandomState(1).randint(0, 256, size=(count, 28, 28)).astype(np.uint8)
+    labels = (np.arange(count) % 10).astype(np.uint8)
+    opener = gzip.open if gz else open
+    suffix = ".gz" if gz else ""
+    with opener(tmp_path / f"img{suffix}", "wb") as f:
+        f.write(struct.pack(">IIII", 2051, count, 28, 28) + images.tobytes())
+    with opener(tmp_path / f"lbl{suffix}", "wb") as f:
+        f.write(struct.pack(">II", 2049, count) + labels.tobytes())
+    return str(tmp_path / f"img{suffix}"), str(tmp_path / f"lbl{suffix}"), images, labels
+
+
+def test_mnist_iter_gives_whole_batches_scaled_as_mxnet(tmp_path):
+    img, lbl, images, labels = _mnist_files(tmp_path)
+    it = mx.io.MNISTIter(image=img, label=lbl, batch_size=4, shuffle=False, silent=True)
+    assert it.provide_data[0].name == "data" and it.provide_data[0].shape == (4, 1, 28, 28)
+    assert it.provide_label[0].name == "softmax_label" and it.provide_label[0].shape == (4,)
+    batches = list(it)
+    assert len(batches) == 2  # the last two examples do not fill a batch
+    np.testing.assert_array_equal(batches[1].label[0].asnumpy(), labels[4:8])
+    np.testing.assert_allclose(batches[0].data[0].asnumpy()[2, 0], images[2] / 256.0)
+    it.reset()
+    np.testing.assert_array_equal(next(it).label[0].asnumpy(), labels[:4])
+    flat = mx.io.MNISTIter(image=img, label=lbl, batch_size=5, flat=True, shuffle=False, silent=True)
+    assert next(flat).data[0].shape == (5, 784)
+
+
+def test_mnist_iter_parts_shuffle_once_and_read_gzip(tmp_path):
+    img, lbl, _, labels = _mnist_files(tmp_path, gz=True)
+    it = mx.io.MNISTIter(image=img, label=lbl, batch_size=3, num_parts=3, part_index=1, seed=5, silent=True)
+    first = [b.label[0].asnumpy().tolist() for b in it]
+    assert len(first) == 1 and sorted(first[0]) == labels[3:6].tolist()
+    it.reset()
+    assert [b.label[0].asnumpy().tolist() for b in it] == first
+
+
+def test_mnist_iter_bad_files_and_arguments(tmp_path):
+    img, lbl, _, _ = _mnist_files(tmp_path)
+    with pytest.raises(mx.MXNetError, match="cannot open 'missing'"):
+        mx.io.MNISTIter(image="missing", label=lbl)
+    with pytest.raises(mx.MXNetError, match="not an MNIST image file"):
+        mx.io.MNISTIter(image=lbl, label=lbl)
+    with pytest.raises(mx.MXNetError, match="part_index"):
+        mx.io.MNISTIter(image=img, label=lbl, num_parts=2, part_index=2)
+    with pytest.raises(mx.MXNetError, match="batch_size"):
+        mx.io.MNISTIter(image=img, label=lbl, batch_size=0)

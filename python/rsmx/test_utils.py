@@ -6,10 +6,8 @@ copies or downloaded once."""
 from __future__ import annotations
 
 import contextlib
-import gzip
 import numbers
 import os
-import struct
 import sys
 import time
 import urllib.request
@@ -24,6 +22,7 @@ from . import ndarray as _nd
 from . import symbol as _sym
 from .base import MXNetError
 from .context import Context, current_context, num_gpus
+from .io.mnist import read_mnist_images, read_mnist_labels
 
 _FLOATS = (np.float16, np.float32, np.float64)
 
@@ -853,32 +852,6 @@ _MNIST_URL = "http://data.mxnet.io/data/mnist/"
 _MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
 
-def read_mnist_images(path: str) -> np.ndarray:
-    """The images of an MNIST idx3 file (plain or gzip) as uint8 (count, rows, cols)."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        magic, count, rows, cols = struct.unpack(">IIII", f.read(16))
-        if magic != 2051:
-            raise MXNetError(f"{path}: not an MNIST image file (magic {magic}, expected 2051)")
-        data = np.frombuffer(f.read(), dtype=np.uint8)
-    if data.size != count * rows * cols:
-        raise MXNetError(f"{path}: {data.size} pixels for {count} images of {rows}x{cols}")
-    return data.reshape(count, rows, cols)
-
-
-def read_mnist_labels(path: str) -> np.ndarray:
-    """The labels of an MNIST idx1 file (plain or gzip) as uint8."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        magic, count = struct.unpack(">II", f.read(8))
-        if magic != 2049:
-            raise MXNetError(f"{path}: not an MNIST label file (magic {magic}, expected 2049)")
-        labels = np.frombuffer(f.read(), dtype=np.uint8)
-    if labels.size != count:
-        raise MXNetError(f"{path}: {labels.size} labels, header says {count}")
-    return labels
-
-
 def get_mnist() -> dict:
     """MNIST as arrays (images float32 in [0, 1], shape (n, 1, 28, 28); labels int8),
     from ``*-ubyte.gz`` files in the current directory, downloaded if missing."""
@@ -923,23 +896,13 @@ def get_cifar10() -> None:
 
 
 def get_mnist_iterator(batch_size: int, input_shape: tuple, num_parts: int = 1, part_index: int = 0) -> tuple:
-    """Training (shuffled) and validation iterators over MNIST in ``data/``, as MXNet's
-    ``MNISTIter`` gives them: images scaled to [0, 1], flat unless ``input_shape`` has
-    three dimensions, split into ``num_parts`` parts of which ``part_index`` is read."""
+    """Training and validation ``MNISTIter``s over the files in ``data/`` (fetched once if
+    missing), flat unless ``input_shape`` has three dimensions."""
     get_mnist_ubyte()
-
-    def iterator(images: str, labels: str, shuffle: bool) -> Any:
-        img = read_mnist_images(os.path.join("data", images)).astype(np.float32) / 255
-        lbl = read_mnist_labels(os.path.join("data", labels)).astype(np.float32)
-        part = len(lbl) // num_parts
-        img, lbl = img[part * part_index : part * (part_index + 1)], lbl[part * part_index : part * (part_index + 1)]
-        img = img.reshape(len(img), *input_shape) if len(input_shape) == 3 else img.reshape(len(img), -1)
-        return _io.NDArrayIter(img, lbl, batch_size, shuffle=shuffle, label_name="softmax_label")
-
-    return (
-        iterator("train-images-idx3-ubyte", "train-labels-idx1-ubyte", True),
-        iterator("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", False),
-    )
+    common = {"input_shape": input_shape, "batch_size": batch_size, "flat": len(input_shape) != 3, "num_parts": num_parts, "part_index": part_index}
+    train = _io.MNISTIter(image="data/train-images-idx3-ubyte", label="data/train-labels-idx1-ubyte", shuffle=True, **common)
+    val = _io.MNISTIter(image="data/t10k-images-idx3-ubyte", label="data/t10k-labels-idx1-ubyte", **common)
+    return train, val
 
 
 # ---------------------------------------------------------------- random generators

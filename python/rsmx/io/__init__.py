@@ -1,9 +1,11 @@
-"""``mx.io``: data descriptions, batches and data iterators over in-memory arrays."""
+"""``mx.io``: data descriptions, batches, and data iterators over in-memory arrays and the
+MNIST files."""
 
 from __future__ import annotations
 
 from . import io, utils
 from .io import DataBatch, DataDesc, DataIter, PrefetchingIter, ResizeIter
+from .mnist import MNISTIter
 from .ndarray_iter import NDArrayIter
 from .utils import _getdata_by_idx, _has_instance, _init_data
 
@@ -14,6 +16,7 @@ __all__ = [
     "DataBatch",
     "DataIter",
     "NDArrayIter",
+    "MNISTIter",
     "ResizeIter",
     "PrefetchingIter",
     "_init_data",
