@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
@@ -16,6 +17,9 @@ __all__ = [
     "numeric_types",
     "integer_types",
     "string_types",
+    "mx_real_t",
+    "data_dir",
+    "data_dir_default",
 ]
 
 
@@ -76,3 +80,17 @@ _Null = _NullType()
 def py_str(x: bytes | str) -> str:
     """Decodes bytes to str."""
     return x.decode("utf-8") if isinstance(x, bytes) else x
+
+
+# The default element type of arrays.
+mx_real_t = np.float32
+
+
+def data_dir_default() -> str:
+    """Where downloaded data and models go unless ``MXNET_HOME`` says otherwise."""
+    return os.path.join(os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir() -> str:
+    """Where downloaded data and models go: ``MXNET_HOME``, or ``~/.mxnet``."""
+    return os.getenv("MXNET_HOME", data_dir_default())
