@@ -352,3 +352,53 @@ def test_mnist_iter_bad_files_and_arguments(tmp_path):
         mx.io.MNISTIter(image=img, label=lbl, num_parts=2, part_index=2)
     with pytest.raises(mx.MXNetError, match="batch_size"):
         mx.io.MNISTIter(image=img, label=lbl, batch_size=0)
+
+
+def _csv(tmp_path):
+    (tmp_path / "d.csv").write_text("1,2,3\n2,3,4\n3,4,5\n4,5,6\n")
+    (tmp_path / "l.csv").write_text("1\n2\n3\n4\n")
+    return str(tmp_path / "d.csv"), str(tmp_path / "l.csv")
+
+
+def _epochs(it, count=3):
+    out = []
+    for _ in range(count):
+        out.append([(b.data[0].asnumpy()[:, 0].tolist(), b.label[0].asnumpy().tolist(), b.pad) for b in it])
+        it.reset()
+    return out
+
+
+def test_csv_iter_round_batch_carries_into_the_next_epoch_as_mxnet(tmp_path):
+    data, label = _csv(tmp_path)
+    it = mx.io.CSVIter(data_csv=data, data_shape=(3,), label_csv=label, batch_size=3)
+    assert it.provide_data[0].shape == (3, 3) and it.provide_label[0].shape == (3,)
+    # The batches MXNet 1.9.1 gives for these files.
+    assert _epochs(it) == [
+        [([1, 2, 3], [1, 2, 3], 0), ([4, 1, 2], [4, 1, 2], 2)],
+        [([3, 4, 1], [3, 4, 1], 1)],
+        [([2, 3, 4], [2, 3, 4], 0)],
+    ]
+
+
+def test_csv_iter_without_round_batch_restarts_and_keeps_stale_rows(tmp_path):
+    data, label = _csv(tmp_path)
+    it = mx.io.CSVIter(data_csv=data, data_shape=(3,), label_csv=label, batch_size=3, round_batch=False)
+    assert _epochs(it) == [[([1, 2, 3], [1, 2, 3], 0), ([4, 2, 3], [4, 2, 3], 2)]] * 3
+
+
+def test_csv_iter_shapes_dtypes_directories_and_errors(tmp_path):
+    data, _ = _csv(tmp_path)
+    it = mx.io.CSVIter(data_csv=data, data_shape=(3,), batch_size=2, dtype="int32")
+    batch = next(it)
+    assert batch.data[0].dtype == np.int32 and batch.label[0].asnumpy().tolist() == [0, 0]
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "a.csv").write_text("1,2,3,4,5,6\n")
+    (tmp_path / "dir" / "b.csv").write_text("7,8,9,10,11,12\n")
+    it = mx.io.CSVIter(data_csv=str(tmp_path / "dir"), data_shape=(3, 2), batch_size=2)
+    np.testing.assert_array_equal(next(it).data[0].asnumpy()[1], [[7, 8], [9, 10], [11, 12]])
+    with pytest.raises(mx.MXNetError, match="have 3 values; the shape asks for 4"):
+        mx.io.CSVIter(data_csv=data, data_shape=(4,))
+    with pytest.raises(mx.MXNetError, match="does not exist"):
+        mx.io.CSVIter(data_csv=str(tmp_path / "none.csv"), data_shape=(3,))
+    with pytest.raises(mx.MXNetError, match="dtype"):
+        mx.io.CSVIter(data_csv=data, data_shape=(3,), dtype="float16")

@@ -1,9 +1,10 @@
-"""``mx.io``: data descriptions, batches, and data iterators over in-memory arrays and the
-MNIST files."""
+"""``mx.io``: data descriptions, batches, and data iterators over in-memory arrays, CSV files
+and the MNIST files."""
 
 from __future__ import annotations
 
 from . import io, utils
+from .csv import CSVIter
 from .io import DataBatch, DataDesc, DataIter, PrefetchingIter, ResizeIter
 from .mnist import MNISTIter
 from .ndarray_iter import NDArrayIter
@@ -17,6 +18,7 @@ __all__ = [
     "DataIter",
     "NDArrayIter",
     "MNISTIter",
+    "CSVIter",
     "ResizeIter",
     "PrefetchingIter",
     "_init_data",
