@@ -1,5 +1,5 @@
 """Modules: a symbol with its executors, parameters and optimizer behind one training
-and prediction API (``mx.mod.Module``, ``mx.mod.BucketingModule``)."""
+and prediction API (``mx.mod.Module``, ``mx.mod.BucketingModule``, ``mx.mod.SequentialModule``)."""
 
 from __future__ import annotations
 
@@ -7,5 +7,6 @@ from .base_module import BaseModule
 from .bucketing_module import BucketingModule
 from .executor_group import DataParallelExecutorGroup
 from .module import Module
+from .sequential_module import SequentialModule
 
-__all__ = ["BaseModule", "Module", "BucketingModule", "DataParallelExecutorGroup"]
+__all__ = ["BaseModule", "Module", "BucketingModule", "SequentialModule", "DataParallelExecutorGroup"]
