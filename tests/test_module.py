@@ -508,8 +508,7 @@ def test_fit_callbacks_validation_and_resume(caplog):
         mod.fit(train)
 
 
-def test_fit_progress_bar_and_log_lines(monkeypatch, caplog):
-    from rsmx.module import _progress
+def test_fit_progress_bar_only_on_a_terminal(monkeypatch, caplog):
 
     bars = []
 
@@ -531,18 +530,21 @@ def test_fit_progress_bar_and_log_lines(monkeypatch, caplog):
     train = mx.io.NDArrayIter(x, y, batch_size=4)
     params = cases.nd_dict(mx, cases.mlp_params())
     monkeypatch.setitem(sys.modules, "tqdm", types.SimpleNamespace(tqdm=FakeBar))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     mx.mod.Module(cases.mlp(mx)).fit(train, num_epoch=2, arg_params=params)
     assert [(b.desc, b.total, b.n, b.closed) for b in bars] == [("Epoch 0", 3, 3, True),
                                                                  ("Epoch 1", 3, 3, True)]
     assert set(bars[0].postfix) == {"accuracy", "samples/s"}
-    # without tqdm: log lines with the speed and the running metric
-    monkeypatch.setitem(sys.modules, "tqdm", None)
-    monkeypatch.setattr(_progress, "LOG_INTERVAL", 0.0)
-    with caplog.at_level(logging.INFO):
-        mx.mod.Module(cases.mlp(mx)).fit(train, num_epoch=1, arg_params=params)
-    lines = [r.getMessage() for r in caplog.records if "Speed" in r.getMessage()]
-    assert len(lines) == 3 and lines[0].startswith("Epoch[0] Batch [1]\tSpeed: ")
-    assert "accuracy=" in lines[0]
+    # Without tqdm, or with stderr not a terminal: no bar and no log lines of its own.
+    for tqdm, tty in ((None, True), (types.SimpleNamespace(tqdm=FakeBar), False)):
+        monkeypatch.setitem(sys.modules, "tqdm", tqdm)
+        monkeypatch.setattr(sys.stderr, "isatty", lambda tty=tty: tty, raising=False)
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            mx.mod.Module(cases.mlp(mx)).fit(train, num_epoch=1, arg_params=params)
+        assert len(bars) == 2
+        assert not [r for r in caplog.records if "Speed" in r.getMessage() or "Batch [" in r.getMessage()]
+        assert "Epoch[0] Time cost=" in caplog.text
 
 
 def test_fit_with_speedometer_and_monitor(monkeypatch, caplog):

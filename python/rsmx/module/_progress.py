@@ -1,19 +1,21 @@
 """Progress reporting for ``BaseModule.fit``: a tqdm bar with the running metric and the
-speed when tqdm is installed, periodic ``logging`` lines otherwise."""
+speed, when tqdm is installed and standard error is a terminal. Otherwise nothing: the
+log then holds only what MXNet's ``fit`` and the user's callbacks write, which is what
+log parsers expect."""
 
 from __future__ import annotations
 
 import math
+import sys
 import time
 from typing import Any
 
 __all__ = ["Progress"]
 
-#: Seconds between two progress log lines when tqdm is not installed.
-LOG_INTERVAL = 10.0
-
-
 def _tqdm():
+    """tqdm's bar class, when a bar can be shown: tqdm installed, stderr a terminal."""
+    if not getattr(sys.stderr, "isatty", lambda: False)():
+        return None
     try:
         from tqdm import tqdm
     except ImportError:
@@ -64,7 +66,7 @@ class Progress:
     Parameters
     ----------
     logger : Logger
-        Where the log lines go when tqdm is not installed.
+        The module's logger.
     epoch : int
         The epoch number shown.
     data : DataIter
@@ -77,7 +79,6 @@ class Progress:
         self.nbatch = 0
         self.samples = 0
         self.start = time.time()
-        self.last_log = self.start
         tqdm = _tqdm()
         self.bar = None
         if tqdm is not None:
@@ -85,22 +86,16 @@ class Progress:
                             leave=False)
 
     def update(self, batch: Any, eval_metric: Any) -> None:
-        """Counts one more batch and shows the running metric and speed."""
+        """Counts one more batch and shows the running metric and speed on the bar."""
+        if self.bar is None:
+            return
         self.nbatch += 1
         self.samples += _batch_size(batch)
-        now = time.time()
-        speed = self.samples / max(now - self.start, 1e-9)
-        if self.bar is not None:
-            postfix = _metric_text(eval_metric)
-            postfix["samples/s"] = f"{speed:.1f}"
-            self.bar.set_postfix(postfix, refresh=False)
-            self.bar.update(1)
-            return
-        if now - self.last_log >= LOG_INTERVAL:
-            self.last_log = now
-            metrics = "".join(f"\t{k}={v}" for k, v in _metric_text(eval_metric).items())
-            self.logger.info("Epoch[%d] Batch [%d]\tSpeed: %.2f samples/sec%s",
-                             self.epoch, self.nbatch, speed, metrics)
+        speed = self.samples / max(time.time() - self.start, 1e-9)
+        postfix = _metric_text(eval_metric)
+        postfix["samples/s"] = f"{speed:.1f}"
+        self.bar.set_postfix(postfix, refresh=False)
+        self.bar.update(1)
 
     def close(self) -> None:
         """Ends the bar, if there is one."""
