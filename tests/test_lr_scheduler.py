@@ -131,3 +131,24 @@ def test_pickle_keeps_state():
     copy = pickle.loads(pickle.dumps(sched))
     assert (copy.base_lr, copy.count) == (sched.base_lr, sched.count)
     assert copy(9) == sched(9)
+
+
+@pytest.mark.parametrize("kvstore", ["object", "local"])
+def test_fit_logs_every_schedule_step_whichever_side_runs_it(kvstore, caplog):
+    """MXNet's scheduler logs each step as it makes it; so must rsmx when the core runs
+    the schedule (a KVStore object given to fit), and the Python object keeps up."""
+    x = np.random.RandomState(0).randn(64, 5).astype(np.float32)
+    it = mx.io.NDArrayIter(x, (x[:, 0] > 0).astype(np.float32), batch_size=8)
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc"), name="softmax")
+    sched = mx.lr_scheduler.FactorScheduler(step=5, factor=0.5)
+    kv = mx.kv.create("local") if kvstore == "object" else "local"
+    with caplog.at_level(logging.INFO):
+        mx.mod.Module(net).fit(it, num_epoch=2, kvstore=kv, optimizer_params={"learning_rate": 0.1, "lr_scheduler": sched})
+    steps = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Update[")]
+    # The lines MXNet 1.9.1 logs for this run.
+    assert steps == [
+        "Update[6]: Change learning rate to 5.00000e-02",
+        "Update[11]: Change learning rate to 2.50000e-02",
+        "Update[16]: Change learning rate to 1.25000e-02",
+    ]
+    assert sched.base_lr == pytest.approx(0.0125) and sched.count == 15

@@ -201,8 +201,22 @@ class _CoreSchedule(LRScheduler):
     def __call__(self, num_update: int) -> float:
         fused = self._fused
         if fused is not None:
-            return fused.scheduler_rate(num_update)
+            rate = fused.scheduler_rate(num_update)
+            self._log_core_steps()
+            return rate
         return self._rate(num_update)
+
+    def _log_core_steps(self) -> None:
+        """Logs the steps the core's copy of the schedule made, as MXNet's scheduler logs
+        each step as it makes it."""
+        fused = self._fused
+        if fused is None:
+            return
+        for num_update, lr, floored in fused.take_lr_changes():
+            if floored:
+                logging.info("Update[%d]: now learning rate arrived at %0.5e, will not change in the future", num_update, lr)
+            else:
+                logging.info("Update[%d]: Change learning rate to %0.5e", num_update, lr)
 
     def _rate(self, num_update: int) -> float:
         raise NotImplementedError("must override this")

@@ -5,7 +5,7 @@
 
 use super::config::{Config, OptKind};
 use super::ops::{op_call, OpCache, Rates};
-use super::scheduler::LrScheduler;
+use super::scheduler::{LrScheduler, RateChange};
 use super::ParamKey;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -206,6 +206,15 @@ impl FusedOptimizer {
     pub fn scheduler_rate(&self, num_update: i64) -> Option<f64> {
         let mut s = self.inner.lock();
         s.d.scheduler.as_mut().map(|sch| sch.lr(num_update))
+    }
+
+    /// The steps the schedule made since the last call, oldest first.
+    pub fn take_rate_changes(&self) -> Vec<RateChange> {
+        let mut s = self.inner.lock();
+        s.d.scheduler
+            .as_mut()
+            .map(|sch| std::mem::take(&mut sch.changes))
+            .unwrap_or_default()
     }
 
     /// The update counts per device id and key.

@@ -50,6 +50,15 @@ pub enum Schedule {
     },
 }
 
+/// A step of a factor schedule, which MXNet's scheduler logs as it makes it: `Update[n]:
+/// Change learning rate to lr`, or, once floored, that the rate stays at `lr`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateChange {
+    pub num_update: i64,
+    pub lr: f64,
+    pub floored: bool,
+}
+
 /// A learning-rate scheduler: `lr(num_update)` may change its state, as in MXNet.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LrScheduler {
@@ -60,6 +69,9 @@ pub struct LrScheduler {
     pub warmup_mode: WarmupMode,
     #[serde(flatten)]
     pub schedule: Schedule,
+    /// The steps made since the caller last took them (for the log lines).
+    #[serde(skip)]
+    pub changes: Vec<RateChange>,
 }
 
 fn bad(msg: impl Into<String>) -> Error {
@@ -194,6 +206,7 @@ impl LrScheduler {
             warmup_begin_lr,
             warmup_final_lr,
             warmup_mode,
+            changes: Vec::new(),
         })
     }
 
@@ -229,9 +242,15 @@ impl LrScheduler {
                 while num_update > *count + *step {
                     *count += *step;
                     self.base_lr *= *factor;
-                    if self.base_lr < *stop_factor_lr {
+                    let floored = self.base_lr < *stop_factor_lr;
+                    if floored {
                         self.base_lr = *stop_factor_lr;
                     }
+                    self.changes.push(RateChange {
+                        num_update,
+                        lr: self.base_lr,
+                        floored,
+                    });
                 }
             }
             Schedule::MultiFactor {
@@ -244,6 +263,11 @@ impl LrScheduler {
                     *count = step[*cur_step_ind];
                     *cur_step_ind += 1;
                     self.base_lr *= *factor;
+                    self.changes.push(RateChange {
+                        num_update,
+                        lr: self.base_lr,
+                        floored: false,
+                    });
                 }
             }
             Schedule::Poly {

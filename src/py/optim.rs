@@ -197,6 +197,19 @@ impl PyFusedOptimizer {
         })
     }
 
+    /// The schedule's steps since the last call, as `(num_update, lr, floored)`, for the
+    /// log lines MXNet's scheduler writes.
+    fn take_lr_changes(&self) -> PyResult<Vec<(i64, f64, bool)>> {
+        guard("FusedOptimizer.take_lr_changes", || {
+            Ok(self
+                .inner
+                .take_rate_changes()
+                .into_iter()
+                .map(|c| (c.num_update, c.lr, c.floored))
+                .collect())
+        })
+    }
+
     /// Update counts: `{device_id: {key: count}}`.
     fn get_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         guard("FusedOptimizer.get_counts", || {

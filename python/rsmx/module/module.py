@@ -498,6 +498,11 @@ class Module(BaseModule):
             _update_params(group.param_arrays, group.grad_arrays, updater=self._updater,
                            num_device=len(self._context), kvstore=self._kvstore,
                            param_names=group.param_names)
+        # Where the core runs the schedule, its steps are logged here, as MXNet logs
+        # them during the update.
+        log_steps = getattr(getattr(self._optimizer, "lr_scheduler", None), "_log_core_steps", None)
+        if log_steps is not None:
+            log_steps()
 
     def get_outputs(self, merge_multi_context: bool = True) -> list:
         """The outputs of the last forward: ``[out1, out2]`` merged over devices, or
