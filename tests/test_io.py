@@ -360,7 +360,7 @@ def _csv(tmp_path):
     return str(tmp_path / "d.csv"), str(tmp_path / "l.csv")
 
 
-def _epochs(it, count=3):
+def _csv_epochs(it, count=3):
     out = []
     for _ in range(count):
         out.append([(b.data[0].asnumpy()[:, 0].tolist(), b.label[0].asnumpy().tolist(), b.pad) for b in it])
@@ -373,7 +373,7 @@ def test_csv_iter_round_batch_carries_into_the_next_epoch_as_mxnet(tmp_path):
     it = mx.io.CSVIter(data_csv=data, data_shape=(3,), label_csv=label, batch_size=3)
     assert it.provide_data[0].shape == (3, 3) and it.provide_label[0].shape == (3,)
     # The batches MXNet 1.9.1 gives for these files.
-    assert _epochs(it) == [
+    assert _csv_epochs(it) == [
         [([1, 2, 3], [1, 2, 3], 0), ([4, 1, 2], [4, 1, 2], 2)],
         [([3, 4, 1], [3, 4, 1], 1)],
         [([2, 3, 4], [2, 3, 4], 0)],
@@ -383,7 +383,7 @@ def test_csv_iter_round_batch_carries_into_the_next_epoch_as_mxnet(tmp_path):
 def test_csv_iter_without_round_batch_restarts_and_keeps_stale_rows(tmp_path):
     data, label = _csv(tmp_path)
     it = mx.io.CSVIter(data_csv=data, data_shape=(3,), label_csv=label, batch_size=3, round_batch=False)
-    assert _epochs(it) == [[([1, 2, 3], [1, 2, 3], 0), ([4, 2, 3], [4, 2, 3], 2)]] * 3
+    assert _csv_epochs(it) == [[([1, 2, 3], [1, 2, 3], 0), ([4, 2, 3], [4, 2, 3], 2)]] * 3
 
 
 def test_csv_iter_shapes_dtypes_directories_and_errors(tmp_path):
@@ -402,3 +402,13 @@ def test_csv_iter_shapes_dtypes_directories_and_errors(tmp_path):
         mx.io.CSVIter(data_csv=str(tmp_path / "none.csv"), data_shape=(3,))
     with pytest.raises(mx.MXNetError, match="dtype"):
         mx.io.CSVIter(data_csv=data, data_shape=(3,), dtype="float16")
+
+
+def test_native_style_iterators_give_one_array_from_getdata(tmp_path):
+    img, lbl, _, labels = _mnist_files(tmp_path)
+    it = mx.io.MNISTIter(image=img, label=lbl, batch_size=2, shuffle=False, silent=True)
+    assert it.iter_next()
+    assert isinstance(it.getdata(), mx.nd.NDArray) and it.getlabel().asnumpy().tolist() == labels[:2].tolist()
+    data, _ = _csv(tmp_path)
+    it = mx.io.CSVIter(data_csv=data, data_shape=(3,), batch_size=2)
+    assert it.iter_next() and it.getdata().shape == (2, 3)

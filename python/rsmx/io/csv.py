@@ -132,13 +132,15 @@ class CSVIter(DataIter):
     def next(self) -> DataBatch:
         if not self.iter_next():
             raise StopIteration
-        return DataBatch(data=self.getdata(), label=self.getlabel(), pad=self._pad, index=None)
+        return DataBatch(data=[self.getdata()], label=[self.getlabel()], pad=self._pad, index=None)
 
-    def getdata(self) -> list:
-        return [nd.array(self._data_buf.reshape(self._batch_shapes()[0]), dtype=self._dtype)]
+    def getdata(self) -> Any:
+        """The current batch's data (one NDArray, as MXNet's native iterators give)."""
+        return nd.array(self._data_buf.reshape(self._batch_shapes()[0]), dtype=self._dtype)
 
-    def getlabel(self) -> list:
-        return [nd.array(self._label_buf.reshape(self._batch_shapes()[1]), dtype=self._dtype)]
+    def getlabel(self) -> Any:
+        """The current batch's labels (one NDArray)."""
+        return nd.array(self._label_buf.reshape(self._batch_shapes()[1]), dtype=self._dtype)
 
     def getpad(self) -> int:
         return self._pad

@@ -136,16 +136,18 @@ class MNISTIter(DataIter):
     def next(self) -> DataBatch:
         if not self.iter_next():
             raise StopIteration
-        return DataBatch(data=self.getdata(), label=self.getlabel(), pad=0, index=self.getindex())
+        return DataBatch(data=[self.getdata()], label=[self.getlabel()], pad=0, index=self.getindex())
 
     def _window(self) -> slice:
         return slice(self._cursor - self.batch_size, self._cursor)
 
-    def getdata(self) -> list:
-        return [nd.array(self._images[self._window()])]
+    def getdata(self) -> Any:
+        """The current batch's images (one NDArray, as MXNet's native iterators give)."""
+        return nd.array(self._images[self._window()])
 
-    def getlabel(self) -> list:
-        return [nd.array(self._labels[self._window()])]
+    def getlabel(self) -> Any:
+        """The current batch's labels (one NDArray)."""
+        return nd.array(self._labels[self._window()])
 
     def getindex(self) -> np.ndarray:
         return np.zeros(self.batch_size, dtype=np.uint64)
