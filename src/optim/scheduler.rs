@@ -60,7 +60,7 @@ pub struct RateChange {
 }
 
 /// A learning-rate scheduler: `lr(num_update)` may change its state, as in MXNet.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct LrScheduler {
     pub base_lr: f64,
     pub warmup_steps: i64,
@@ -72,6 +72,24 @@ pub struct LrScheduler {
     /// The steps made since the caller last took them (for the log lines).
     #[serde(skip)]
     pub changes: Vec<RateChange>,
+}
+
+/// Equal schedules are in the same state; the steps waiting to be logged are not state.
+impl PartialEq for LrScheduler {
+    fn eq(&self, o: &Self) -> bool {
+        (
+            self.base_lr,
+            self.warmup_steps,
+            self.warmup_begin_lr,
+            self.warmup_final_lr,
+        ) == (
+            o.base_lr,
+            o.warmup_steps,
+            o.warmup_begin_lr,
+            o.warmup_final_lr,
+        ) && self.warmup_mode == o.warmup_mode
+            && self.schedule == o.schedule
+    }
 }
 
 fn bad(msg: impl Into<String>) -> Error {

@@ -374,3 +374,31 @@ fn host_updates_refuse_mismatched_arrays() {
     assert!(err.message().contains("expects 1 state"), "{err}");
     assert_eq!(w.bytes(), &[0u8; 8]);
 }
+
+#[test]
+fn factor_schedules_keep_their_steps_for_the_log() {
+    let desc = r#"{"type": "FactorScheduler", "step": 5, "factor": 0.5, "base_lr": 0.1,
+                   "stop_factor_lr": 0.02}"#;
+    let mut s = LrScheduler::from_json(desc).unwrap();
+    for n in 1..=16 {
+        s.lr(n);
+    }
+    let steps: Vec<(i64, f64, bool)> = s
+        .changes
+        .iter()
+        .map(|c| (c.num_update, c.lr, c.floored))
+        .collect();
+    assert_eq!(
+        steps,
+        [(6, 0.05, false), (11, 0.025, false), (16, 0.02, true)]
+    );
+    // Pending log lines are not part of the state.
+    assert_eq!(LrScheduler::from_json(&s.to_json()).unwrap(), s);
+    let multi = r#"{"type": "MultiFactorScheduler", "step": [2, 4], "factor": 0.1}"#;
+    let mut m = LrScheduler::from_json(multi).unwrap();
+    m.lr(5);
+    assert_eq!(
+        m.changes.iter().map(|c| c.num_update).collect::<Vec<_>>(),
+        [5, 5]
+    );
+}
