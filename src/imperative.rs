@@ -89,6 +89,41 @@ pub fn invoke_at(
     Ok(outputs)
 }
 
+/// Runs `op` on `inputs` into `outputs`, whose shapes and dtypes are known beforehand (a
+/// backward operator's gradients take their forward inputs'): inference checks them, and
+/// fills in only what the operator cannot tell from its inputs alone.
+pub fn invoke_into(
+    op: &OpRef,
+    inputs: &[NDArray],
+    outputs: Vec<NDArray>,
+    ctx: Context,
+    is_train: bool,
+) -> Result<Vec<NDArray>> {
+    let name = op.name();
+    let kernel = kernel_for(op.as_ref(), ctx)?;
+    let mut in_shapes: Vec<Option<Shape>> = inputs
+        .iter()
+        .map(|a| Some(Shape::from_slice(a.shape())))
+        .collect();
+    let mut out_shapes: Vec<Option<Shape>> = outputs
+        .iter()
+        .map(|a| Some(Shape::from_slice(a.shape())))
+        .collect();
+    op.infer_shape_partial(&mut in_shapes, &mut out_shapes)
+        .map_err(|e| e.in_op(name))?;
+    let mut in_types: Vec<Option<crate::dtype::DType>> =
+        inputs.iter().map(|a| Some(a.dtype())).collect();
+    let mut out_types: Vec<Option<crate::dtype::DType>> =
+        outputs.iter().map(|a| Some(a.dtype())).collect();
+    op.infer_type_partial(&mut in_types, &mut out_types)
+        .map_err(|e| e.in_op(name))?;
+    let shapes: Vec<Shape> = out_shapes.into_iter().flatten().collect();
+    let types: Vec<_> = out_types.into_iter().flatten().collect();
+    check_outputs(name, &outputs, &shapes, &types, ctx).map_err(|e| e.in_op(name))?;
+    push_kernel(op.clone(), kernel, inputs, &outputs, ctx, is_train, 0);
+    Ok(outputs)
+}
+
 fn check_outputs(
     op: &str,
     outs: &[NDArray],

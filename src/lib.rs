@@ -7,6 +7,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+pub mod autograd;
 pub mod context;
 pub mod cuda;
 pub mod dtype;

@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 
 from . import (
     attribute,
+    autograd,
     base,
     callback,
     context,
@@ -56,6 +57,7 @@ __all__ = [
     "cpu_pinned",
     "current_context",
     "num_gpus",
+    "autograd",
     "base",
     "callback",
     "context",

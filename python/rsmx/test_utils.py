@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+import rsmx as mx  # noqa: F401  (``from mxnet.test_utils import *`` gives ``mx``, as in MXNet)
+
 from . import io as _io
 from . import ndarray as _nd
 from . import symbol as _sym

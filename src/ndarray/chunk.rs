@@ -8,9 +8,24 @@ use crate::storage::{self, Block};
 /// Storage plus the engine variable that orders every access to it.
 pub struct Chunk {
     block: Option<Block>,
+    /// Memory another library owns (an array taken over DLPack), when `block` is `None`.
+    foreign: Option<Foreign>,
     var: Var,
     ctx: Context,
 }
+
+/// Memory lent by its owner: where it is, and how to hand it back.
+struct Foreign {
+    ptr: *mut u8,
+    bytes: usize,
+    release: Option<Box<dyn FnOnce() + Send>>,
+}
+
+// SAFETY: the owner lends the memory for the chunk's lifetime; every access to it is
+// ordered by the chunk's engine variable, as for pool memory.
+unsafe impl Send for Foreign {}
+// SAFETY: as above; shared references only expose the pointer value.
+unsafe impl Sync for Foreign {}
 
 impl Chunk {
     /// A chunk of `bytes` bytes on `ctx`, taken from the device's pool.
@@ -18,6 +33,7 @@ impl Chunk {
         let var = engine::get().new_variable();
         Ok(Chunk {
             block: Some(storage::alloc_for(ctx, bytes, &var)?),
+            foreign: None,
             var,
             ctx,
         })
@@ -29,10 +45,35 @@ impl Chunk {
         match super::recycle::take(ctx, bytes) {
             Some((block, var)) => Ok(Chunk {
                 block: Some(block),
+                foreign: None,
                 var,
                 ctx,
             }),
             None => Chunk::alloc(ctx, bytes),
+        }
+    }
+
+    /// A chunk over `bytes` bytes at `ptr` on `ctx`, memory another library owns;
+    /// `release` hands it back once no op uses the chunk any more.
+    ///
+    /// # Safety
+    /// The memory must stay valid, and be used by nothing else that could race with the
+    /// engine's ops on it, until `release` runs.
+    pub unsafe fn foreign(
+        ctx: Context,
+        ptr: *mut u8,
+        bytes: usize,
+        release: Box<dyn FnOnce() + Send>,
+    ) -> Chunk {
+        Chunk {
+            block: None,
+            foreign: Some(Foreign {
+                ptr,
+                bytes,
+                release: Some(release),
+            }),
+            var: engine::get().new_variable(),
+            ctx,
         }
     }
 
@@ -48,19 +89,37 @@ impl Chunk {
 
     /// Start of the memory.
     pub fn ptr(&self) -> *mut u8 {
-        self.block
-            .as_ref()
-            .map_or(std::ptr::null_mut(), |b| b.ptr())
+        match (&self.block, &self.foreign) {
+            (Some(b), _) => b.ptr(),
+            (None, Some(f)) => f.ptr,
+            (None, None) => std::ptr::null_mut(),
+        }
     }
 
     /// Bytes in the chunk.
     pub fn bytes(&self) -> usize {
-        self.block.as_ref().map_or(0, |b| b.size())
+        match (&self.block, &self.foreign) {
+            (Some(b), _) => b.size(),
+            (None, Some(f)) => f.bytes,
+            (None, None) => 0,
+        }
     }
 }
 
 impl Drop for Chunk {
     fn drop(&mut self) {
+        if let Some(release) = self.foreign.as_mut().and_then(|f| f.release.take()) {
+            // Handed back once the ops queued on the memory have run.
+            engine::get().delete_variable(
+                Box::new(move |_| {
+                    release();
+                    Ok(())
+                }),
+                self.ctx,
+                &self.var,
+            );
+            return;
+        }
         let block = self.block.take();
         let var = self.var.clone();
         if var.is_idle() {

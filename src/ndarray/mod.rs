@@ -62,6 +62,38 @@ impl NDArray {
         }
     }
 
+    /// An array of `shape` and `dtype` over memory another library owns (an array taken
+    /// over DLPack), without a copy; `release` hands the memory back once the array and
+    /// the ops on it are gone.
+    ///
+    /// # Safety
+    /// `ptr` must point to `size_of(shape) * dtype.size()` bytes on `ctx` that stay valid,
+    /// and that nothing else writes while rsmx may use them, until `release` runs.
+    pub unsafe fn foreign(
+        ctx: Context,
+        ptr: *mut u8,
+        shape: &[usize],
+        dtype: DType,
+        release: Box<dyn FnOnce() + Send>,
+    ) -> Result<NDArray> {
+        if !(ptr as usize).is_multiple_of(dtype.size()) {
+            release();
+            return Err(Error::Value(format!(
+                "memory at {ptr:p} is not aligned for dtype {dtype}"
+            )));
+        }
+        let n = match Self::bytes_for(shape, dtype) {
+            Ok(n) => n,
+            Err(e) => {
+                release();
+                return Err(e);
+            }
+        };
+        // SAFETY: the caller's guarantees are the chunk's.
+        let chunk = unsafe { Chunk::foreign(ctx, ptr, n, release) };
+        Ok(Self::over(chunk, shape, dtype))
+    }
+
     /// An array of `shape` and `dtype` over the start of `chunk`, which must be big enough.
     pub fn from_chunk(chunk: Arc<Chunk>, shape: &[usize], dtype: DType) -> Result<NDArray> {
         let need = size_of(shape) * dtype.size();

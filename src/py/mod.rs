@@ -1,7 +1,9 @@
 //! The Python extension module `rsmx._core`: the only code that touches pyo3.
 
+mod autograd;
 mod cuda;
 mod dist;
+mod dlpack;
 mod errors;
 mod executor;
 mod kvstore;
@@ -33,18 +35,25 @@ fn invoke(
     guard(name, || {
         let def = op::find(name).py()?;
         let opref = def.build(&attrs).py()?;
-        let ins: Vec<_> = inputs.iter().map(|a| a.inner.clone()).collect();
+        let ins: Vec<_> = inputs.iter().map(|a| a.value()).collect();
         if let Some(outs) = &out {
             if outs.iter().any(|o| !o.is_writable()) {
                 return Err(Error::Value(format!("{name}: output array is read-only"))).py();
             }
         }
-        let outs = out.map(|o| o.iter().map(|a| a.inner.clone()).collect());
+        let outs = out.as_ref().map(|o| o.iter().map(|a| a.value()).collect());
         let ctx = ctx.map(|(t, i)| context_of(t, i)).transpose()?;
-        let mut res = crate::imperative::invoke(&opref, &ins, outs, ctx, is_train).py()?;
+        let mut res = crate::autograd::invoke(&opref, &ins, outs, ctx, is_train).py()?;
+        if let Some(outs) = &out {
+            for (o, (_, e)) in outs.iter().zip(&res) {
+                o.set_entry(e.clone());
+            }
+        }
         // Hidden outputs (a dropout mask, a pooling index) stay inside.
         res.truncate(opref.num_visible_outputs().max(1));
-        res.into_iter().map(|a| ndarray::wrap(py, a)).collect()
+        res.into_iter()
+            .map(|v| PyNDArray::from_value(v).into_object(py))
+            .collect()
     })
 }
 
@@ -199,6 +208,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_io_functions(m)?;
     cuda::add_functions(m)?;
     profiler::add_functions(m)?;
+    autograd::add_functions(m)?;
+    dlpack::add_functions(m)?;
     Ok(())
 }
 
@@ -246,7 +257,18 @@ fn wrap_loaded(py: Python<'_>, loaded: crate::ndarray::io::Loaded) -> PyResult<L
 fn copy_into(src: PyRef<'_, PyNDArray>, dst: PyRef<'_, PyNDArray>) -> PyResult<()> {
     guard("copyto", || {
         let d = dst.writable_inner()?;
-        crate::ndarray::copy_into(&src.inner, &d).py()
+        let recorded = src.entry().is_some() && crate::autograd::is_recording();
+        if !recorded || src.inner.context() != d.context() {
+            return crate::ndarray::copy_into(&src.inner, &d).py();
+        }
+        let copy = op::find("_copy")
+            .and_then(|o| o.build(&Attrs::new()))
+            .py()?;
+        let res =
+            crate::autograd::invoke(&copy, &[src.value()], Some(vec![dst.value()]), None, false)
+                .py()?;
+        dst.set_entry(res[0].1.clone());
+        Ok(())
     })
 }
 

@@ -3,13 +3,14 @@
 //! methods and registers itself, so arrays the core returns are of that class.
 
 use super::errors::{guard, guard_detached, IntoPy};
+use crate::autograd::{self, Entry, Value};
 use crate::context::{Context, DeviceType};
 use crate::dtype::DType;
 use crate::error::Error;
-use crate::imperative::invoke;
 use crate::ndarray::{copy, NDArray};
 use crate::op::{self, Attrs, OpRef};
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use parking_lot::Mutex;
 use pyo3::exceptions::PyTypeError;
 use pyo3::impl_::pyclass_init::PyObjectInit;
 use pyo3::prelude::*;
@@ -23,6 +24,8 @@ use std::sync::OnceLock;
 pub struct PyNDArray {
     pub inner: NDArray,
     writable: bool,
+    /// The array's place in a recorded autograd graph.
+    entry: Mutex<Option<Entry>>,
 }
 
 impl PyNDArray {
@@ -30,7 +33,30 @@ impl PyNDArray {
         PyNDArray {
             inner,
             writable: true,
+            entry: Mutex::new(None),
         }
+    }
+
+    /// A new array holding `value`'s array and entry.
+    pub fn from_value(value: Value) -> PyNDArray {
+        let a = PyNDArray::new(value.0);
+        *a.entry.lock() = value.1;
+        a
+    }
+
+    /// The array with its autograd entry.
+    pub fn value(&self) -> Value {
+        (self.inner.clone(), self.entry())
+    }
+
+    /// The array's autograd entry, if it is in a graph.
+    pub fn entry(&self) -> Option<Entry> {
+        self.entry.lock().clone()
+    }
+
+    /// Sets the array's autograd entry.
+    pub fn set_entry(&self, e: Option<Entry>) {
+        *self.entry.lock() = e;
     }
 
     /// A Python object of the registered array class (`mx.nd.NDArray`) holding `self`;
@@ -150,31 +176,27 @@ fn scalar_name(a: Arith, reverse: bool) -> &'static str {
 /// `lhs <op> rhs` where `rhs` is an NDArray or a number; `reverse` computes `rhs <op> lhs`;
 /// `out` writes in place.
 fn arith(
-    lhs: &NDArray,
+    lhs: Value,
     rhs: &Bound<'_, PyAny>,
     a: Arith,
     reverse: bool,
-    out: Option<NDArray>,
-) -> PyResult<Option<NDArray>> {
+    out: Option<Value>,
+) -> PyResult<Option<Value>> {
     let out = out.map(|o| vec![o]);
     let result = if let Ok(other) = rhs.cast::<PyNDArray>() {
-        let other = other.borrow();
-        let (l, r) = if reverse {
-            (&other.inner, lhs)
-        } else {
-            (lhs, &other.inner)
-        };
-        invoke(arith_op(a), &[l.clone(), r.clone()], out, None, false)
+        let other = other.borrow().value();
+        let ins = if reverse { [other, lhs] } else { [lhs, other] };
+        autograd::invoke(arith_op(a), &ins, out, None, false)
     } else if let Ok(s) = rhs.extract::<f64>() {
         // `{:?}` prints the shortest string that parses back to the same f64.
         let attrs = Attrs::from([("scalar".to_string(), format!("{s:?}"))]);
         op::find(scalar_name(a, reverse))
             .and_then(|d| d.build(&attrs))
-            .and_then(|op| invoke(&op, std::slice::from_ref(lhs), out, None, false))
+            .and_then(|op| autograd::invoke(&op, std::slice::from_ref(&lhs), out, None, false))
     } else {
         return Ok(None);
     };
-    Ok(Some(result.py()?.pop().expect("one output")))
+    Ok(Some(result.py()?.swap_remove(0)))
 }
 
 /// The forward, reflected and in-place methods of each arithmetic operator; `$m` names
@@ -221,18 +243,22 @@ fn binary(
     reverse: bool,
 ) -> PyResult<Py<PyAny>> {
     let py = slf.py();
-    let lhs = slf.borrow().inner.clone();
-    match arith(&lhs, other, a, reverse, None)? {
-        Some(r) => Ok(wrap(py, r)?.into_any()),
+    let lhs = slf.borrow().value();
+    match arith(lhs, other, a, reverse, None)? {
+        Some(r) => Ok(PyNDArray::from_value(r).into_object(py)?.into_any()),
         None => Ok(py.NotImplemented()),
     }
 }
 
 /// `slf <op>= other`.
 fn binary_inplace(slf: &Bound<'_, PyNDArray>, other: &Bound<'_, PyAny>, a: Arith) -> PyResult<()> {
-    let lhs = slf.borrow().writable_inner()?;
-    match arith(&lhs, other, a, false, Some(lhs.clone()))? {
-        Some(_) => Ok(()),
+    let this = slf.borrow();
+    let lhs = (this.writable_inner()?, this.entry());
+    match arith(lhs.clone(), other, a, false, Some(lhs))? {
+        Some((_, entry)) => {
+            this.set_entry(entry);
+            Ok(())
+        }
         None => Err(unsupported(other)),
     }
 }
@@ -337,24 +363,36 @@ impl PyNDArray {
                 )))
                 .py();
             }
-            self.view(self.inner.at_view(j as usize).py()?)
-                .into_object(py)
+            let j = j as usize;
+            if self.entry().is_none() || !autograd::is_recording() {
+                let v = PyNDArray {
+                    inner: self.inner.at_view(j).py()?,
+                    writable: self.writable,
+                    entry: Mutex::new(None),
+                };
+                return v.into_object(py);
+            }
+            // Recorded as MXNet records it: a slice, then a reshape.
+            let row = self.view(|| slice_op(j, j + 1), self.inner.slice_view(j, j + 1).py()?)?;
+            let shape = self.inner.shape()[1..].to_vec();
+            let at = row.inner.reshape_view(&shape).py()?;
+            row.view(|| reshape_op(&shape), at)?.into_object(py)
         })
     }
 
     /// Rows `begin..end` of the first axis, sharing memory.
     fn _slice(&self, py: Python<'_>, begin: usize, end: usize) -> PyResult<Py<PyNDArray>> {
         guard("slice", || {
-            self.view(self.inner.slice_view(begin, end).py()?)
-                .into_object(py)
+            let v = self.inner.slice_view(begin, end).py()?;
+            self.view(|| slice_op(begin, end), v)?.into_object(py)
         })
     }
 
     /// The same memory seen with another shape of the same size.
     fn _reshape_view(&self, py: Python<'_>, shape: Vec<usize>) -> PyResult<Py<PyNDArray>> {
         guard("reshape", || {
-            self.view(self.inner.reshape_view(&shape).py()?)
-                .into_object(py)
+            let v = self.inner.reshape_view(&shape).py()?;
+            self.view(|| reshape_op(&shape), v)?.into_object(py)
         })
     }
 
@@ -442,12 +480,45 @@ impl PyNDArray {
         self.writable
     }
 
-    fn view(&self, inner: NDArray) -> PyNDArray {
-        PyNDArray {
+    /// A view of this array (`inner`, sharing its memory), recorded as `op` while
+    /// recording.
+    fn view(
+        &self,
+        op: impl FnOnce() -> crate::error::Result<OpRef>,
+        inner: NDArray,
+    ) -> PyResult<PyNDArray> {
+        let entry = match self.entry() {
+            Some(e) if autograd::is_recording() => autograd::record_op(
+                &op().py()?,
+                &[(&self.inner, Some(e))],
+                std::slice::from_ref(&inner),
+            )
+            .map(|mut es| es.swap_remove(0)),
+            _ => None,
+        };
+        Ok(PyNDArray {
             inner,
             writable: self.writable,
-        }
+            entry: Mutex::new(entry),
+        })
     }
+}
+
+/// The operator a view of rows `begin..end` is recorded as.
+fn slice_op(begin: usize, end: usize) -> crate::error::Result<OpRef> {
+    let attrs = Attrs::from([
+        ("axis".to_string(), "0".to_string()),
+        ("begin".to_string(), begin.to_string()),
+        ("end".to_string(), end.to_string()),
+    ]);
+    op::find("slice_axis")?.build(&attrs)
+}
+
+/// The operator a reshaped view is recorded as.
+fn reshape_op(shape: &[usize]) -> crate::error::Result<OpRef> {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    let attrs = Attrs::from([("shape".to_string(), format!("({})", dims.join(", ")))]);
+    op::find("Reshape")?.build(&attrs)
 }
 
 fn check_numpy(a: &Bound<'_, PyUntypedArray>, nbytes: usize, dtype: DType) -> PyResult<()> {

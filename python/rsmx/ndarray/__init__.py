@@ -22,6 +22,17 @@ for _name in _ndarray_module.__all__:
     globals()[_name] = getattr(_ndarray_module, _name)
 
 from . import random  # noqa: E402
+from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write  # noqa: E402
 from .utils import load, load_frombuffer, save  # noqa: E402
 
-__all__ = ["NDArray", "random", "save", "load", "load_frombuffer", "op"]
+__all__ = [
+    "NDArray",
+    "random",
+    "save",
+    "load",
+    "load_frombuffer",
+    "op",
+    "from_dlpack",
+    "to_dlpack_for_read",
+    "to_dlpack_for_write",
+]

@@ -361,6 +361,57 @@ class NDArray(_core.NDArrayBase):
             return self.copy()
         return _op("Cast")(self, dtype=np.dtype(dtype).name)
 
+    def attach_grad(self, grad_req: str = "write", stype: str | None = None) -> None:
+        """Marks the array for gradients: ``backward`` writes (``'write'``), adds
+        (``'add'``) or skips (``'null'``) its gradient, in a zeroed buffer ``grad``."""
+        if stype not in (None, "default"):
+            raise MXNetValueError(f"attach_grad: storage type '{stype}' is not supported")
+        grad = _op("zeros_like")(self)
+        _core.autograd_mark_variables([self], [grad], [grad_req])
+
+    @property
+    def grad(self) -> NDArray | None:
+        """The gradient buffer ``attach_grad`` gave the array, else ``None``."""
+        return _core.autograd_get_grad(self)
+
+    @property
+    def _fresh_grad(self) -> bool:
+        """True once ``backward`` wrote the gradient, until cleared."""
+        return _core.autograd_fresh_grad(self)
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, state: bool) -> None:
+        _core.autograd_set_fresh_grad(self, bool(state))
+
+    def detach(self) -> NDArray:
+        """The same data outside any recorded graph."""
+        return _core.autograd_detach(self)
+
+    def backward(self, out_grad: NDArray | None = None, retain_graph: bool = False, train_mode: bool = True) -> None:  # noqa: FBT001, FBT002
+        """Computes the gradients of this array with respect to the marked variables."""
+        heads = [self]
+        grads = [] if out_grad is None else [out_grad]
+        _core.autograd_backward(heads, grads, None, bool(retain_graph), False, bool(train_mode))
+
+    def to_dlpack_for_read(self) -> Any:
+        """A DLPack capsule sharing this array's memory for reading (see
+        ``mx.nd.to_dlpack_for_read``)."""
+        return _core.dlpack_export(self, False)
+
+    def to_dlpack_for_write(self) -> Any:
+        """A DLPack capsule sharing this array's memory for writing."""
+        return _core.dlpack_export(self, True)
+
+    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
+        """The DLPack protocol (``numpy.from_dlpack``, ``torch.from_dlpack``): the
+        memory, shared once pending writes are done."""
+        return _core.dlpack_export(self, False)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """DLPack's (device type, id) of the array: (1, 0) for the CPU."""
+        t, i = self._ctx
+        return (1, 0) if t == 1 else (2, i)
+
     def wait_to_write(self) -> None:
         """Blocks until all pending reads and writes of the array are done."""
         self._wait_to_write()

@@ -1,0 +1,35 @@
+"""DLPack: NDArrays shared without a copy with numpy, PyTorch and other libraries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _core
+from ..base import MXNetTypeError
+from .ndarray import NDArray
+
+__all__ = ["from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write"]
+
+
+def to_dlpack_for_read(data: NDArray) -> Any:
+    """A DLPack capsule sharing ``data``'s memory, once its pending writes are done; the
+    consumer may read it."""
+    return _core.dlpack_export(data, False)
+
+
+def to_dlpack_for_write(data: NDArray) -> Any:
+    """A DLPack capsule sharing ``data``'s memory, once all its pending work is done; the
+    consumer may write it."""
+    return _core.dlpack_export(data, True)
+
+
+def from_dlpack(dlpack: Any) -> NDArray:
+    """An NDArray over the memory of a DLPack capsule, or of any object with
+    ``__dlpack__`` (a numpy array, a PyTorch tensor), without a copy."""
+    if hasattr(dlpack, "__dlpack__"):
+        dlpack = dlpack.__dlpack__()
+    if type(dlpack).__name__ != "PyCapsule":
+        raise MXNetTypeError(
+            f"from_dlpack: expected a DLPack capsule or an object with __dlpack__, got {type(dlpack).__name__}"
+        )
+    return _core.dlpack_import(dlpack)
