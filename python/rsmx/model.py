@@ -15,7 +15,7 @@ from . import symbol as sym
 from .callback import BatchEndParam
 from .context import cpu
 
-__all__ = ["save_checkpoint", "load_checkpoint", "load_params", "BatchEndParam"]
+__all__ = ["save_checkpoint", "load_checkpoint", "load_params", "BatchEndParam", "FeedForward"]
 
 
 def save_checkpoint(prefix: str, epoch: int, symbol, arg_params: dict, aux_params: dict,
@@ -156,3 +156,7 @@ def _update_params(param_arrays: list, grad_arrays: list, updater, num_device: i
         if dev_updates:
             indices, grads, weights = zip(*dev_updates, strict=True)
             updater(list(indices), list(grads), list(weights))
+
+
+# Last: FeedForward builds on the helpers above.
+from .feedforward import FeedForward  # noqa: E402
