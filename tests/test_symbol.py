@@ -251,3 +251,19 @@ def test_operator_docstrings_list_types_and_defaults_beyond_nn():
     assert "dtype : {'float16', 'float32', 'float64', 'int32', 'int64', 'uint8'}" in doc
     assert "lr : float, required" in mx.nd.sgd_update.__doc__
     assert "depth : int, required" in mx.sym.one_hot.__doc__
+
+
+def test_lr_mult_and_wd_mult_on_an_operator_are_node_attributes() -> None:
+    fc = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc", lr_mult=3, wd_mult=0)
+    attrs = fc.attr_dict()
+    for node in ("fc", "fc_weight", "fc_bias"):
+        assert attrs[node]["__lr_mult__"] == "3" and attrs[node]["__wd_mult__"] == "0"
+    mod = mx.mod.Module(fc, label_names=None)
+    mod.bind([("data", (2, 4))])
+    mod.init_params()
+    mod.init_optimizer()
+    assert mod._optimizer.lr_mult == {"fc_weight": 3.0, "fc_bias": 3.0}
+    assert mod._optimizer.wd_mult == {"fc_weight": 0.0, "fc_bias": 0.0}
+    # Imperative calls have no node to keep them on.
+    out = mx.nd.FullyConnected(mx.nd.ones((2, 4)), mx.nd.ones((3, 4)), mx.nd.zeros(3), num_hidden=3, lr_mult=2)
+    assert out.shape == (2, 3)

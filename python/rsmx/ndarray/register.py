@@ -16,6 +16,12 @@ from ..context import Context, current_context
 __all__ = ["attr_str", "make_op_function", "register_all"]
 
 
+# Graph attributes (`lr_mult=2` on a layer): an imperative call has no node to keep them.
+_IGNORED_KEYS = frozenset(
+    ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage", "profiler_scope")
+)
+
+
 def attr_str(key: str, value: Any) -> str:
     """The string MXNet passes to the core for attribute ``key``."""
     if key == "dtype" and value is not None:
@@ -82,7 +88,7 @@ def make_op_function(
         for p, v in zip(free_params, rest, strict=False):
             kwargs[p] = v
         for k, v in kwargs.items():
-            if v is _Null or (v is None and k == "dtype"):
+            if v is _Null or (v is None and k == "dtype") or k in _IGNORED_KEYS:
                 continue
             attrs[k] = attr_str(k, v)
         ctx_pair = None

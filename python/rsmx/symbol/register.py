@@ -12,7 +12,7 @@ from ..attribute import AttrScope
 from ..base import MXNetTypeError, _Null
 from ..name import NameManager
 from ..ndarray.register import attr_str
-from .symbol import Symbol, _stored_attrs
+from .symbol import _HIDDEN_KEYS, Symbol, _stored_attrs
 
 __all__ = ["make_sym_function", "register_all"]
 
@@ -37,6 +37,7 @@ def make_sym_function(
             pos = list(kwargs.pop("data"))
         named: list[tuple[str, Any]] = []
         attrs: dict[str, str] = {}
+        hidden: dict[str, str] = {}
         free = [p for p in params if not (variadic and p == "num_args")]
         if len(rest) > len(free):
             raise MXNetTypeError(f"{func_name}: too many positional arguments")
@@ -49,9 +50,13 @@ def make_sym_function(
                 continue
             elif v is _Null or (v is None and k == "dtype"):
                 continue
+            elif k in _HIDDEN_KEYS:
+                # `lr_mult=2` on an operator is the node's `__lr_mult__`, as in MXNet.
+                hidden[k] = str(v)
             else:
                 attrs[k] = attr_str(k, v)
         attrs.update(_stored_attrs(AttrScope.current().get(attr)))
+        attrs.update(_stored_attrs(hidden))
         node_name = NameManager.current().get(name, hint)
         handle = _core.SymbolHandle.create(op_name, attrs, [s.handle for s in pos], named, node_name)
         return Symbol(handle)

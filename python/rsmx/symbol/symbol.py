@@ -18,7 +18,7 @@ from ..name import NameManager
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json"]
 
-_HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage")
+_HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage", "profiler_scope")
 
 _DTYPE_FLAGS = {
     np.dtype(np.float32): 0,
