@@ -66,3 +66,23 @@ def test_what_cannot_be_shared_is_refused() -> None:
     with pytest.raises(mx.MXNetError, match="DLPack capsule"):
         mx.nd.from_dlpack([1, 2])
     assert mx.nd.ones((2,)).__dlpack_device__() == (1, 0)
+
+
+def test_from_numpy_shares_or_copies_as_asked() -> None:
+    for zero_copy in (False, True):
+        for src in (
+            np.array([[1, 2], [3, 4], [5, 6]], dtype="float32"),
+            np.array((1.0,)).reshape(()),
+            np.array(()).reshape((1, 0, 2)),
+        ):
+            np.testing.assert_array_equal(mx.nd.from_numpy(src.copy(), zero_copy=zero_copy).asnumpy(), src)
+    n = np.array([[1, 2], [3, 4], [5, 6]], dtype="float32")
+    m = mx.nd.from_numpy(n)
+    # Zero-copy: numpy may no longer write it, rsmx writes through to it.
+    with pytest.raises(ValueError):
+        n[2, 1] = 0
+    m[2, 1] = 100
+    m.wait_to_read()
+    assert n[2, 1] == 100
+    with pytest.raises(mx.MXNetError, match="c-contiguous"):
+        mx.nd.from_numpy(np.ones((3, 2)).T)

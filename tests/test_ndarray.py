@@ -243,3 +243,9 @@ def test_batch_norm_refuses_to_write_over_its_data(ctx):
         mx.nd.BatchNorm(a, *stats, out=a).wait_to_read()
     # The engine and the array stay usable.
     np.testing.assert_array_equal((a * 0).asnumpy(), np.zeros((2, 3)))
+
+
+def test_eye_places_ones_on_a_diagonal() -> None:
+    np.testing.assert_array_equal(mx.nd.eye(3).asnumpy(), np.eye(3))
+    np.testing.assert_array_equal(mx.nd.eye(2, 4, k=1, dtype="int32").asnumpy(), np.eye(2, 4, k=1))
+    assert mx.nd.eye(2, dtype="float64").dtype == np.float64

@@ -8,6 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::shape::fmt_shape;
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use std::ffi::{c_void, CStr};
@@ -169,6 +170,11 @@ unsafe impl Send for Borrowed {}
 
 impl Borrowed {
     fn release(self) {
+        // After the interpreter has shut down the producer's memory went with it.
+        // SAFETY: `Py_IsInitialized` may be called at any time, without the GIL.
+        if unsafe { ffi::Py_IsInitialized() } == 0 {
+            return;
+        }
         Python::attach(|_| {
             // SAFETY: the tensor was taken from a `dltensor` capsule and is released once.
             unsafe {
@@ -242,7 +248,8 @@ unsafe fn tensor_layout(t: &DlTensor) -> Result<(Vec<usize>, DType)> {
             usize::try_from(d).map_err(|_| Error::Value(format!("from_dlpack: bad dimension {d}")))
         })
         .collect::<Result<_>>()?;
-    if !t.strides.is_null() && ndim > 0 {
+    // Strides say nothing about an array without elements.
+    if !t.strides.is_null() && ndim > 0 && !shape.contains(&0) {
         // SAFETY: as above.
         let strides = unsafe { std::slice::from_raw_parts(t.strides, ndim) };
         let mut want = 1i64;
@@ -258,6 +265,60 @@ unsafe fn tensor_layout(t: &DlTensor) -> Result<(Vec<usize>, DType)> {
         }
     }
     Ok((shape, dtype))
+}
+
+/// A reference to a Python object, dropped under the GIL when rsmx is done with its memory.
+struct Lender {
+    _object: Py<PyAny>,
+}
+
+impl Lender {
+    fn release(self) {
+        // After the interpreter has shut down there is nothing left to hand back.
+        // SAFETY: `Py_IsInitialized` may be called at any time, without the GIL.
+        if unsafe { ffi::Py_IsInitialized() } == 0 {
+            std::mem::forget(self);
+            return;
+        }
+        Python::attach(|_| drop(self));
+    }
+}
+
+/// An array over a C-contiguous numpy array's memory (`mx.nd.from_numpy`), holding the
+/// numpy array until rsmx is done with it.
+#[pyfunction]
+fn numpy_share(
+    py: Python<'_>,
+    src: Bound<'_, PyUntypedArray>,
+    dtype_flag: i32,
+) -> PyResult<Py<PyNDArray>> {
+    guard("from_numpy", || {
+        let dtype = DType::from_flag(dtype_flag).py()?;
+        if !src.is_c_contiguous() || src.dtype().itemsize() != dtype.size() {
+            return Err(Error::Value(
+                "from_numpy: only C-contiguous arrays of a supported dtype can be shared".into(),
+            ))
+            .py();
+        }
+        let shape = src.shape().to_vec();
+        // SAFETY: a numpy array's data pointer, valid while the array (held below) lives.
+        let data = unsafe { (*src.as_array_ptr()).data as *mut u8 };
+        let lender = Lender {
+            _object: src.into_any().unbind(),
+        };
+        // SAFETY: the numpy array is kept alive until the chunk hands it back.
+        let a = unsafe {
+            NDArray::foreign(
+                Context::cpu(0),
+                data,
+                &shape,
+                dtype,
+                Box::new(move || lender.release()),
+            )
+        }
+        .py()?;
+        PyNDArray::new(a).into_object(py)
+    })
 }
 
 /// A `dltensor` capsule over the array's memory, once pending writes are done.
@@ -293,5 +354,6 @@ fn dlpack_import(py: Python<'_>, capsule: Bound<'_, PyAny>) -> PyResult<Py<PyNDA
 pub fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dlpack_export, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_import, m)?)?;
+    m.add_function(wrap_pyfunction!(numpy_share, m)?)?;
     Ok(())
 }

@@ -22,7 +22,7 @@ for _name in _ndarray_module.__all__:
     globals()[_name] = getattr(_ndarray_module, _name)
 
 from . import random  # noqa: E402
-from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write  # noqa: E402
+from .dlpack import from_dlpack, from_numpy, to_dlpack_for_read, to_dlpack_for_write  # noqa: E402
 from .utils import load, load_frombuffer, save  # noqa: E402
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "load_frombuffer",
     "op",
     "from_dlpack",
+    "from_numpy",
     "to_dlpack_for_read",
     "to_dlpack_for_write",
 ]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _core
-from ..base import MXNetTypeError
-from .ndarray import NDArray
+import numpy as np
 
-__all__ = ["from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write"]
+from .. import _core
+from ..base import MXNetTypeError, MXNetValueError
+from .ndarray import NDArray, _flag, array
+
+__all__ = ["from_dlpack", "from_numpy", "to_dlpack_for_read", "to_dlpack_for_write"]
 
 
 def to_dlpack_for_read(data: NDArray) -> Any:
@@ -33,3 +35,15 @@ def from_dlpack(dlpack: Any) -> NDArray:
             f"from_dlpack: expected a DLPack capsule or an object with __dlpack__, got {type(dlpack).__name__}"
         )
     return _core.dlpack_import(dlpack)
+
+
+def from_numpy(ndarray: np.ndarray, zero_copy: bool = True, array_cls: Any = NDArray) -> NDArray:  # noqa: FBT001, FBT002
+    """An NDArray with the contents of a numpy array. With ``zero_copy`` (a C-contiguous
+    array only) it is backed by the numpy array's memory, which is made read-only on the
+    numpy side, as MXNet does; otherwise the data is copied."""
+    if not zero_copy:
+        return array(ndarray, dtype=ndarray.dtype)
+    if not ndarray.flags["C_CONTIGUOUS"]:
+        raise MXNetValueError("Only c-contiguous arrays are supported for zero-copy")
+    ndarray.flags["WRITEABLE"] = False
+    return _core.numpy_share(ndarray, _flag(ndarray.dtype))

@@ -19,6 +19,7 @@ __all__ = [
     "ones",
     "full",
     "arange",
+    "eye",
     "waitall",
     "concatenate",
     "moveaxis",
@@ -138,6 +139,12 @@ def full(shape: Any, val: Any, ctx: Any = None, dtype: Any = mx_real_t, out: Any
     return _op("_full")(
         shape=tuple(shape), value=float(val), dtype=np.dtype(dtype or mx_real_t).name, ctx=_ctx(ctx), out=out
     )
+
+
+def eye(N: int, M: int = 0, k: int = 0, ctx: Any = None, dtype: Any = mx_real_t, **kwargs: Any) -> NDArray:  # noqa: N803
+    """An ``N`` by ``M`` (``N`` when 0) array with ones on diagonal ``k`` and zeros
+    elsewhere."""
+    return _op("_eye")(N=N, M=M, k=k, ctx=_ctx(ctx), dtype=np.dtype(dtype or mx_real_t).name, **kwargs)
 
 
 def arange(
@@ -516,6 +523,10 @@ class NDArray(_core.NDArrayBase):
 
     def __div__(self, other: Any) -> NDArray:
         return self.__truediv__(other)
+
+
+# MXNet's module names the builtin so; its tests import it from here.
+py_slice = slice
 
 
 def _rebuild(a: np.ndarray) -> NDArray:
