@@ -2,12 +2,12 @@
 //! outputs, find the kernel for the device and push it to the engine.
 
 use crate::context::Context;
-use crate::engine::{self, PushSpec, Var};
+use crate::engine::{self, FnProperty, PushSpec, Var};
 use crate::error::{Error, Result};
 use crate::kernels::{call_kernel, kernel_for, KernelFn};
 use crate::ndarray::{NDArray, TBlob};
 use crate::op::resource::rng_resource;
-use crate::op::{OpContext, OpRef, OpReq};
+use crate::op::{AsyncCall, OpContext, OpRef, OpReq};
 use crate::shape::{fmt_shape, Shape};
 use smallvec::SmallVec;
 
@@ -49,7 +49,7 @@ pub fn invoke_at(
 ) -> Result<Vec<NDArray>> {
     let name = op.name();
     let ctx = common_context(name, inputs, ctx).map_err(|e| e.in_op(name))?;
-    let kernel = kernel_for(op.as_ref(), ctx)?;
+    let kernel = kernel_unless_async(op, ctx)?;
     let in_shapes: SmallVec<[Shape; 4]> = inputs
         .iter()
         .map(|a| Shape::from_slice(a.shape()))
@@ -100,7 +100,7 @@ pub fn invoke_into(
     is_train: bool,
 ) -> Result<Vec<NDArray>> {
     let name = op.name();
-    let kernel = kernel_for(op.as_ref(), ctx)?;
+    let kernel = kernel_unless_async(op, ctx)?;
     let mut in_shapes: Vec<Option<Shape>> = inputs
         .iter()
         .map(|a| Some(Shape::from_slice(a.shape())))
@@ -162,10 +162,34 @@ fn check_outputs(
     Ok(())
 }
 
-/// Pushes `kernel` of `op` with the arrays' variables as dependencies and `priority`.
+/// The kernel of `op` on `ctx`; `None` for an asynchronous operator, which has none.
+fn kernel_unless_async(op: &OpRef, ctx: Context) -> Result<Option<KernelFn>> {
+    if op.as_async().is_some() {
+        return Ok(None);
+    }
+    kernel_for(op.as_ref(), ctx).map(Some)
+}
+
+/// The operator to run on `inputs`: for a stateful one (a custom operator), an instance
+/// of its own for this call; otherwise `op` itself.
+pub fn instantiate(op: &OpRef, inputs: &[NDArray], ctx: Option<Context>) -> Result<OpRef> {
+    let ctx = common_context(op.name(), inputs, ctx)?;
+    let shapes: Vec<Shape> = inputs
+        .iter()
+        .map(|a| Shape::from_slice(a.shape()))
+        .collect();
+    let types: Vec<crate::dtype::DType> = inputs.iter().map(|a| a.dtype()).collect();
+    Ok(op
+        .instantiate(ctx, &shapes, &types)
+        .map_err(|e| e.in_op(op.name()))?
+        .unwrap_or_else(|| op.clone()))
+}
+
+/// Pushes `kernel` of `op` (or, without one, the asynchronous operator `op`) with the
+/// arrays' variables as dependencies and `priority`.
 fn push_kernel(
     op: OpRef,
-    kernel: KernelFn,
+    kernel: Option<KernelFn>,
     inputs: &[NDArray],
     outputs: &[NDArray],
     ctx: Context,
@@ -207,6 +231,31 @@ fn push_kernel(
         None
     };
     let name = op.name();
+    let Some(kernel) = kernel else {
+        let call_inputs = inputs.iter().map(|a| (a.blob(), a.var().clone())).collect();
+        let call_outputs = outputs.iter().map(|a| (a.blob(), a.var().clone())).collect();
+        let req = req.to_vec();
+        engine::get().push_async(
+            Box::new(move |rctx, done| {
+                let call = AsyncCall {
+                    is_train,
+                    ctx,
+                    stream: rctx.stream,
+                    inputs: call_inputs,
+                    outputs: call_outputs,
+                    req,
+                };
+                match op.as_async() {
+                    Some(a) => a.start(call, done),
+                    None => done.done(Err(Error::Runtime(format!("{name}: not asynchronous")))),
+                }
+            }),
+            PushSpec::new(name, ctx, &const_vars, &mutable_vars)
+                .priority(priority)
+                .prop(FnProperty::Async),
+        );
+        return;
+    };
     engine::get().push_sync(
         Box::new(move |rctx| {
             let mut guard = rng.map(|r| r.lock());

@@ -10,6 +10,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub mod autograd;
 pub mod context;
 pub mod cuda;
+pub mod custom;
 pub mod dtype;
 pub mod engine;
 pub mod error;

@@ -221,6 +221,7 @@ pub fn invoke(
     }
     let arrays: Vec<NDArray> = inputs.iter().map(|(a, _)| a.clone()).collect();
     let out = out.map(|o| o.into_iter().map(|(a, _)| a).collect());
+    let op = &crate::imperative::instantiate(op, &arrays, ctx)?;
     let outs = crate::imperative::invoke(op, &arrays, out, ctx, is_train || is_training())?;
     let with: Vec<(&NDArray, Option<Entry>)> = inputs.iter().map(|(a, e)| (a, e.clone())).collect();
     Ok(match record_op(op, &with, &outs) {

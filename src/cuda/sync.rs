@@ -96,6 +96,31 @@ pub fn adopt_fence(var: &Var, fence: Vec<Event>) {
     }
 }
 
+/// Gives `alias`, a new variable over the memory `real` guards, `real`'s events: GPU ops
+/// on the alias then wait for the work on that memory as ops on `real` would.
+pub fn share_events(alias: &Var, real: &Var) {
+    let Some(sync) = real.gpu_sync() else {
+        return;
+    };
+    let (writer, readers) = {
+        let s = sync.lock();
+        (s.writer.clone(), s.readers.clone())
+    };
+    let mut a = alias.gpu_sync_or_init().lock();
+    a.writer = writer;
+    a.readers = readers;
+}
+
+/// Makes `stream` wait for all GPU work on `var`: its last write and the reads since.
+pub fn stream_wait(stream: StreamHandle, var: &Var) -> Result<()> {
+    for e in fence_of(var) {
+        if e.stream() != stream {
+            e.wait_on(stream)?;
+        }
+    }
+    Ok(())
+}
+
 /// The events after which memory guarded by `var` is free of GPU work.
 pub fn fence_of(var: &Var) -> Vec<Event> {
     var.gpu_sync()

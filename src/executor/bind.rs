@@ -10,7 +10,7 @@ use crate::graph::infer::{infer_shapes, infer_types};
 use crate::graph::plan::{plan_memory, MemoryPlan};
 use crate::graph::{gradient, topo_order, IndexedGraph, Node, Symbol};
 use crate::ndarray::NDArray;
-use crate::op::OpReq;
+use crate::op::{Grad, OpRef, OpReq};
 use crate::shape::{fmt_shape, Shape};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
@@ -302,9 +302,11 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
     // Steps.
     let mut steps = Vec::new();
     let mut forward_steps = 0;
+    let mut instances: HashMap<*const Node, OpRef> = HashMap::new();
     for (i, node) in g.nodes.iter().enumerate() {
         let Some(op) = &node.op else { continue };
         let ctx = node_ctx[i];
+        let op = node_instance(node, op, ctx, &g.inputs[i], &shapes, &types, &mut instances)?;
         let mut inputs = Vec::with_capacity(g.inputs[i].len());
         for &e in &g.inputs[i] {
             let a = arrays[e].clone().expect("every entry has an array");
@@ -334,7 +336,7 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
             .collect();
         steps.push(Step::Op(Arc::new(OpStep::new(
             node.name.clone(),
-            op.clone(),
+            op,
             inputs,
             outputs,
             req,
@@ -380,4 +382,38 @@ fn bytes_of(shapes: &[Option<Shape>], types: &[Option<DType>], e: usize) -> usiz
         .as_ref()
         .map_or(0, |s| s.iter().product::<usize>())
         * types[e].map_or(0, |t| t.size())
+}
+
+/// The operator a node's step runs. A stateful operator (a custom op) gets an instance of
+/// its own for this executor, made from its inputs' shapes and types, and its backward
+/// node the gradient operator of that instance, so the two share the state.
+fn node_instance(
+    node: &Arc<Node>,
+    op: &OpRef,
+    ctx: Context,
+    inputs: &[usize],
+    shapes: &[Option<Shape>],
+    types: &[Option<DType>],
+    instances: &mut HashMap<*const Node, OpRef>,
+) -> Result<OpRef> {
+    if let Some(b) = &node.backward_of {
+        if let Some(fwd) = instances.get(&Arc::as_ptr(&b.forward)) {
+            if let Grad::Op(g) = fwd.gradient() {
+                return Ok(g.op);
+            }
+        }
+        return Ok(op.clone());
+    }
+    let in_shapes: Vec<Shape> = inputs.iter().filter_map(|&e| shapes[e].clone()).collect();
+    let in_types: Vec<DType> = inputs.iter().filter_map(|&e| types[e]).collect();
+    match op
+        .instantiate(ctx, &in_shapes, &in_types)
+        .map_err(|e| e.at_node(op.name(), &node.name))?
+    {
+        Some(inst) => {
+            instances.insert(Arc::as_ptr(node), inst.clone());
+            Ok(inst)
+        }
+        None => Ok(op.clone()),
+    }
 }

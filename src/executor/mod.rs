@@ -151,7 +151,7 @@ fn bulk_groups(steps: &[Step], range: std::ops::Range<usize>) -> Vec<std::ops::R
     let mut groups = Vec::new();
     let mut start = range.start;
     let small = |s: &Step| match s {
-        Step::Op(o) => o.outputs.iter().all(|a| a.size() <= BULK_MAX_ELEMS),
+        Step::Op(o) => !o.is_async() && o.outputs.iter().all(|a| a.size() <= BULK_MAX_ELEMS),
         Step::Copy(_) => false,
     };
     let ctx_of = |s: &Step| match s {

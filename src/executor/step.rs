@@ -2,12 +2,12 @@
 //! contexts, pushed to the engine with its dependencies worked out at bind time.
 
 use crate::context::Context;
-use crate::engine::{self, PushSpec, RunContext, Var};
-use crate::error::Result;
+use crate::engine::{self, FnProperty, PushSpec, RunContext, Var};
+use crate::error::{Error, Result};
 use crate::kernels::{call_kernel, kernel_for, KernelFn};
 use crate::ndarray::{NDArray, TBlob};
 use crate::op::resource::{rng_resource, RngResource};
-use crate::op::{OpContext, OpRef, OpReq};
+use crate::op::{AsyncCall, OpContext, OpRef, OpReq};
 use crate::profiler;
 use std::sync::Arc;
 
@@ -30,7 +30,8 @@ pub struct OpStep {
     const_vars: Vec<Var>,
     mutable_vars: Vec<Var>,
     rng: Option<&'static RngResource>,
-    kernel: KernelFn,
+    /// `None` for an asynchronous operator (a custom op), which has no kernel.
+    kernel: Option<KernelFn>,
 }
 
 /// A copy of one array into another, for inputs that live on another context.
@@ -59,7 +60,10 @@ impl OpStep {
         req: Vec<OpReq>,
         ctx: Context,
     ) -> Result<OpStep> {
-        let kernel = kernel_for(op.as_ref(), ctx)?;
+        let kernel = match op.as_async() {
+            Some(_) => None,
+            None => Some(kernel_for(op.as_ref(), ctx)?),
+        };
         let aux = op.aux_inputs();
         let mut const_vars = Vec::new();
         // Outputs that are not written (scratch arrays) add no dependency.
@@ -96,8 +100,20 @@ impl OpStep {
         })
     }
 
+    /// True for an asynchronous operator, pushed on its own and never bulked.
+    pub fn is_async(&self) -> bool {
+        self.kernel.is_none()
+    }
+
     /// Runs the kernel now, on the calling thread.
     pub fn run(&self, is_train: bool, rctx: RunContext) -> Result<()> {
+        let Some(kernel) = self.kernel else {
+            return Err(Error::Runtime(format!(
+                "{}: an asynchronous operator cannot run inside another op",
+                self.op.name()
+            ))
+            .at_node(self.op.name(), &self.name));
+        };
         let mut guard = self.rng.map(|r| r.lock());
         let mut octx = OpContext {
             is_train,
@@ -106,7 +122,7 @@ impl OpStep {
             stream: rctx.stream,
         };
         call_kernel(
-            self.kernel,
+            kernel,
             self.op.as_ref(),
             &mut octx,
             &self.in_blobs,
@@ -117,10 +133,37 @@ impl OpStep {
     }
 }
 
+impl OpStep {
+    fn push_async(self: &Arc<Self>, is_train: bool) {
+        let step = self.clone();
+        engine::get().push_async(
+            Box::new(move |rctx, done| {
+                let Some(op) = step.op.as_async() else {
+                    return done.done(step.run(is_train, rctx));
+                };
+                let pair = |(a, b): (&NDArray, &TBlob)| (b.clone(), a.var().clone());
+                let call = AsyncCall {
+                    is_train,
+                    ctx: step.ctx,
+                    stream: rctx.stream,
+                    inputs: step.inputs.iter().zip(&step.in_blobs).map(pair).collect(),
+                    outputs: step.outputs.iter().zip(&step.out_blobs).map(pair).collect(),
+                    req: step.req.clone(),
+                };
+                op.start(call, done);
+            }),
+            PushSpec::new(self.op.name(), self.ctx, &self.const_vars, &self.mutable_vars)
+                .symbolic()
+                .prop(FnProperty::Async),
+        );
+    }
+}
+
 impl Step {
     /// Pushes the step to the engine.
     pub fn push(&self, is_train: bool) {
         match self {
+            Step::Op(s) if s.is_async() => s.push_async(is_train),
             Step::Op(s) => {
                 let step = s.clone();
                 engine::get().push_sync(

@@ -75,11 +75,26 @@ pub(super) fn keep(ctx: Context, block: Block, var: Var) -> Result<(), (Block, V
     BIN.keep(ctx, block, var)
 }
 
+thread_local! {
+    static REUSE: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Stops this thread from reusing kept blocks. A custom operator's thread must not: the
+/// ops a kept variable waits for may include the custom op itself, which waits for what
+/// its thread pushes.
+pub fn forbid_reuse_on_this_thread() {
+    REUSE.with(|r| r.set(false));
+}
+
 /// A kept block of exactly `bytes` bytes on `ctx`, with its variable handed over to a
 /// new owner whose next op must write it (see [`Var::hand_over`]). Host threads only,
 /// since the ops the variable waits for may be an engine worker's to run.
 pub(super) fn take(ctx: Context, bytes: usize) -> Option<(Block, Var)> {
-    if bytes == 0 || bytes > MAX_BLOCK_BYTES || engine::is_worker_thread() {
+    if bytes == 0
+        || bytes > MAX_BLOCK_BYTES
+        || engine::is_worker_thread()
+        || !REUSE.with(|r| r.get())
+    {
         return None;
     }
     BIN.take(ctx, bytes)

@@ -231,6 +231,44 @@ pub trait Operator: Send + Sync + AsAny {
     fn gradient(&self) -> Grad {
         Grad::Undefined
     }
+
+    /// For a stateful operator (a custom operator), a copy with state of its own for one
+    /// executor node or one imperative call, made from where it runs and its inputs'
+    /// shapes and types. `None` for the others, whose parsed operator is shared.
+    fn instantiate(
+        &self,
+        _ctx: Context,
+        _shapes: &[Shape],
+        _types: &[DType],
+    ) -> Result<Option<OpRef>> {
+        Ok(None)
+    }
+
+    /// For an operator whose work runs outside the engine's workers (a custom operator's
+    /// Python code), how to start it. Such an operator has no kernel: it is pushed as an
+    /// asynchronous engine op, never bulked with others.
+    fn as_async(&self) -> Option<&dyn AsyncOperator> {
+        None
+    }
+}
+
+/// An operator run as an asynchronous engine op (see [`Operator::as_async`]).
+pub trait AsyncOperator {
+    /// Starts the work on `call`'s arrays, from the thread the engine runs the op on;
+    /// `done` reports when everything it started has finished.
+    fn start(&self, call: AsyncCall, done: crate::engine::OnComplete);
+}
+
+/// The arrays and mode of one run of an asynchronous operator: each array as its memory
+/// and the engine variable that guards it.
+pub struct AsyncCall {
+    pub is_train: bool,
+    pub ctx: Context,
+    /// The GPU stream the engine readied for the op (`None` on the CPU).
+    pub stream: Option<crate::engine::StreamHandle>,
+    pub inputs: Vec<(crate::ndarray::TBlob, crate::engine::Var)>,
+    pub outputs: Vec<(crate::ndarray::TBlob, crate::engine::Var)>,
+    pub req: Vec<OpReq>,
 }
 
 /// The gradient of an operator.

@@ -2,6 +2,7 @@
 
 mod autograd;
 mod cuda;
+mod custom;
 mod dist;
 mod dlpack;
 mod errors;
@@ -180,6 +181,7 @@ fn random_seed(seed: u64, ctx: Option<(i32, i32)>) -> PyResult<()> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     crate::engine::size_kernel_pool();
+    custom::install();
     m.add_class::<PyNDArray>()?;
     m.add_class::<symbol::PySymbol>()?;
     m.add_class::<executor::PyExecutor>()?;
