@@ -233,7 +233,10 @@ fn push_kernel(
     let name = op.name();
     let Some(kernel) = kernel else {
         let call_inputs = inputs.iter().map(|a| (a.blob(), a.var().clone())).collect();
-        let call_outputs = outputs.iter().map(|a| (a.blob(), a.var().clone())).collect();
+        let call_outputs = outputs
+            .iter()
+            .map(|a| (a.blob(), a.var().clone()))
+            .collect();
         let req = req.to_vec();
         engine::get().push_async(
             Box::new(move |rctx, done| {

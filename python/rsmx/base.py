@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from typing import Any
 import os
 
 import numpy as np
@@ -94,3 +95,10 @@ def data_dir_default() -> str:
 def data_dir() -> str:
     """Where downloaded data and models go: ``MXNET_HOME``, or ``~/.mxnet``."""
     return os.getenv("MXNET_HOME", data_dir_default())
+
+
+def _as_list(obj: Any) -> Any:
+    """``obj`` itself if it is a list or tuple, else ``[obj]``."""
+    if isinstance(obj, (list, tuple)):
+        return obj
+    return [obj]

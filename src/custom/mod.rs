@@ -108,6 +108,8 @@ pub fn set_provider(p: Box<dyn Provider>) {
 
 fn provider() -> Result<&'static dyn Provider> {
     PROVIDER.get().map(|p| p.as_ref()).ok_or_else(|| {
-        Error::Runtime("Custom: no custom operators can be made without the Python front end".into())
+        Error::Runtime(
+            "Custom: no custom operators can be made without the Python front end".into(),
+        )
     })
 }

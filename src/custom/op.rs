@@ -47,7 +47,7 @@ fn create(attrs: &Attrs) -> Result<OpRef> {
         .collect();
     let prop = provider()?.create(op_type, &kwargs)?;
     Ok(Arc::new(CustomOp {
-        op_type: op_type.clone(),
+        op_type: op_type.as_str().into(),
         prop,
         instance: Arc::new(Mutex::new(None)),
     }))
@@ -59,7 +59,7 @@ type Slot = Arc<Mutex<Option<Arc<dyn CustomInstance>>>>;
 
 /// A custom operator: a node of type `op_type`.
 pub struct CustomOp {
-    op_type: String,
+    op_type: Arc<str>,
     prop: Arc<dyn CustomProp>,
     instance: Slot,
 }
@@ -242,7 +242,7 @@ impl Operator for CustomOp {
             .map(|&d| d - n_out - n_args)
             .collect();
         let backward = BackwardCustom {
-            op_type: self.op_type.clone(),
+            scope: format!("_backward_{}", self.op_type).into(),
             prop: self.prop.clone(),
             instance: self.instance.clone(),
             ograds: ograds.clone(),
@@ -258,7 +258,12 @@ impl Operator for CustomOp {
         })
     }
 
-    fn instantiate(&self, ctx: Context, shapes: &[Shape], types: &[DType]) -> Result<Option<OpRef>> {
+    fn instantiate(
+        &self,
+        ctx: Context,
+        shapes: &[Shape],
+        types: &[DType],
+    ) -> Result<Option<OpRef>> {
         let instance = self.prop.create_operator(ctx, shapes, types)?;
         Ok(Some(Arc::new(CustomOp {
             op_type: self.op_type.clone(),
@@ -277,7 +282,7 @@ impl AsyncOperator for CustomOp {
         let prop = self.prop.clone();
         let slot = self.instance.clone();
         let n_args = self.n_args();
-        run::start(call, done, move |c: Aliases| {
+        run::start(self.op_type.clone(), call, done, move |c: Aliases| {
             let ins: Vec<(Shape, DType)> = c
                 .inputs
                 .iter()
@@ -303,7 +308,8 @@ impl AsyncOperator for CustomOp {
 /// (declared arguments, then every auxiliary state) and the forward outputs in `outputs`;
 /// its outputs the arguments' gradients.
 pub struct BackwardCustom {
-    op_type: String,
+    /// `_backward_<op_type>`, as the profiler names its code.
+    scope: Arc<str>,
     prop: Arc<dyn CustomProp>,
     instance: Slot,
     ograds: Vec<usize>,
@@ -323,8 +329,8 @@ impl Operator for BackwardCustom {
     // The gradient pass gives the outputs the shapes and types of the forward inputs.
     fn infer_shape(&self, _inputs: &[Shape]) -> Result<Vec<Shape>> {
         Err(Error::Runtime(format!(
-            "_backward_Custom '{}': its output shapes are its forward inputs'",
-            self.op_type
+            "{}: its output shapes are its forward inputs'",
+            self.scope
         )))
     }
 
@@ -350,8 +356,8 @@ impl AsyncOperator for BackwardCustom {
             self.inputs.clone(),
             self.outputs.clone(),
         );
-        let op_type = self.op_type.clone();
-        run::start(call, done, move |c: Aliases| {
+        let scope = self.scope.clone();
+        run::start(self.scope.clone(), call, done, move |c: Aliases| {
             let n_out = prop.outputs().len();
             let n_args = prop.arguments().len();
             let mut given = c.inputs.into_iter();
@@ -372,9 +378,7 @@ impl AsyncOperator for BackwardCustom {
                 out_data[o] = given.next();
             }
             let instance = slot.lock().clone().ok_or_else(|| {
-                Error::Runtime(format!(
-                    "_backward_Custom '{op_type}': backward before the forward pass"
-                ))
+                Error::Runtime(format!("{scope}: backward before the forward pass"))
             })?;
             instance.backward(BackwardCall {
                 ctx: c.ctx,

@@ -8,11 +8,12 @@ use crate::engine::{self, EngineKind, OnComplete, PushSpec, StreamHandle, Var};
 use crate::error::{Error, Result};
 use crate::ndarray::{NDArray, TBlob};
 use crate::op::{AsyncCall, OpReq};
+use crate::profiler;
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// What the user code of one run gets.
 pub(super) struct Aliases {
@@ -26,12 +27,14 @@ pub(super) struct Aliases {
 /// Runs `work` for `call`, then completes the op through `done` once everything `work`
 /// pushed has finished. Under the NaiveEngine, or when the op is started from a
 /// custom-op thread (a custom op inside another's code), it runs on the calling thread.
+/// `scope` names the code to the profiler (`MySigmoid`, `_backward_MySigmoid`).
 pub(super) fn start(
+    scope: Arc<str>,
     call: AsyncCall,
     done: OnComplete,
     work: impl FnOnce(Aliases) -> Result<()> + Send + 'static,
 ) {
-    let task = move || run(call, done, work);
+    let task = move || run(scope, call, done, work);
     if engine::get().kind() == EngineKind::Naive || ON_POOL.with(Cell::get) {
         task();
     } else {
@@ -39,7 +42,12 @@ pub(super) fn start(
     }
 }
 
-fn run(call: AsyncCall, done: OnComplete, work: impl FnOnce(Aliases) -> Result<()>) {
+fn run(
+    scope: Arc<str>,
+    call: AsyncCall,
+    done: OnComplete,
+    work: impl FnOnce(Aliases) -> Result<()>,
+) {
     let AsyncCall {
         is_train,
         ctx,
@@ -63,8 +71,25 @@ fn run(call: AsyncCall, done: OnComplete, work: impl FnOnce(Aliases) -> Result<(
         inputs: ins,
         outputs: outs,
     };
+    let outer = profiler::set_custom_scope(Some(scope.clone()));
+    let began = profiler::now_us();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(arrays)))
-        .unwrap_or_else(|_| Err(Error::Runtime("Custom: the operator's code panicked".into())));
+        .unwrap_or_else(|_| {
+            Err(Error::Runtime(
+                "Custom: the operator's code panicked".into(),
+            ))
+        });
+    profiler::set_custom_scope(outer);
+    if profiler::ops_active(false) {
+        let name = format!("{scope}::pure_python");
+        profiler::record_span(
+            profiler::CUSTOM_OPERATOR,
+            &name,
+            began,
+            profiler::now_us(),
+            false,
+        );
+    }
     let finisher = Finisher {
         done: Some(done),
         error: result.err(),

@@ -130,6 +130,8 @@ pub(crate) struct OprBlock {
     inherited: OnceLock<ErrorRef>,
     /// When an async body started, while the profiler records ops (0: not recorded).
     profiled_start: AtomicU64,
+    /// The custom operator whose code pushed this op, while the profiler records ops.
+    custom_scope: Option<Arc<str>>,
 }
 
 /// Removes duplicates within each list and drops reads of variables the op also writes.
@@ -207,6 +209,11 @@ impl OprBlock {
             async_state: AtomicU8::new(RUNNING),
             inherited: OnceLock::new(),
             profiled_start: AtomicU64::new(0),
+            custom_scope: if profiler::ops_active(symbolic) {
+                profiler::custom_scope()
+            } else {
+                None
+            },
         });
         let mut let_through = 1;
         for v in &op.const_vars {
@@ -291,7 +298,13 @@ impl OprBlock {
                 if let Some(start) = start {
                     // A bulk records each of its steps itself.
                     if self.name != BULK {
-                        profiler::record_op(self.name, self.ctx, start, self.symbolic);
+                        profiler::record_op_in(
+                            self.custom_scope.as_deref(),
+                            self.name,
+                            self.ctx,
+                            start,
+                            self.symbolic,
+                        );
                     }
                 }
                 if let (Ok(()), Some(g)) = (&r, &gpu) {
@@ -304,16 +317,18 @@ impl OprBlock {
                     self.profiled_start
                         .store(profiler::now_us(), Ordering::Relaxed);
                 }
-                let mut done = OnComplete::for_opr(self.clone());
-                if let Some(g) = gpu {
+                let done = match gpu {
                     // The event goes on the stream when the op reports its completion, so
                     // that it covers everything the op enqueued.
-                    let me = self.clone();
-                    done = OnComplete::new(move |r| {
-                        let r = r.and_then(|()| me.finish_gpu(&g));
-                        me.complete_async(r);
-                    });
-                }
+                    Some(g) => {
+                        let me = self.clone();
+                        OnComplete::new(move |r| {
+                            let r = r.and_then(|()| me.finish_gpu(&g));
+                            me.complete_async(r);
+                        })
+                    }
+                    None => OnComplete::for_opr(self.clone()),
+                };
                 let me = Arc::as_ptr(&self) as usize;
                 let outer = RUNNING_ASYNC.with(|c| c.replace(me));
                 let r = catch_unwind(AssertUnwindSafe(move || f(rctx, done)));
@@ -365,7 +380,13 @@ impl OprBlock {
     pub(crate) fn complete_async(self: OprRef, result: Result<()>) {
         let start = self.profiled_start.load(Ordering::Relaxed);
         if start != 0 {
-            profiler::record_op(self.name, self.ctx, start, self.symbolic);
+            profiler::record_op_in(
+                self.custom_scope.as_deref(),
+                self.name,
+                self.ctx,
+                start,
+                self.symbolic,
+            );
         }
         self.finish(result.err().map(ErrorCell::new), false);
     }

@@ -152,9 +152,14 @@ impl OpStep {
                 };
                 op.start(call, done);
             }),
-            PushSpec::new(self.op.name(), self.ctx, &self.const_vars, &self.mutable_vars)
-                .symbolic()
-                .prop(FnProperty::Async),
+            PushSpec::new(
+                self.op.name(),
+                self.ctx,
+                &self.const_vars,
+                &self.mutable_vars,
+            )
+            .symbolic()
+            .prop(FnProperty::Async),
         );
     }
 }

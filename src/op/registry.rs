@@ -141,7 +141,8 @@ mod tests {
     #[test]
     fn every_operator_rejects_unknown_attributes() {
         let attrs: Attrs = [("no_such_argument".to_string(), "1".to_string())].into();
-        for def in list_ops() {
+        // `Custom` passes its attributes to the user's property class, which checks them.
+        for def in list_ops().iter().filter(|d| d.name != "Custom") {
             let e = def
                 .build(&attrs)
                 .err()

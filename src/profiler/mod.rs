@@ -15,7 +15,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// True while the ops of bound executors are being recorded.
@@ -162,15 +162,44 @@ fn push(r: Record) {
     state().lock().records.push(r);
 }
 
+/// The category of a custom operator's Python code and of the ops it pushes.
+pub const CUSTOM_OPERATOR: &str = "Custom Operator";
+
+thread_local! {
+    static CUSTOM_SCOPE: std::cell::RefCell<Option<Arc<str>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Sets the custom operator whose code runs on this thread (`MySigmoid`,
+/// `_backward_MySigmoid`), or none; returns the previous one. Ops pushed meanwhile are
+/// recorded as `<scope>::<op>` under [`CUSTOM_OPERATOR`], as MXNet records them.
+pub fn set_custom_scope(scope: Option<Arc<str>>) -> Option<Arc<str>> {
+    CUSTOM_SCOPE.with(|s| std::mem::replace(&mut *s.borrow_mut(), scope))
+}
+
+/// The custom operator whose code runs on this thread, if any.
+pub fn custom_scope() -> Option<Arc<str>> {
+    CUSTOM_SCOPE.with(|s| s.borrow().clone())
+}
+
 /// Records an engine op that ran on `ctx` from `start` to now.
 pub fn record_op(name: &str, ctx: Context, start: u64, symbolic: bool) {
+    record_op_in(None, name, ctx, start, symbolic);
+}
+
+/// As [`record_op`], for an op pushed by a custom operator's code (`scope`).
+pub fn record_op_in(scope: Option<&str>, name: &str, ctx: Context, start: u64, symbolic: bool) {
     if !ops_active(symbolic) {
         return;
     }
     let end = now_us();
+    let (category, name) = match scope {
+        Some(s) => (CUSTOM_OPERATOR.to_string(), format!("{s}::{name}")),
+        None => ("operator".to_string(), name.to_string()),
+    };
     push(Record {
-        category: "operator".into(),
-        name: name.into(),
+        category,
+        name,
         device: Some(ctx),
         thread: thread_number(),
         at: end,

@@ -4,9 +4,7 @@
 
 use super::ndarray::wrap;
 use crate::context::Context;
-use crate::custom::{
-    BackwardCall, CustomInstance, CustomProp, ForwardCall, Inferred, Provider,
-};
+use crate::custom::{BackwardCall, CustomInstance, CustomProp, ForwardCall, Inferred, Provider};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
@@ -110,13 +108,19 @@ impl CustomProp for PyProp {
 
     fn infer_shape(&self, args: &[Option<Shape>]) -> Result<Inferred<Option<Shape>>> {
         Python::attach(|py| {
-            let given: Vec<Option<Vec<usize>>> =
-                args.iter().map(|s| s.as_ref().map(|s| s.to_vec())).collect();
+            let given: Vec<Option<Vec<usize>>> = args
+                .iter()
+                .map(|s| s.as_ref().map(|s| s.to_vec()))
+                .collect();
             let res = glue(py, "_infer_shape")
                 .and_then(|f| f.call1((self.prop.bind(py), given)))
                 .and_then(|r| r.extract::<Lists<Vec<usize>>>());
             let (a, o, x) = res.map_err(|e| {
-                user_error(py, e, format!("Custom '{}': infer_shape failed", self.op_type))
+                user_error(
+                    py,
+                    e,
+                    format!("Custom '{}': infer_shape failed", self.op_type),
+                )
             })?;
             let to_shape = |v: Vec<Option<Vec<usize>>>| -> Vec<Option<Shape>> {
                 v.into_iter()
@@ -138,7 +142,11 @@ impl CustomProp for PyProp {
                 .and_then(|f| f.call1((self.prop.bind(py), given)))
                 .and_then(|r| r.extract::<Lists<String>>());
             let (a, o, x) = res.map_err(|e| {
-                user_error(py, e, format!("Custom '{}': infer_type failed", self.op_type))
+                user_error(
+                    py,
+                    e,
+                    format!("Custom '{}': infer_type failed", self.op_type),
+                )
             })?;
             let to_type = |v: Vec<Option<String>>| -> Result<Vec<Option<DType>>> {
                 v.into_iter()
@@ -164,13 +172,13 @@ impl CustomProp for PyProp {
             let flags: Vec<i32> = types.iter().map(|t| t.flag()).collect();
             let op = glue(py, "_create_operator")
                 .and_then(|f| f.call1((self.prop.bind(py), ctx_pair(ctx), shapes, flags)))
-            .map_err(|e| {
-                user_error(
-                    py,
-                    e,
-                    format!("Custom '{}': create_operator failed", self.op_type),
-                )
-            })?;
+                .map_err(|e| {
+                    user_error(
+                        py,
+                        e,
+                        format!("Custom '{}': create_operator failed", self.op_type),
+                    )
+                })?;
             Ok(Arc::new(PyInstance {
                 op_type: self.op_type.clone(),
                 op: op.unbind(),
@@ -230,7 +238,9 @@ impl CustomInstance for PyInstance {
                 glue(py, "_forward")?.call1(args)?;
                 Ok(())
             };
-            run().map_err(|e| user_error(py, e, format!("Custom '{}': forward failed", self.op_type)))
+            run().map_err(|e| {
+                user_error(py, e, format!("Custom '{}': forward failed", self.op_type))
+            })
         })
     }
 

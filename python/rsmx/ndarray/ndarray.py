@@ -123,12 +123,20 @@ def array(source_array: Any, ctx: Any = None, dtype: Any = None) -> NDArray:
 
 def zeros(shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: Any) -> NDArray:
     """An array of zeros."""
-    return full(shape, 0, ctx, dtype, **kwargs)
+    return _filled("_zeros", shape, ctx, dtype, **kwargs)
 
 
 def ones(shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: Any) -> NDArray:
     """An array of ones."""
-    return full(shape, 1, ctx, dtype, **kwargs)
+    return _filled("_ones", shape, ctx, dtype, **kwargs)
+
+
+def _filled(op: str, shape: Any, ctx: Any, dtype: Any, out: Any = None, **kwargs: Any) -> NDArray:
+    """``_zeros`` or ``_ones``, the operators MXNet's ``zeros`` and ``ones`` run."""
+    if isinstance(shape, integer_types):
+        shape = (shape,)
+    kwargs.pop("stype", None)
+    return _op(op)(shape=tuple(shape), dtype=np.dtype(dtype or mx_real_t).name, ctx=_ctx(ctx), out=out)
 
 
 def full(shape: Any, val: Any, ctx: Any = None, dtype: Any = mx_real_t, out: Any = None, **kwargs: Any) -> NDArray:
