@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any
 import os
+from typing import Any
 
 import numpy as np
 

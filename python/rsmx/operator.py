@@ -187,11 +187,10 @@ OperatorArguments = collections.namedtuple("OperatorArguments", ["narg", "names"
 def get_operator_arguments(op_name: str) -> OperatorArguments:
     """The arguments of core operator ``op_name``: inputs, then attributes, with MXNet's
     type descriptions."""
-    for name, aliases, inputs, variadic, _params, _doc in _core.list_ops():
-        if op_name == name or op_name in aliases:
-            break
-    else:
+    found = [d for d in _core.list_ops() if op_name == d[0] or op_name in d[1]]
+    if not found:
         raise MXNetError(f"unknown operator '{op_name}'")
+    name, _, inputs, variadic, _, _ = found[0]
     names = list(inputs)
     types = ["NDArray-or-Symbol[]" if variadic else "NDArray-or-Symbol"] * len(inputs)
     for pname, ptype, default, _ in _core.op_param_docs(name):
@@ -531,8 +530,8 @@ def _install_nd_custom() -> None:
 
     _nd_custom.__name__ = "Custom"
     _nd_custom.__qualname__ = "Custom"
-    for m in (ndarray, ndarray.op):
-        setattr(m, "Custom", _nd_custom)
+    ndarray.Custom = _nd_custom
+    ndarray.op.Custom = _nd_custom
 
 
 _install_nd_custom()

@@ -171,7 +171,7 @@ fn backward_shares_the_instance_and_reads_only_its_dependencies() {
 fn an_error_in_the_user_code_surfaces_at_the_next_wait_and_the_engine_goes_on() {
     let op = custom("fails");
     let x = array(&[2], &[1.0f32, 2.0]);
-    let y = crate::imperative::invoke(&op, &[x.clone()], None, None, false).unwrap();
+    let y = crate::imperative::invoke(&op, std::slice::from_ref(&x), None, None, false).unwrap();
     let e = y[0].wait_to_read().unwrap_err();
     assert!(e.to_string().contains("forward failed on purpose"), "{e}");
     let ok = crate::imperative::invoke(&custom("double"), &[x], None, None, false).unwrap();

@@ -41,6 +41,9 @@ fn user_error(py: Python<'_>, e: PyErr, what: String) -> Error {
 
 struct PyProvider;
 
+/// What `_make_prop` returns: the property object, its lists and its backward deps.
+type PropParts = (Py<PyAny>, Vec<String>, Vec<String>, Vec<String>, Vec<usize>);
+
 impl Provider for PyProvider {
     fn create(&self, op_type: &str, kwargs: &[(String, String)]) -> Result<Arc<dyn CustomProp>> {
         Python::attach(|py| {
@@ -49,13 +52,8 @@ impl Provider for PyProvider {
                 for (k, v) in kwargs {
                     d.set_item(k, v)?;
                 }
-                let (prop, arguments, outputs, aux, deps): (
-                    Py<PyAny>,
-                    Vec<String>,
-                    Vec<String>,
-                    Vec<String>,
-                    Vec<usize>,
-                ) = glue(py, "_make_prop")?.call1((op_type, d))?.extract()?;
+                let (prop, arguments, outputs, aux, deps): PropParts =
+                    glue(py, "_make_prop")?.call1((op_type, d))?.extract()?;
                 Ok(PyProp {
                     op_type: op_type.to_string(),
                     prop,
@@ -123,9 +121,7 @@ impl CustomProp for PyProp {
                 )
             })?;
             let to_shape = |v: Vec<Option<Vec<usize>>>| -> Vec<Option<Shape>> {
-                v.into_iter()
-                    .map(|s| s.map(|s| Shape::from_vec(s)))
-                    .collect()
+                v.into_iter().map(|s| s.map(Shape::from_vec)).collect()
             };
             Ok(Inferred {
                 args: to_shape(a),
