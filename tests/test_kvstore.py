@@ -125,7 +125,7 @@ def test_pushpull_and_broadcast():
     for v in vals:
         np.testing.assert_array_equal(v.asnumpy(), np.full(SHAPE, 3.0))
     out = [mx.nd.zeros(SHAPE, d) for d in DEVICES[:2]]
-    kv.broadcast("b", mx.nd.ones(SHAPE) * 2, out=out)
+    kv.broadcast(5, mx.nd.ones(SHAPE) * 2, out=out)
     for o in out:
         np.testing.assert_array_equal(o.asnumpy(), np.full(SHAPE, 2.0))
 
@@ -392,3 +392,16 @@ def test_one_priority_per_key():
     assert [float(o.asnumpy()[0, 0]) for o in outs] == [1.0, 2.0]
     with pytest.raises(MXNetError, match="2 key.*1 priorities"):
         kv.push([0, 1], [mx.nd.ones(SHAPE)] * 2, priority=[0])
+
+
+def test_a_store_refuses_a_mix_of_int_and_str_keys_over_its_life():
+    for first, second in ((3, "a"), ("a", 3)):
+        kv = mx.kv.create("local")
+        kv.init(first, mx.nd.ones((2,)))
+        with pytest.raises(mx.MXNetError, match="Mixed key types"):
+            kv.init(second, mx.nd.ones((2,)))
+        with pytest.raises(mx.MXNetError, match="Mixed key types"):
+            kv.push(second, mx.nd.ones((2,)))
+        out = mx.nd.zeros((2,))
+        kv.pull(first, out=out)
+        assert out.asnumpy().tolist() == [1.0, 1.0]

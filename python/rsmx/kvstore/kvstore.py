@@ -107,6 +107,8 @@ class KVStore(KVStoreBase):
         self._updater: Callable[[Any, NDArray, NDArray], None] | None = None
         # What saves and loads optimizer states: the Python updater, or the built-in one.
         self._state_keeper: Any = None
+        # Whether this store's keys are strs (set by the first call that names keys).
+        self._key_is_str: bool | None = None
 
     # -- values -----------------------------------------------------------------------
 
@@ -120,7 +122,23 @@ class KVStore(KVStoreBase):
         value : NDArray or list of NDArray
             One value per key.
         """
-        self._handle.init(*self._init_values(key, value))
+        keys, firsts = self._init_values(key, value)
+        self._check_key_type(keys)
+        self._handle.init(keys, firsts)
+
+    def _check_key_type(self, keys: list[Any]) -> None:
+        """Keys are all ints or all strs over the store's life, as MXNet requires."""
+        if not keys:
+            return
+        kind = isinstance(keys[0], str)
+        if self._key_is_str is None:
+            self._key_is_str = kind
+        if kind != self._key_is_str:
+            have = "str" if self._key_is_str else "int"
+            raise MXNetTypeError(
+                f"KVStore: Mixed key types are not allowed: this store's keys are {have}s; "
+                "use int keys or str keys, not both"
+            )
 
     @staticmethod
     def _init_values(key: Any, value: Any) -> tuple[list[Any], list[NDArray]]:
@@ -146,6 +164,7 @@ class KVStore(KVStoreBase):
             Work with higher priority is likely to run first (a list: one per key).
         """
         keys, vals = _flatten(key, value, "value")
+        self._check_key_type(keys)
         prios = _priorities(priority, len(keys))
         if self._updater is None:
             self._handle.push(keys, vals, prios)
@@ -168,6 +187,7 @@ class KVStore(KVStoreBase):
         if out is None:
             raise MXNetValueError("KVStore.pull: out is required")
         keys, outs = _flatten(key, out, "output")
+        self._check_key_type(keys)
         self._handle.pull(keys, outs, _priorities(priority, len(keys)))
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
@@ -177,12 +197,14 @@ class KVStore(KVStoreBase):
             self.pull(key, value if out is None else out, priority)
             return
         keys, vals = _flatten(key, value, "value")
+        self._check_key_type(keys)
         _, outs = _flatten(key, value if out is None else out, "output")
         self._handle.pushpull(keys, vals, outs, _priorities(priority, len(keys)))
 
     def broadcast(self, key: Any, value: Any, out: Any, priority: int = 0) -> None:
         """Stores ``value`` under the new ``key`` and copies it into ``out``."""
         keys, firsts = self._init_values(key, value)
+        self._check_key_type(keys)
         _, outs = _flatten(key, out, "output")
         self._handle.broadcast(keys, firsts, outs, _priorities(priority, len(keys)))
 
