@@ -77,6 +77,48 @@ impl CustomOp {
     fn n_aux(&self) -> usize {
         self.prop.aux_states().len()
     }
+
+    /// Shape or type inference through the property: asked once some argument is known,
+    /// its answers merged into the slots (arguments, then auxiliary states, and outputs).
+    fn infer_partial<T: Clone + PartialEq + std::fmt::Debug>(
+        &self,
+        inputs: &mut [Option<T>],
+        outputs: &mut [Option<T>],
+        infer: impl Fn(&[Option<T>]) -> Result<Inferred<Option<T>>>,
+        assign: impl Fn(&str, &str, &mut Option<T>, &T) -> Result<()> + Copy,
+    ) -> Result<()> {
+        let n = self.n_args();
+        if inputs.len() != n + self.n_aux() {
+            return Err(Error::Value(format!(
+                "Custom '{}': takes {} input(s) ({}), got {}",
+                self.op_type,
+                n + self.n_aux(),
+                self.input_names().unwrap_or_default().join(", "),
+                inputs.len()
+            )));
+        }
+        let args = &inputs[..n];
+        if n > 0 && args.iter().all(|a| a.is_none()) {
+            return Ok(());
+        }
+        let complete = args.iter().all(|a| a.is_some());
+        let Inferred {
+            args: a,
+            outputs: o,
+            aux,
+        } = match infer(args) {
+            Ok(r) => r,
+            // With arguments still unknown, the user's code may not cope yet; it is asked
+            // again once they are known.
+            Err(_) if !complete => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let op = format!("Custom '{}'", self.op_type);
+        let (arg_slots, aux_slots) = inputs.split_at_mut(n);
+        merge(&op, "argument", arg_slots, &a, assign)?;
+        merge(&op, "output", outputs, &o, assign)?;
+        merge(&op, "auxiliary state", aux_slots, &aux, assign)
+    }
 }
 
 /// The instance in `slot`, made now from the arrays of the first run if there is none.
@@ -164,63 +206,11 @@ impl Operator for CustomOp {
     infer_from_partial!(type);
 
     fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
-        let n = self.n_args();
-        let args = &inputs[..n.min(inputs.len())];
-        if inputs.len() != n + self.n_aux() {
-            return Err(Error::Value(format!(
-                "Custom '{}': takes {} input(s) ({}), got {}",
-                self.op_type,
-                n + self.n_aux(),
-                self.input_names().unwrap_or_default().join(", "),
-                inputs.len()
-            )));
-        }
-        if n > 0 && args.iter().all(|a| a.is_none()) {
-            return Ok(());
-        }
-        let complete = args.iter().all(|a| a.is_some());
-        let Inferred {
-            args: a,
-            outputs: o,
-            aux,
-        } = match self.prop.infer_shape(args) {
-            Ok(r) => r,
-            // With arguments still unknown, the user's code may not cope yet; it is asked
-            // again once they are known.
-            Err(_) if !complete => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        let op = format!("Custom '{}'", self.op_type);
-        let (arg_slots, aux_slots) = inputs.split_at_mut(n);
-        merge(&op, "argument", arg_slots, &a, assign_shape)?;
-        merge(&op, "output", outputs, &o, assign_shape)?;
-        merge(&op, "auxiliary state", aux_slots, &aux, assign_shape)
+        self.infer_partial(inputs, outputs, |a| self.prop.infer_shape(a), assign_shape)
     }
 
     fn infer_type_partial(&self, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
-        let n = self.n_args();
-        if inputs.len() != n + self.n_aux() {
-            return Ok(());
-        }
-        let args = &inputs[..n];
-        if n > 0 && args.iter().all(|a| a.is_none()) {
-            return Ok(());
-        }
-        let complete = args.iter().all(|a| a.is_some());
-        let Inferred {
-            args: a,
-            outputs: o,
-            aux,
-        } = match self.prop.infer_type(args) {
-            Ok(r) => r,
-            Err(_) if !complete => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        let op = format!("Custom '{}'", self.op_type);
-        let (arg_slots, aux_slots) = inputs.split_at_mut(n);
-        merge(&op, "argument", arg_slots, &a, assign_type)?;
-        merge(&op, "output", outputs, &o, assign_type)?;
-        merge(&op, "auxiliary state", aux_slots, &aux, assign_type)
+        self.infer_partial(inputs, outputs, |a| self.prop.infer_type(a), assign_type)
     }
 
     fn gradient(&self) -> Grad {

@@ -298,13 +298,7 @@ impl OprBlock {
                 if let Some(start) = start {
                     // A bulk records each of its steps itself.
                     if self.name != BULK {
-                        profiler::record_op_in(
-                            self.custom_scope.as_deref(),
-                            self.name,
-                            self.ctx,
-                            start,
-                            self.symbolic,
-                        );
+                        self.record_profile(start);
                     }
                 }
                 if let (Ok(()), Some(g)) = (&r, &gpu) {
@@ -371,6 +365,12 @@ impl OprBlock {
             .map_err(|e| e.in_op(self.name))
     }
 
+    /// Records the op, run from `start` to now, with the profiler.
+    fn record_profile(&self, start: u64) {
+        let scope = self.custom_scope.as_deref();
+        profiler::record_op_in(scope, self.name, self.ctx, start, self.symbolic);
+    }
+
     /// Called by a read variable that lets this op through carrying an error.
     pub(crate) fn inherit_error(&self, cell: ErrorRef) {
         let _ = self.inherited.set(cell);
@@ -380,13 +380,7 @@ impl OprBlock {
     pub(crate) fn complete_async(self: OprRef, result: Result<()>) {
         let start = self.profiled_start.load(Ordering::Relaxed);
         if start != 0 {
-            profiler::record_op_in(
-                self.custom_scope.as_deref(),
-                self.name,
-                self.ctx,
-                start,
-                self.symbolic,
-            );
+            self.record_profile(start);
         }
         self.finish(result.err().map(ErrorCell::new), false);
     }
