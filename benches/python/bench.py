@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convnets  # noqa: E402
 import fit_bench  # noqa: E402
 import kvstore_bench  # noqa: E402
+import rnn_bench  # noqa: E402
 import training  # noqa: E402
 
 # Each workload returns (value, unit, higher_is_better).
@@ -155,6 +156,8 @@ class MXBackend:
     def __getattr__(self, workload: str):
         if workload in convnets.WORKLOADS:
             return lambda: convnets.mx_workload(self.mx, workload)
+        if workload in rnn_bench.WORKLOADS:
+            return lambda: rnn_bench.mx_workload(self.mx, workload)
         raise AttributeError(workload)
 
 
@@ -232,6 +235,8 @@ class TorchBackend:
     def __getattr__(self, workload: str):
         if workload in convnets.WORKLOADS:
             return lambda: convnets.torch_workload(self.torch, workload)
+        if workload in rnn_bench.WORKLOADS:
+            return lambda: rnn_bench.torch_workload(self.torch, workload)
         raise AttributeError(workload)
 
 
@@ -294,6 +299,7 @@ WORKLOADS = [
     "kv_small",
     "module_fit_lenet",
     *convnets.WORKLOADS,
+    *rnn_bench.WORKLOADS,
 ]
 # Peak-memory workloads run each in a process of its own.
 ISOLATED = {"mlp_large_rss", "lenet_rss", "resnet18_rss"}
@@ -309,13 +315,23 @@ def make_backend(name: str):
     raise SystemExit(f"unknown backend {name}")
 
 
+FAILED_UNIT = "failed"
+
+
 def run_backend(name: str, only: list[str]) -> dict[str, Result]:
+    """Each workload's figure; one that raises is reported on stderr and recorded as NaN
+    with the unit "failed", so that the other workloads and backends still report."""
     backend = make_backend(name)
     out = {}
     for w in only:
         fn = getattr(backend, w, None)
-        if fn is not None:
+        if fn is None:
+            continue
+        try:
             out[w] = fn()
+        except Exception as e:
+            print(f"{name} {w} failed: {type(e).__name__}: {e}", file=sys.stderr)
+            out[w] = (float("nan"), FAILED_UNIT, True)
     return out
 
 
@@ -337,7 +353,11 @@ def run_process(python: str, backend: str, only: list[str], keep_env: bool) -> d
                           cwd=os.getcwd() if keep_env else "/")
     if proc.returncode != 0:
         raise SystemExit(f"{backend} run failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    for line in proc.stderr.splitlines():
+        if line.startswith(f"{backend} ") and " failed: " in line:
+            print(line, file=sys.stderr)
+    return res
 
 
 def run_split(python: str, backend: str, only: list[str], keep_env: bool) -> dict[str, Result]:
@@ -408,7 +428,7 @@ def report(args, results: dict[str, dict[str, Result]]) -> None:
                 continue
             value, unit, higher = res[w]
             ratio = ""
-            if name != "rsmx" and mine and value == value and value != 0:
+            if name != "rsmx" and mine and mine[0] == mine[0] and value == value and value != 0:
                 r = mine[0] / value if higher else value / mine[0]
                 ratio = f"{r:6.2f}x {'better' if r >= 1 else 'worse'}"
             print(f"{w:<20}{name:<8}{value:>14.3f}  {unit:<12} {ratio}")

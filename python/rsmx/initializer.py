@@ -44,6 +44,7 @@ __all__ = [
     "MSRAPrelu",
     "Bilinear",
     "LSTMBias",
+    "FusedRNN",
 ]
 
 
@@ -556,3 +557,69 @@ class LSTMBias(Initializer):
         arr[:] = 0.0
         num_hidden = int(arr.shape[0] / 4)
         arr[num_hidden : 2 * num_hidden] = self.forget_bias
+
+
+@register
+class FusedRNN(Initializer):
+    """The flat parameter vector of a ``FusedRNNCell``: each weight and bias in it is
+    initialized on its own, as the unfused cells' would be.
+
+    Parameters
+    ----------
+    init : Initializer or str, optional
+        For the unpacked pieces (a JSON config string is accepted); the global
+        initializer when None.
+    num_hidden, num_layers, mode, bidirectional : as given to the ``FusedRNNCell``
+    forget_bias : float, optional
+        The value of LSTM forget gate biases.
+    """
+
+    def __init__(
+        self,
+        init: Any,
+        num_hidden: int,
+        num_layers: int,
+        mode: str,
+        bidirectional: bool = False,
+        forget_bias: float = 1.0,
+    ) -> None:
+        if isinstance(init, str):
+            init = create(init)
+        super().__init__(
+            init=init.dumps() if init is not None else None,
+            num_hidden=num_hidden,
+            num_layers=num_layers,
+            mode=mode,
+            bidirectional=bidirectional,
+            forget_bias=forget_bias,
+        )
+        self._init = init
+        self._num_hidden = num_hidden
+        self._num_layers = num_layers
+        self._mode = mode
+        self._bidirectional = bidirectional
+        self._forget_bias = forget_bias
+
+    def _init_weight(self, desc: Any, arr: NDArray) -> None:
+        from .rnn.rnn_cell import FusedRNNCell
+
+        cell = FusedRNNCell(
+            self._num_hidden,
+            self._num_layers,
+            self._mode,
+            self._bidirectional,
+            forget_bias=self._forget_bias,
+            prefix="",
+        )
+        global_init = getattr(desc, "global_init", None)
+        pieces = cell.unpack_weights({"parameters": arr})
+        for name, piece in pieces.items():
+            if self._mode == "lstm" and name.endswith("_f_bias"):
+                piece[:] = self._forget_bias
+            elif self._init is not None:
+                self._init(InitDesc(name, global_init=global_init), piece)
+            elif global_init is not None:
+                global_init(InitDesc(name, global_init=global_init), piece)
+            else:
+                raise MXNetValueError(f"FusedRNN: no initializer for {name}; give one or a global initializer")
+        arr[:] = cell.pack_weights(pieces)["parameters"]

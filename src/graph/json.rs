@@ -116,7 +116,7 @@ pub fn to_json(sym: &Symbol) -> String {
     out.push_str(", \n");
     let mut row = vec![0usize];
     for n in &nodes {
-        row.push(row.last().unwrap() + n.num_outputs());
+        row.push(row.last().unwrap() + n.mxnet_num_outputs());
     }
     let row: Vec<String> = row.iter().map(|r| r.to_string()).collect();
     out.push_str("  \"node_row_ptr\": ");

@@ -93,6 +93,11 @@ impl Node {
         self.op.as_ref().map_or(1, |o| o.num_outputs())
     }
 
+    /// Number of outputs MXNet's own operator has (its JSON's `node_row_ptr` counts them).
+    pub fn mxnet_num_outputs(&self) -> usize {
+        self.op.as_ref().map_or(1, |o| o.mxnet_num_outputs())
+    }
+
     /// Number of outputs a symbol of this node shows.
     pub fn num_visible_outputs(&self) -> usize {
         self.op.as_ref().map_or(1, |o| o.num_visible_outputs())

@@ -162,6 +162,12 @@ pub trait Operator: Send + Sync + AsAny {
         self.num_outputs()
     }
 
+    /// How many outputs MXNet's operator has: all of them, unless some hidden outputs are
+    /// rsmx's own (the fused `RNN`'s reserve, which MXNet keeps in operator state).
+    fn mxnet_num_outputs(&self) -> usize {
+        self.num_outputs()
+    }
+
     /// Hidden outputs the kernels leave unwritten under a `Null` request: an executor
     /// with no gradient to feed from them (bound for inference) does not compute them.
     fn optional_outputs(&self) -> &'static [usize] {

@@ -1,6 +1,6 @@
 //! Definitions of the neural-network layers: dense layers, activations, softmax, losses,
-//! dropout, embeddings, convolution, pooling and normalisation, each with its backward
-//! operator registered under MXNet's name.
+//! dropout, embeddings, convolution, pooling, normalisation and the fused recurrent
+//! layers, each with its backward operator registered under MXNet's name.
 
 pub mod activation;
 pub mod batch_norm;
@@ -16,6 +16,7 @@ pub mod leaky_relu;
 pub mod make_loss;
 pub mod pooling;
 pub mod regression;
+pub mod rnn;
 pub mod softmax;
 pub mod softmax_output;
 
@@ -112,6 +113,12 @@ pub(crate) const BACKWARD_OPS: &[BackwardEntry] = &[
         false,
     ),
     ("_backward_MakeLoss", "MakeLoss", &["output"], false),
+    (
+        "_backward_RNN",
+        "RNN",
+        &["ograd", "data", "parameters", "state", "reserve"],
+        false,
+    ),
 ];
 
 /// Registers the network layers, then their backward operators.
@@ -129,6 +136,7 @@ pub fn register(r: &mut Registry) {
     deconvolution::register(r);
     pooling::register(r);
     batch_norm::register(r);
+    rnn::register(r);
     super::grad::register_backward(r, BACKWARD_OPS);
 }
 
@@ -145,6 +153,7 @@ pub(crate) mod tests {
             "Pooling" => &[("kernel", "(2, 2)")],
             "Activation" => &[("act_type", "relu")],
             "Embedding" => &[("input_dim", "4"), ("output_dim", "2")],
+            "RNN" => &[("state_size", "2"), ("num_layers", "1"), ("mode", "gru")],
             _ => &[],
         };
         crate::op::testutil::attrs(pairs)

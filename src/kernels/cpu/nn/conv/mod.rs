@@ -12,7 +12,7 @@ mod pooling;
 #[cfg(test)]
 mod tests;
 mod winograd;
-mod workspace;
+pub mod workspace;
 
 /// Registers the CPU kernels of this family.
 pub(crate) fn register_kernels(k: &mut crate::kernels::Kernels) {

@@ -1,0 +1,270 @@
+//! The forward of the fused `RNN` on the CPU: layer after layer, the two directions of a
+//! bidirectional layer side by side.
+
+use super::cell::{self, Clip, StepFwd};
+use super::{interleave, mul_bt, step_time, store, RnnFloat};
+use crate::error::Result;
+use crate::kernels::cpu::nn::conv::workspace::Workspace;
+use crate::kernels::cpu::Blobs;
+use crate::op::nn::rnn::{Rnn, RnnDims, RnnMode, NAME};
+use crate::op::{OpContext, OpReq};
+use rand::Rng;
+
+/// The block `read` (shared) and the block `write` (mutable) of `v`, blocks `len` long.
+pub(super) fn read_write<F>(
+    v: &mut [F],
+    read: usize,
+    write: usize,
+    len: usize,
+) -> (&[F], &mut [F]) {
+    debug_assert_ne!(read, write);
+    if read < write {
+        let (lo, hi) = v.split_at_mut(write * len);
+        (&lo[read * len..(read + 1) * len], &mut hi[..len])
+    } else {
+        let (lo, hi) = v.split_at_mut(read * len);
+        (&hi[..len], &mut lo[write * len..(write + 1) * len])
+    }
+}
+
+/// The pieces of one (layer, direction)'s reserve: gates, extra (cell states or candidate
+/// hidden products; empty for the vanilla cells) and hidden states.
+pub(super) fn split_cell<'a, F>(
+    dims: &RnnDims,
+    chunk: &'a mut [F],
+) -> (&'a mut [F], &'a mut [F], &'a mut [F]) {
+    let tn = dims.t * dims.n;
+    let (gates, rest) = chunk.split_at_mut(tn * dims.gate_rows());
+    let extra_len = if dims.has_extra() { tn * dims.h } else { 0 };
+    let (extra, hs) = rest.split_at_mut(extra_len);
+    (gates, extra, hs)
+}
+
+/// The clipping of an LSTM's cell states, in the compute type.
+pub(super) fn clip_of<F: RnnFloat>(op: &Rnn) -> Option<Clip<F>> {
+    op.clip.map(|(lo, hi)| Clip {
+        lo: F::from(lo).unwrap_or_else(F::neg_infinity),
+        hi: F::from(hi).unwrap_or_else(F::infinity),
+        nan_to_lo: op.clip_nan,
+    })
+}
+
+/// The weights and initial states one (layer, direction) runs with.
+struct DirIn<'a, F> {
+    layer: usize,
+    dir: usize,
+    input: &'a [F],
+    w: &'a [F],
+    hx: &'a [F],
+    cx: &'a [F],
+}
+
+/// Runs one direction of one layer over the whole sequence, filling its reserve chunk.
+fn run_dir<F: RnnFloat>(op: &Rnn, dims: &RnnDims, a: DirIn<F>, chunk: &mut [F]) {
+    let (n, h, gh, tn) = (dims.n, dims.h, dims.gate_rows(), dims.t * dims.n);
+    let nh = n * h;
+    let (gates, extra, hs) = split_cell(dims, chunk);
+    let i_l = dims.layer_input(a.layer);
+    let (wx_at, wh_at) = dims.weights(a.layer, a.dir);
+    let (bx_at, bh_at) = dims.biases(a.layer, a.dir);
+    let (wx, wh) = (&a.w[wx_at..wx_at + gh * i_l], &a.w[wh_at..wh_at + gh * h]);
+    let (bx, bh) = (&a.w[bx_at..bx_at + gh], &a.w[bh_at..bh_at + gh]);
+    // Both biases go in before the input product, except GRU's hidden candidate bias,
+    // which the reset gate scales.
+    let mut bias: Vec<F> = bx.iter().zip(bh).map(|(&x, &y)| x + y).collect();
+    if op.mode == RnnMode::Gru {
+        bias[2 * h..].copy_from_slice(&bx[2 * h..]);
+    }
+    for row in gates.chunks_exact_mut(gh) {
+        row.copy_from_slice(&bias);
+    }
+    mul_bt(tn, i_l, gh, a.input, i_l, wx, gates, true);
+    let clip = clip_of::<F>(op);
+    let mut q = vec![F::zero(); n * gh];
+    for s in 0..dims.t {
+        let t = step_time(dims, a.dir, s);
+        let tp = (s > 0).then(|| step_time(dims, a.dir, s - 1));
+        let (h_prev, h_t) = match tp {
+            Some(tp) => read_write(hs, tp, t, nh),
+            None => (a.hx, &mut hs[t * nh..(t + 1) * nh]),
+        };
+        let (c_prev, extra_t): (&[F], &mut [F]) = match (op.mode, tp) {
+            (RnnMode::Lstm, Some(tp)) => read_write(extra, tp, t, nh),
+            (RnnMode::Lstm, None) => (a.cx, &mut extra[t * nh..(t + 1) * nh]),
+            (RnnMode::Gru, _) => (&[], &mut extra[t * nh..(t + 1) * nh]),
+            _ => (&[], &mut []),
+        };
+        mul_bt(n, h, gh, h_prev, h, wh, &mut q, false);
+        cell::forward(
+            op.mode,
+            n,
+            h,
+            StepFwd {
+                gates: &mut gates[t * n * gh..(t + 1) * n * gh],
+                hidden: &q,
+                bias_h: bh,
+                h_prev,
+                c_prev,
+                extra: extra_t,
+                h: h_t,
+            },
+            clip,
+        );
+    }
+}
+
+/// Fills the dropout masks of the reserve: drawn while training, ones otherwise.
+fn fill_masks<F: RnnFloat>(op: &Rnn, ctx: &mut OpContext, masks: &mut [F]) -> Result<()> {
+    if !ctx.is_train {
+        masks.fill(F::one());
+        return Ok(());
+    }
+    let keep = 1.0 - op.p;
+    let scale = F::from(1.0 / keep).unwrap_or_else(F::one);
+    let rng = ctx.rng(NAME)?;
+    for m in masks.iter_mut() {
+        *m = if rng.gen::<f64>() < keep {
+            scale
+        } else {
+            F::zero()
+        };
+    }
+    Ok(())
+}
+
+/// The forward kernel: outputs, final states and the reserve.
+pub(super) fn run<F: RnnFloat>(
+    op: &Rnn,
+    dims: &RnnDims,
+    ctx: &mut OpContext,
+    io: Blobs,
+) -> Result<()> {
+    let v = op.n_visible();
+    let (x, w, hx) = (
+        io.inputs[0].slice::<F>(),
+        io.inputs[1].slice::<F>(),
+        io.inputs[2].slice::<F>(),
+    );
+    let cx: &[F] = if op.mode == RnnMode::Lstm {
+        io.inputs[3].slice::<F>()
+    } else {
+        &[]
+    };
+    let mut scratch;
+    let reserve: &mut [F] = if io.req[v] == OpReq::Null {
+        scratch = Workspace::<F>::new(ctx, NAME, dims.reserve_len())?;
+        scratch.slice_mut()
+    } else {
+        io.outputs[v].slice_mut::<F>()
+    };
+    let cells_len = dims.cell_reserve() * dims.l * dims.d;
+    let (cells, masks) = reserve.split_at_mut(cells_len);
+    if dims.dropout {
+        fill_masks(op, ctx, masks)?;
+    }
+    let mut layer_in =
+        Workspace::<F>::new(ctx, NAME, if dims.l > 1 { dims.layer_output() } else { 0 })?;
+    let layer_in = layer_in.slice_mut();
+    let mut chunks: Vec<&mut [F]> = if dims.cell_reserve() == 0 {
+        (0..dims.l * dims.d).map(|_| &mut [][..]).collect()
+    } else {
+        cells.chunks_mut(dims.cell_reserve()).collect()
+    };
+    let (nh, lo) = (dims.n * dims.h, dims.layer_output());
+    for l in 0..dims.l {
+        let (done, cur) = chunks.split_at_mut(l * dims.d);
+        if l > 0 {
+            let prev: Vec<&[F]> = done[(l - 1) * dims.d..]
+                .iter()
+                .map(|c| split_cell_ref(dims, c))
+                .collect();
+            let mask = dims
+                .dropout
+                .then(|| &masks[dims.mask_at(l - 1) - cells_len..][..lo]);
+            interleave(dims, &prev, mask, layer_in);
+        }
+        let input: &[F] = if l == 0 { x } else { layer_in };
+        let state = |dir: usize| (l * dims.d + dir) * nh;
+        let dir_in = |dir: usize| DirIn {
+            layer: l,
+            dir,
+            input,
+            w,
+            hx: &hx[state(dir)..state(dir) + nh],
+            cx: if cx.is_empty() {
+                &[]
+            } else {
+                &cx[state(dir)..state(dir) + nh]
+            },
+        };
+        if dims.d == 2 {
+            let (c0, c1) = cur[..2].split_at_mut(1);
+            rayon::join(
+                || run_dir(op, dims, dir_in(0), c0[0]),
+                || run_dir(op, dims, dir_in(1), c1[0]),
+            );
+        } else {
+            run_dir(op, dims, dir_in(0), cur[0]);
+        }
+    }
+    write_outputs(op, dims, io, &chunks, hx, cx)
+}
+
+/// The hidden states of a (layer, direction)'s reserve chunk.
+pub(super) fn split_cell_ref<'a, F>(dims: &RnnDims, chunk: &'a [F]) -> &'a [F] {
+    let tn = dims.t * dims.n;
+    let skip = tn * dims.gate_rows() + if dims.has_extra() { tn * dims.h } else { 0 };
+    &chunk[skip..]
+}
+
+/// Writes the output sequence and the final states from the reserve.
+fn write_outputs<F: RnnFloat>(
+    op: &Rnn,
+    dims: &RnnDims,
+    io: Blobs,
+    chunks: &[&mut [F]],
+    hx: &[F],
+    cx: &[F],
+) -> Result<()> {
+    let (nh, tn) = (dims.n * dims.h, dims.t * dims.n);
+    let last = (dims.l - 1) * dims.d;
+    if io.req[0] != OpReq::Null {
+        let hs: Vec<&[F]> = chunks[last..]
+            .iter()
+            .map(|c| split_cell_ref(dims, c))
+            .collect();
+        if io.req[0] == OpReq::Add {
+            let mut tmp = vec![F::zero(); dims.layer_output()];
+            interleave(dims, &hs, None, &mut tmp);
+            store(io.outputs[0].slice_mut::<F>(), &tmp, OpReq::Add);
+        } else {
+            interleave(dims, &hs, None, io.outputs[0].slice_mut::<F>());
+        }
+    }
+    if !op.state_outputs {
+        return Ok(());
+    }
+    let hy = io.outputs[1].slice_mut::<F>();
+    let mut cy = (op.mode == RnnMode::Lstm).then(|| io.outputs[2].slice_mut::<F>());
+    for (k, chunk) in chunks.iter().enumerate() {
+        let dir = k % dims.d;
+        let at = k * nh..(k + 1) * nh;
+        let t_last = (dims.t > 0).then(|| step_time(dims, dir, dims.t - 1));
+        let h_final = match t_last {
+            Some(t) => &split_cell_ref(dims, chunk)[t * nh..(t + 1) * nh],
+            None => &hx[at.clone()],
+        };
+        store(&mut hy[at.clone()], h_final, io.req[1]);
+        if let Some(cy) = cy.as_deref_mut() {
+            let c_final = match t_last {
+                Some(t) => {
+                    let extra = &chunk[tn * dims.gate_rows()..][..tn * dims.h];
+                    &extra[t * nh..(t + 1) * nh]
+                }
+                None => &cx[at.clone()],
+            };
+            store(&mut cy[at], c_final, io.req[2]);
+        }
+    }
+    Ok(())
+}
