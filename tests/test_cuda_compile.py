@@ -19,6 +19,7 @@ DTYPES = {
     "ALL": ["f32", "f64", "f16", "u8", "i8", "i32", "i64"],
     "FLOAT": ["f32", "f64", "f16"],
     "NUM": ["f32", "f64", "f16", "u8", "i8", "i32", "i64"],
+    "REAL": ["f32", "f64"],
 }
 #: Kernels allowed a stack frame, with its most bytes: the trigonometric functions'
 #: reduction of large arguments keeps a small array on the stack.
@@ -28,7 +29,7 @@ STACK_ALLOWED = {"unary": 64, "random_normal": 64, "sample": 64, "random_dist": 
 
 def expected_kernels(source: str) -> set[str]:
     """The `extern "C"` names the module's `RSMX_DTYPE_<SET>(X, kernel)` lines make."""
-    kernels = re.findall(r"^RSMX_DTYPE_(ALL|FLOAT|NUM)\(\w+, (\w+)\)", source, re.M)
+    kernels = re.findall(r"^RSMX_DTYPE_(ALL|FLOAT|NUM|REAL)\(\w+, (\w+)\)", source, re.M)
     return {f"{k}_{d}" for dset, k in kernels for d in DTYPES[dset]}
 
 

@@ -32,12 +32,6 @@ TOLERANCE = {"float32": dict(rtol=1e-4, atol=1e-5), "float64": dict(rtol=1e-10, 
 LOOSER = {"rnn_relu_l2_bi_so_float64": dict(rtol=1e-5, atol=1e-7)}
 
 
-@pytest.fixture
-def ctx():
-    """The fused RNN has CPU kernels only: on a GPU it raises (see the last test)."""
-    return mx.cpu()
-
-
 def input_names(mode: str) -> list[str]:
     return ["data", "parameters", "state"] + (["state_cell"] if mode == "lstm" else [])
 
@@ -158,21 +152,21 @@ def test_numeric_gradient_float64(mode) -> None:
     check_numeric_gradient(sym, location, numeric_eps=1e-6, rtol=1e-6, atol=1e-8, dtype=np.float64)
 
 
-def random_inputs(mode: str, dtype: str, layers: int = 2) -> list:
+def random_inputs(mode: str, dtype: str, layers: int = 2, ctx=None) -> list:
     """Seeded data, parameters and states of a unidirectional RNN."""
     rng = np.random.RandomState(3)
     sym = mx.sym.RNN(mx.sym.Variable("data"), state_size=HIDDEN, num_layers=layers, mode=mode)
     arg_shapes, _, _ = sym.infer_shape(data=DATA_SHAPE)
-    return [mx.nd.array(rng.uniform(-0.4, 0.4, s), dtype=dtype) for s in arg_shapes]
+    return [mx.nd.array(rng.uniform(-0.4, 0.4, s), ctx=ctx, dtype=dtype) for s in arg_shapes]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh"])
-def test_dropout_between_layers_only_in_training(mode, dtype) -> None:
+def test_dropout_between_layers_only_in_training(mode, dtype, ctx) -> None:
     """`p` drops the outputs of every layer but the last, in training only: inference
     gives the p=0 output, training a different, finite one; the first layer's final state
     is computed before its output is dropped."""
-    args = random_inputs(mode, dtype)
+    args = random_inputs(mode, dtype, ctx=ctx)
     kw = dict(state_size=HIDDEN, num_layers=2, mode=mode, state_outputs=True)
     plain = mx.nd.RNN(*args, **kw)
     inference = mx.nd.RNN(*args, p=0.5, **kw)
@@ -293,11 +287,11 @@ def test_options_mxnet_refuses_on_the_cpu_are_refused(name) -> None:
         bad_call(dtype="float64", **CPU_REFUSED[name])
 
 
-def test_lstm_state_clipping_bounds_the_cell_state() -> None:
+def test_lstm_state_clipping_bounds_the_cell_state(ctx) -> None:
     """MXNet clips LSTM cell states only on cuDNN; rsmx clips on every device: the final
     cell state stays within the bounds, wide bounds change nothing, and the gradient is
     still the numeric one."""
-    args = random_inputs("lstm", "float64", layers=1)
+    args = random_inputs("lstm", "float64", layers=1, ctx=ctx)
     kw = dict(state_size=HIDDEN, num_layers=1, mode="lstm", state_outputs=True)
     plain = mx.nd.RNN(*args, **kw)
     assert np.abs(plain[2].asnumpy()).max() > 0.05
@@ -327,11 +321,3 @@ def test_mxnet_records_dropout_and_refusals_as_described() -> None:
     for name in BAD_INPUTS:
         if name in BEHAVIOUR:
             assert BEHAVIOUR[name]["float64"].startswith("error: "), name
-
-
-@pytest.mark.gpu
-def test_a_gpu_run_is_refused_with_a_clear_error() -> None:
-    args = random_inputs("gru", "float32", layers=1)
-    on_gpu = [a.as_in_context(mx.gpu(0)) for a in args]
-    with pytest.raises(mx.base.MXNetError, match="RNN.*no kernel for gpu"):
-        mx.nd.RNN(*on_gpu, state_size=HIDDEN, num_layers=1, mode="gru").wait_to_read()

@@ -21,6 +21,7 @@ pub const MODULES: &[(&str, &str)] = &[
     ("pool", include_str!("../kernels/cuda/pool.cu")),
     ("xform", include_str!("../kernels/cuda/xform.cu")),
     ("sort", include_str!("../kernels/cuda/sort.cu")),
+    ("rnn", include_str!("../kernels/cuda/rnn.cu")),
 ];
 
 /// The source of module `name`.

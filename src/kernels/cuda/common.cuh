@@ -85,6 +85,14 @@ template <> struct rsmx_num<rsmx_half> {
   for (rsmx_i64 i = (rsmx_i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n);        \
        i += (rsmx_i64)blockDim.x * gridDim.x)
 
+// A counter-based random stream: SplitMix64's output for counter `i` of stream `seed`.
+__device__ __forceinline__ unsigned long long rsmx_hash(unsigned long long seed, rsmx_i64 i) {
+  unsigned long long z = seed + ((unsigned long long)i + 1ull) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 // `extern "C"` instantiations `<name>_<suffix>` of a template kernel, one per dtype, so
 // names are unmangled and the same for NVRTC and host builds.
 #define RSMX_DTYPE_ALL(X, kernel) \
@@ -104,6 +112,11 @@ template <> struct rsmx_num<rsmx_half> {
   X(kernel, float, f32)             \
   X(kernel, double, f64)            \
   X(kernel, rsmx_half, f16)
+
+// The same for float32 and float64 only (kernels whose float16 form rsmx lacks).
+#define RSMX_DTYPE_REAL(X, kernel) \
+  X(kernel, float, f32)            \
+  X(kernel, double, f64)
 
 // `v` rounded to float16 once (to nearest even), as a direct conversion from double
 // rounds: first to float rounding to odd, which keeps enough bits for the second rounding

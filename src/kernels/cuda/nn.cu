@@ -184,12 +184,8 @@ __device__ void prelu_gamma_backward(T* out, const T* g, const T* x, rsmx_i64 n,
   }
 }
 
-// A counter-based random stream: SplitMix64's output for counter `i` of stream `seed`.
 __device__ __forceinline__ unsigned long long nn_hash(unsigned long long seed, rsmx_i64 i) {
-  unsigned long long z = seed + ((unsigned long long)i + 1ull) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return rsmx_hash(seed, i);
 }
 
 // rrelu's slopes: uniform in [lower, upper) per element (lower = upper outside training).

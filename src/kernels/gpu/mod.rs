@@ -14,6 +14,7 @@ mod optim;
 mod pool;
 mod random;
 mod reduce;
+mod rnn;
 mod softmax;
 mod sort;
 mod temp;
@@ -81,5 +82,6 @@ pub fn register_kernels(k: &mut Kernels) {
     sort::register_kernels(k);
     random::register_kernels(k);
     xform::register_kernels(k);
+    rnn::register_kernels(k);
     add::<crate::op::grad::linalg::DotBackward>(k);
 }
