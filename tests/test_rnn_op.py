@@ -321,3 +321,37 @@ def test_mxnet_records_dropout_and_refusals_as_described() -> None:
     for name in BAD_INPUTS:
         if name in BEHAVIOUR:
             assert BEHAVIOUR[name]["float64"].startswith("error: "), name
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh"])
+def test_a_large_batch_equals_its_halves(mode, ctx) -> None:
+    """A batch large enough for the CPU kernels to step blocks of rows side by side gives
+    each row what a run over half the batch gives it, and the halves' parameter
+    gradients add up to the whole's."""
+    seq, batch, inputs, hidden = 16, 32, 16, 96
+    rng = np.random.RandomState(5)
+    kw = dict(state_size=hidden, num_layers=2, mode=mode, state_outputs=True)
+    shapes = mx.sym.RNN(mx.sym.Variable("data"), **kw).infer_shape(
+        data=(seq, batch, inputs))[0]
+    full = [rng.uniform(-0.5, 0.5, s) for s in shapes]
+    head = rng.uniform(-1, 1, (seq, batch, hidden))
+
+    def run(values, rows):
+        args = [mx.nd.array(v if k == 1 else v[:, rows], ctx=ctx, dtype="float64")
+                for k, v in enumerate(values)]
+        for a in args:
+            a.attach_grad()
+        with mx.autograd.record():
+            outs = mx.nd.RNN(*args, **kw)
+        mx.autograd.backward(outs[0], mx.nd.array(head[:, rows], ctx=ctx, dtype="float64"))
+        return outs[0].asnumpy(), [a.grad.asnumpy() for a in args]
+
+    out, grads = run(full, slice(None))
+    halves = [run(full, slice(0, 16)), run(full, slice(16, 32))]
+    np.testing.assert_allclose(out, np.concatenate([h[0] for h in halves], axis=1), rtol=1e-10)
+    for k, g in enumerate(grads):
+        if k == 1:
+            want = halves[0][1][k] + halves[1][1][k]
+        else:
+            want = np.concatenate([h[1][k] for h in halves], axis=1)
+        np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-12)

@@ -3,13 +3,14 @@
 //! large products.
 
 use super::cell::{self, StepBwd};
-use super::forward::{clip_of, split_cell_ref};
+use super::forward::{clip_of, cut_steps, row_blocks, split_cell_ref};
 use super::{add_at_b, interleave, mul, step_time, store, RnnFloat};
 use crate::error::Result;
 use crate::kernels::cpu::nn::conv::workspace::Workspace;
 use crate::kernels::cpu::Blobs;
 use crate::op::nn::rnn::{Rnn, RnnDims, RnnMode, NAME};
 use crate::op::{OpContext, OpReq};
+use rayon::prelude::*;
 
 /// The arrays the backward of one (layer, direction) reads.
 struct DirBwd<'a, F> {
@@ -43,11 +44,47 @@ struct DirGrads<F> {
 }
 
 /// Runs the steps of one direction in reverse; leaves the pre-activation gradients in
-/// `sc` and returns the initial states' gradients.
+/// `sc` and returns the initial states' gradients. Blocks of batch rows run side by side
+/// as in the forward.
 fn steps<F: RnnFloat>(op: &Rnn, dims: &RnnDims, a: &DirBwd<F>, sc: &mut Scratch<F>) -> DirGrads<F> {
+    let (gh, gru) = (dims.gate_rows(), op.mode == RnnMode::Gru);
+    let blocks = row_blocks(dims, dims.d == 1);
+    let threads = blocks.len() == 1;
+    let dgx = cut_steps(dims, &blocks, &mut *sc.dgx, gh);
+    let dgh = cut_steps(dims, &blocks, &mut *sc.dgh, if gru { gh } else { 0 });
+    let work = blocks.into_iter().zip(dgx.into_iter().zip(dgh));
+    let results: Vec<(Vec<F>, Vec<F>)> = if threads {
+        work.map(|(rows, (x, q))| block_steps(op, dims, a, rows, x, q, true))
+            .collect()
+    } else {
+        work.collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|(rows, (x, q))| block_steps(op, dims, a, rows, x, q, false))
+            .collect()
+    };
+    let (mut dhx, mut dcx) = (Vec::new(), Vec::new());
+    for (h, c) in results {
+        dhx.extend(h);
+        dcx.extend(c);
+    }
+    DirGrads { dhx, dcx }
+}
+
+/// The reverse steps of the batch rows `rows`, writing their rows of each step's
+/// pre-activation gradients (`dgx`, and GRU's `dgh`, one slice per step); returns their
+/// initial states' gradients.
+fn block_steps<F: RnnFloat>(
+    op: &Rnn,
+    dims: &RnnDims,
+    a: &DirBwd<F>,
+    rows: std::ops::Range<usize>,
+    mut dgx: Vec<&mut [F]>,
+    mut dgh: Vec<&mut [F]>,
+    threads: bool,
+) -> (Vec<F>, Vec<F>) {
     let (n, h, gh) = (dims.n, dims.h, dims.gate_rows());
-    let (nh, dh_cols) = (n * h, dims.d * h);
-    let tn = dims.t * n;
+    let (m, r0, dh_cols, tn) = (rows.len(), rows.start, dims.d * h, dims.t * n);
+    let mh = m * h;
     let gates = &a.chunk[..tn * gh];
     let extra: &[F] = if dims.has_extra() {
         &a.chunk[tn * gh..tn * gh + tn * h]
@@ -59,15 +96,18 @@ fn steps<F: RnnFloat>(op: &Rnn, dims: &RnnDims, a: &DirBwd<F>, sc: &mut Scratch<
     let wh = &a.w[wh_at..wh_at + gh * h];
     let clip = clip_of::<F>(op);
     let gru = op.mode == RnnMode::Gru;
-    let mut dh_next = a.dhy.map_or_else(|| vec![F::zero(); nh], |d| d.to_vec());
-    let mut dc = a.dcy.map_or_else(|| vec![F::zero(); nh], |d| d.to_vec());
-    let mut dh = vec![F::zero(); nh];
-    let mut direct = vec![F::zero(); if gru { nh } else { 0 }];
+    let mine = |v: &[F]| v[r0 * h..r0 * h + mh].to_vec();
+    let mut dh_next = a.dhy.map_or_else(|| vec![F::zero(); mh], mine);
+    let mut dc = a.dcy.map_or_else(|| vec![F::zero(); mh], mine);
+    let mut dh = vec![F::zero(); mh];
+    let mut direct = vec![F::zero(); if gru { mh } else { 0 }];
+    // Step t's rows of a `t·n × width` array.
+    let at = |t: usize, width: usize| (t * n + r0) * width..(t * n + r0 + m) * width;
     for s in (0..dims.t).rev() {
         let t = step_time(dims, a.dir, s);
         let tp = (s > 0).then(|| step_time(dims, a.dir, s - 1));
-        for r in 0..n {
-            let src = &a.dout[(t * n + r) * dh_cols + a.dir * h..][..h];
+        for r in 0..m {
+            let src = &a.dout[(t * n + r0 + r) * dh_cols + a.dir * h..][..h];
             for ((o, &g), &nx) in dh[r * h..(r + 1) * h]
                 .iter_mut()
                 .zip(src)
@@ -76,26 +116,20 @@ fn steps<F: RnnFloat>(op: &Rnn, dims: &RnnDims, a: &DirBwd<F>, sc: &mut Scratch<
                 *o = g + nx;
             }
         }
-        let h_prev = tp.map_or(a.hx, |tp| &hs[tp * nh..(tp + 1) * nh]);
+        let h_prev = tp.map_or(&a.hx[r0 * h..r0 * h + mh], |tp| &hs[at(tp, h)]);
         let c_prev = match (op.mode, tp) {
-            (RnnMode::Lstm, Some(tp)) => &extra[tp * nh..(tp + 1) * nh],
-            (RnnMode::Lstm, None) => a.cx,
+            (RnnMode::Lstm, Some(tp)) => &extra[at(tp, h)],
+            (RnnMode::Lstm, None) => &a.cx[r0 * h..r0 * h + mh],
             _ => &[],
-        };
-        let rows = t * n * gh..(t + 1) * n * gh;
-        let (dgx_t, dgh_t): (&mut [F], &mut [F]) = if gru {
-            (&mut sc.dgx[rows.clone()], &mut sc.dgh[rows.clone()])
-        } else {
-            (&mut sc.dgx[rows.clone()], &mut [])
         };
         cell::backward(
             op.mode,
-            n,
+            m,
             h,
             StepBwd {
-                gates: &gates[rows.clone()],
+                gates: &gates[at(t, gh)],
                 extra: if dims.has_extra() {
-                    &extra[t * nh..(t + 1) * nh]
+                    &extra[at(t, h)]
                 } else {
                     &[]
                 },
@@ -103,22 +137,19 @@ fn steps<F: RnnFloat>(op: &Rnn, dims: &RnnDims, a: &DirBwd<F>, sc: &mut Scratch<
                 c_prev,
                 dh: &dh,
                 dc: &mut dc,
-                dgx: dgx_t,
-                dgh: dgh_t,
+                dgx: &mut *dgx[t],
+                dgh: if gru { &mut *dgh[t] } else { &mut [] },
                 dh_direct: &mut direct,
             },
             clip,
         );
-        let dq = if gru { &sc.dgh[rows] } else { &sc.dgx[rows] };
+        let dq: &[F] = if gru { &*dgh[t] } else { &*dgx[t] };
         if gru {
             dh_next.copy_from_slice(&direct);
         }
-        mul(n, gh, h, dq, wh, &mut dh_next, gru);
+        mul(m, gh, h, dq, wh, &mut dh_next, gru, threads);
     }
-    DirGrads {
-        dhx: dh_next,
-        dcx: dc,
-    }
+    (dh_next, dc)
 }
 
 /// Adds one direction's weight and bias gradients into `dw`.
@@ -279,7 +310,7 @@ pub(super) fn run<F: RnnFloat>(
                 let (wx_at, _) = dims.weights(l, dir);
                 let wx = &w[wx_at..wx_at + gh * i_l];
                 let add = dir > 0 || (l == 0 && dx_req == OpReq::Add);
-                mul(tn, gh, i_l, &*sc.dgx, wx, dst, add);
+                mul(tn, gh, i_l, &*sc.dgx, wx, dst, add, true);
             }
         }
         if l > 0 {

@@ -82,16 +82,22 @@ pub fn forward<F: Float + FastMath>(
                         }
                     }
                     RnnMode::Lstm => {
+                        // Every slice cut to `h` so that the loop carries no bounds checks
+                        // and vectorises.
                         let cp = &s.c_prev[r * h..(r + 1) * h];
                         let c = &mut s.extra[r * h..(r + 1) * h];
                         let (gi, rest) = g.split_at_mut(h);
                         let (gf, rest) = rest.split_at_mut(h);
                         let (gg, go) = rest.split_at_mut(h);
+                        let go = &mut go[..h];
+                        let (qi, qf, qg, qo) =
+                            (&q[..h], &q[h..2 * h], &q[2 * h..3 * h], &q[3 * h..4 * h]);
+                        let out = &mut out[..h];
                         for j in 0..h {
-                            let i = sigmoid(gi[j] + q[j]);
-                            let f = sigmoid(gf[j] + q[h + j]);
-                            let cand = (gg[j] + q[2 * h + j]).fast_tanh();
-                            let o = sigmoid(go[j] + q[3 * h + j]);
+                            let i = sigmoid(gi[j] + qi[j]);
+                            let f = sigmoid(gf[j] + qf[j]);
+                            let cand = (gg[j] + qg[j]).fast_tanh();
+                            let o = sigmoid(go[j] + qo[j]);
                             let mut cj = f * cp[j] + i * cand;
                             if let Some(cl) = clip {
                                 cj = cl.apply(cj);
@@ -109,10 +115,13 @@ pub fn forward<F: Float + FastMath>(
                         let bn = &s.bias_h[2 * h..3 * h];
                         let (gr, rest) = g.split_at_mut(h);
                         let (gz, gn) = rest.split_at_mut(h);
+                        let gn = &mut gn[..h];
+                        let (qr, qz, qn) = (&q[..h], &q[h..2 * h], &q[2 * h..3 * h]);
+                        let (hp, out) = (&hp[..h], &mut out[..h]);
                         for j in 0..h {
-                            let rg = sigmoid(gr[j] + q[j]);
-                            let z = sigmoid(gz[j] + q[h + j]);
-                            let hnj = q[2 * h + j] + bn[j];
+                            let rg = sigmoid(gr[j] + qr[j]);
+                            let z = sigmoid(gz[j] + qz[j]);
+                            let hnj = qn[j] + bn[j];
                             let cand = (gn[j] + rg * hnj).fast_tanh();
                             gr[j] = rg;
                             gz[j] = z;
@@ -183,8 +192,14 @@ pub fn backward<F: Float + FastMath>(
                         let c = &s.extra[r * h..(r + 1) * h];
                         let cp = &s.c_prev[r * h..(r + 1) * h];
                         let dc = &mut s.dc[r * h..(r + 1) * h];
+                        let (gi, gf, gg, go) =
+                            (&g[..h], &g[h..2 * h], &g[2 * h..3 * h], &g[3 * h..4 * h]);
+                        let (di, rest) = d.split_at_mut(h);
+                        let (df, rest) = rest.split_at_mut(h);
+                        let (dg, dout) = rest.split_at_mut(h);
+                        let dout = &mut dout[..h];
                         for j in 0..h {
-                            let (i, f, cand, o) = (g[j], g[h + j], g[2 * h + j], g[3 * h + j]);
+                            let (i, f, cand, o) = (gi[j], gf[j], gg[j], go[j]);
                             let tc = c[j].fast_tanh();
                             let mut dcj = dc[j] + dh[j] * o * (one - tc * tc);
                             if let Some(cl) = clip {
@@ -192,10 +207,10 @@ pub fn backward<F: Float + FastMath>(
                                     dcj = F::zero();
                                 }
                             }
-                            d[j] = dcj * cand * i * (one - i);
-                            d[h + j] = dcj * cp[j] * f * (one - f);
-                            d[2 * h + j] = dcj * i * (one - cand * cand);
-                            d[3 * h + j] = dh[j] * tc * o * (one - o);
+                            di[j] = dcj * cand * i * (one - i);
+                            df[j] = dcj * cp[j] * f * (one - f);
+                            dg[j] = dcj * i * (one - cand * cand);
+                            dout[j] = dh[j] * tc * o * (one - o);
                             dc[j] = dcj * f;
                         }
                     }

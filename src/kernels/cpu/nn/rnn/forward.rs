@@ -9,23 +9,7 @@ use crate::kernels::cpu::Blobs;
 use crate::op::nn::rnn::{Rnn, RnnDims, RnnMode, NAME};
 use crate::op::{OpContext, OpReq};
 use rand::Rng;
-
-/// The block `read` (shared) and the block `write` (mutable) of `v`, blocks `len` long.
-pub(super) fn read_write<F>(
-    v: &mut [F],
-    read: usize,
-    write: usize,
-    len: usize,
-) -> (&[F], &mut [F]) {
-    debug_assert_ne!(read, write);
-    if read < write {
-        let (lo, hi) = v.split_at_mut(write * len);
-        (&lo[read * len..(read + 1) * len], &mut hi[..len])
-    } else {
-        let (lo, hi) = v.split_at_mut(read * len);
-        (&hi[..len], &mut lo[write * len..(write + 1) * len])
-    }
-}
+use rayon::prelude::*;
 
 /// The pieces of one (layer, direction)'s reserve: gates, extra (cell states or candidate
 /// hidden products; empty for the vanilla cells) and hidden states.
@@ -61,8 +45,7 @@ struct DirIn<'a, F> {
 
 /// Runs one direction of one layer over the whole sequence, filling its reserve chunk.
 fn run_dir<F: RnnFloat>(op: &Rnn, dims: &RnnDims, a: DirIn<F>, chunk: &mut [F]) {
-    let (n, h, gh, tn) = (dims.n, dims.h, dims.gate_rows(), dims.t * dims.n);
-    let nh = n * h;
+    let (h, gh, tn) = (dims.h, dims.gate_rows(), dims.t * dims.n);
     let (gates, extra, hs) = split_cell(dims, chunk);
     let i_l = dims.layer_input(a.layer);
     let (wx_at, wh_at) = dims.weights(a.layer, a.dir);
@@ -78,38 +61,141 @@ fn run_dir<F: RnnFloat>(op: &Rnn, dims: &RnnDims, a: DirIn<F>, chunk: &mut [F]) 
     for row in gates.chunks_exact_mut(gh) {
         row.copy_from_slice(&bias);
     }
-    mul_bt(tn, i_l, gh, a.input, i_l, wx, gates, true);
-    let clip = clip_of::<F>(op);
-    let mut q = vec![F::zero(); n * gh];
-    for s in 0..dims.t {
-        let t = step_time(dims, a.dir, s);
-        let tp = (s > 0).then(|| step_time(dims, a.dir, s - 1));
-        let (h_prev, h_t) = match tp {
-            Some(tp) => read_write(hs, tp, t, nh),
-            None => (a.hx, &mut hs[t * nh..(t + 1) * nh]),
+    mul_bt(tn, i_l, gh, a.input, i_l, wx, gates, true, true);
+    let blocks = row_blocks(dims, a.dir == 0 && dims.d == 1);
+    let threads = blocks.len() == 1;
+    let mut parts = split_rows(dims, &blocks, gates, extra, hs);
+    let run_block = |(rows, b): (std::ops::Range<usize>, &mut Block<F>)| {
+        let m = rows.len();
+        let mut q = vec![F::zero(); m * gh];
+        let hx = &a.hx[rows.start * h..rows.end * h];
+        let cx = if a.cx.is_empty() {
+            &[][..]
+        } else {
+            &a.cx[rows.start * h..rows.end * h]
         };
-        let (c_prev, extra_t): (&[F], &mut [F]) = match (op.mode, tp) {
-            (RnnMode::Lstm, Some(tp)) => read_write(extra, tp, t, nh),
-            (RnnMode::Lstm, None) => (a.cx, &mut extra[t * nh..(t + 1) * nh]),
-            (RnnMode::Gru, _) => (&[], &mut extra[t * nh..(t + 1) * nh]),
-            _ => (&[], &mut []),
-        };
-        mul_bt(n, h, gh, h_prev, h, wh, &mut q, false);
-        cell::forward(
-            op.mode,
-            n,
-            h,
-            StepFwd {
-                gates: &mut gates[t * n * gh..(t + 1) * n * gh],
-                hidden: &q,
-                bias_h: bh,
-                h_prev,
-                c_prev,
-                extra: extra_t,
-                h: h_t,
-            },
-            clip,
-        );
+        for s in 0..dims.t {
+            let t = step_time(dims, a.dir, s);
+            let tp = (s > 0).then(|| step_time(dims, a.dir, s - 1));
+            let (h_prev, h_t) = match tp {
+                Some(tp) => pick(&mut b.hs, tp, t),
+                None => (hx, &mut *b.hs[t]),
+            };
+            let (c_prev, extra_t): (&[F], &mut [F]) = match (op.mode, tp) {
+                (RnnMode::Lstm, Some(tp)) => pick(&mut b.extra, tp, t),
+                (RnnMode::Lstm, None) => (cx, &mut *b.extra[t]),
+                (RnnMode::Gru, _) => (&[], &mut *b.extra[t]),
+                _ => (&[], &mut []),
+            };
+            mul_bt(m, h, gh, h_prev, h, wh, &mut q, false, threads);
+            cell::forward(
+                op.mode,
+                m,
+                h,
+                StepFwd {
+                    gates: &mut *b.gates[t],
+                    hidden: &q,
+                    bias_h: bh,
+                    h_prev,
+                    c_prev,
+                    extra: extra_t,
+                    h: h_t,
+                },
+                clip_of::<F>(op),
+            );
+        }
+    };
+    if threads {
+        blocks.into_iter().zip(parts.iter_mut()).for_each(run_block);
+    } else {
+        blocks
+            .into_par_iter()
+            .zip(parts.par_iter_mut())
+            .for_each(run_block);
+    }
+}
+
+/// The batch rows each thread steps through the sequence on its own: the recurrence of a
+/// row reads only that row, so blocks never wait for each other between steps. One block
+/// (whose products may use every thread) when `split` is false or the batch is small.
+pub(super) fn row_blocks(dims: &RnnDims, split: bool) -> Vec<std::ops::Range<usize>> {
+    let threads = rayon::current_num_threads();
+    let work = dims.t * dims.n * dims.gate_rows() * dims.h;
+    let nb = if split && threads > 1 && work >= 1 << 22 {
+        threads.min(dims.n / 8).max(1)
+    } else {
+        1
+    };
+    (0..nb)
+        .map(|b| b * dims.n / nb..(b + 1) * dims.n / nb)
+        .collect()
+}
+
+/// One block's per-step pieces of the reserve: for each time step, its rows of the gates,
+/// of the extra values and of the hidden states.
+pub(super) struct Block<'a, F> {
+    pub gates: Vec<&'a mut [F]>,
+    pub extra: Vec<&'a mut [F]>,
+    pub hs: Vec<&'a mut [F]>,
+}
+
+/// Cuts every step's rows of `gates`, `extra` and `hs` into the blocks' rows.
+fn split_rows<'a, F>(
+    dims: &RnnDims,
+    blocks: &[std::ops::Range<usize>],
+    gates: &'a mut [F],
+    extra: &'a mut [F],
+    hs: &'a mut [F],
+) -> Vec<Block<'a, F>> {
+    let ew = if dims.has_extra() { dims.h } else { 0 };
+    let g = cut_steps(dims, blocks, gates, dims.gate_rows());
+    let e = cut_steps(dims, blocks, extra, ew);
+    let h = cut_steps(dims, blocks, hs, dims.h);
+    g.into_iter()
+        .zip(e)
+        .zip(h)
+        .map(|((gates, extra), hs)| Block { gates, extra, hs })
+        .collect()
+}
+
+/// For each block, its rows of every step of `v` (`t` steps of `n` rows of `width`).
+pub(super) fn cut_steps<'a, F>(
+    dims: &RnnDims,
+    blocks: &[std::ops::Range<usize>],
+    v: &'a mut [F],
+    width: usize,
+) -> Vec<Vec<&'a mut [F]>> {
+    let mut out: Vec<Vec<&'a mut [F]>> = blocks.iter().map(|_| Vec::new()).collect();
+    let step = dims.n * width;
+    if step == 0 {
+        for b in out.iter_mut() {
+            b.extend((0..dims.t).map(|_| &mut [][..]));
+        }
+        return out;
+    }
+    for mut rest in v.chunks_mut(step) {
+        for (b, rows) in out.iter_mut().zip(blocks) {
+            let (mine, tail) = std::mem::take(&mut rest).split_at_mut(rows.len() * width);
+            b.push(mine);
+            rest = tail;
+        }
+    }
+    out
+}
+
+/// Step `read` (shared) and step `write` (mutable) of per-step slices.
+pub(super) fn pick<'a, F>(
+    v: &'a mut [&mut [F]],
+    read: usize,
+    write: usize,
+) -> (&'a [F], &'a mut [F]) {
+    debug_assert_ne!(read, write);
+    if read < write {
+        let (lo, hi) = v.split_at_mut(write);
+        (&*lo[read], &mut *hi[0])
+    } else {
+        let (lo, hi) = v.split_at_mut(read);
+        (&*hi[0], &mut *lo[write])
     }
 }
 

@@ -68,7 +68,8 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<RnnBackward>(k);
 }
 
-/// `dst (=|+=) a (m×k, rows `a_rs` apart) · bᵀ` with `b` an `n×k` row-major matrix.
+/// `dst (=|+=) a (m×k, rows `a_rs` apart) · bᵀ` with `b` an `n×k` row-major matrix;
+/// `threads` lets a large product use the rayon pool.
 #[allow(clippy::too_many_arguments)]
 fn mul_bt<F: RnnFloat>(
     m: usize,
@@ -79,6 +80,7 @@ fn mul_bt<F: RnnFloat>(
     b: &[F],
     dst: &mut [F],
     add: bool,
+    threads: bool,
 ) {
     let d = MatMul {
         m,
@@ -90,17 +92,28 @@ fn mul_bt<F: RnnFloat>(
         b_cs: k,
     };
     if m > 0 && n > 0 && k > 0 {
-        matmul(&d, a, b, dst, add, true);
+        matmul(&d, a, b, dst, add, threads);
     } else if !add {
         dst[..m * n].fill(F::zero());
     }
 }
 
-/// `dst (=|+=) a · b` with `a` m×k and `b` k×n, both row-major.
-fn mul<F: RnnFloat>(m: usize, k: usize, n: usize, a: &[F], b: &[F], dst: &mut [F], add: bool) {
+/// `dst (=|+=) a · b` with `a` m×k and `b` k×n, both row-major; `threads` lets a large
+/// product use the rayon pool.
+#[allow(clippy::too_many_arguments)]
+fn mul<F: RnnFloat>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[F],
+    b: &[F],
+    dst: &mut [F],
+    add: bool,
+    threads: bool,
+) {
     let d = MatMul::new(m, k, false, k, n, false).expect("inner dimensions agree");
     if m > 0 && n > 0 && k > 0 {
-        matmul(&d, a, b, dst, add, true);
+        matmul(&d, a, b, dst, add, threads);
     } else if !add {
         dst[..m * n].fill(F::zero());
     }
