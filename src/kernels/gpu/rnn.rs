@@ -189,6 +189,24 @@ fn gather(
     e.launch(ctx, "rnn_gather", dims.layer_output(), args)
 }
 
+/// The input of layer `layer`: the data for the first, else the layer below's output
+/// (times its dropout mask) rebuilt into `buf` from the reserve.
+fn layer_input(
+    e: &Elem,
+    ctx: &OpContext,
+    dims: &RnnDims,
+    (reserve, layer): (*const u8, usize),
+    data: *mut u8,
+    buf: *mut u8,
+) -> Result<*mut u8> {
+    if layer == 0 {
+        return Ok(data);
+    }
+    let mask = mask_ptr(e, dims, reserve, layer - 1);
+    gather(e, ctx, dims, (reserve, layer - 1), mask, buf, false)?;
+    Ok(buf)
+}
+
 fn mask_ptr(e: &Elem, dims: &RnnDims, reserve: *const u8, layer: usize) -> *const u8 {
     if dims.dropout {
         e.at(reserve, dims.mask_at(layer))
@@ -242,19 +260,7 @@ impl super::GpuKernel for Rnn {
         let (clip, lo, hi, nan_to_lo) = clip_args(self);
         let hidden_from = if self.mode == RnnMode::Gru { 2 * h } else { gh };
         for l in 0..dims.l {
-            if l > 0 {
-                let mask = mask_ptr(&e, &dims, reserve, l - 1);
-                gather(
-                    &e,
-                    ctx,
-                    &dims,
-                    (reserve, l - 1),
-                    mask,
-                    layer_in.ptr(),
-                    false,
-                )?;
-            }
-            let input = if l == 0 { x } else { layer_in.ptr() };
+            let input = layer_input(&e, ctx, &dims, (reserve, l), x, layer_in.ptr())?;
             let i_l = dims.layer_input(l);
             for dir in 0..dims.d {
                 let c = cell(&e, &dims, reserve, l, dir);
@@ -406,19 +412,7 @@ impl super::GpuKernel for RnnBackward {
         let (clip, lo, hi, _) = clip_args(op);
         let dq_all = if gru { dgh.ptr() } else { dgx.ptr() };
         for l in (0..dims.l).rev() {
-            if l > 0 {
-                let mask = mask_ptr(&e, &dims, reserve, l - 1);
-                gather(
-                    &e,
-                    ctx,
-                    &dims,
-                    (reserve, l - 1),
-                    mask,
-                    layer_in.ptr(),
-                    false,
-                )?;
-            }
-            let input = if l == 0 { x } else { layer_in.ptr() };
+            let input = layer_input(&e, ctx, &dims, (reserve, l), x, layer_in.ptr())?;
             let dout = if l == dims.l - 1 { dy } else { dcur };
             let i_l = dims.layer_input(l);
             let dx_dst = if l > 0 {
