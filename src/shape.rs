@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
+use std::cell::Cell;
 
 /// A shape: dimension sizes, outermost first.
 pub type Shape = SmallVec<[usize; 6]>;
@@ -24,6 +25,59 @@ pub fn fmt_shape(shape: &[usize]) -> String {
                 .join(", ")
         ),
     }
+}
+
+thread_local! {
+    static ZERO_IS_UNKNOWN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` reading a dimension of 0 as an unknown size (`zero_is_unknown`, MXNet's
+/// legacy shape semantics) or as an empty axis (NumPy shape semantics). Graph inference
+/// runs in it; arrays never do, so imperative calls keep their zero-sized arrays.
+pub fn with_zero_meaning<R>(zero_is_unknown: bool, f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ZERO_IS_UNKNOWN.with(|z| z.set(self.0));
+        }
+    }
+    let _restore = Restore(ZERO_IS_UNKNOWN.with(|z| z.replace(zero_is_unknown)));
+    f()
+}
+
+/// Whether dimensions of 0 are unknown sizes here (see [`with_zero_meaning`]).
+pub fn zero_is_unknown() -> bool {
+    ZERO_IS_UNKNOWN.with(Cell::get)
+}
+
+/// Whether a shape is only partly known: some dimension is 0 while 0 means unknown.
+pub fn is_partial(shape: &[usize]) -> bool {
+    zero_is_unknown() && shape.contains(&0)
+}
+
+/// The shape that agrees with both `a` and `b`: equal shapes, or, while 0 means unknown,
+/// shapes of one rank whose unknown dimensions take the other's size. `None` when they
+/// disagree.
+pub fn unify(a: &[usize], b: &[usize]) -> Option<Shape> {
+    if a == b {
+        return Some(Shape::from_slice(a));
+    }
+    if a.len() != b.len() || !zero_is_unknown() {
+        return None;
+    }
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| match (x, y) {
+            (0, d) | (d, 0) => Some(d),
+            (x, y) if x == y => Some(x),
+            _ => None,
+        })
+        .collect()
+}
+
+/// How much of a shape is known: its rank, plus one for every known dimension.
+pub fn known_dims(shape: &[usize]) -> usize {
+    1 + shape.iter().filter(|&&d| d != 0).count()
 }
 
 /// Row-major strides in elements.
@@ -66,6 +120,9 @@ pub fn broadcast_shapes(op: &str, a: &[usize], b: &[usize]) -> Result<Shape> {
             da
         } else if da == 1 {
             db
+        } else if (da == 0 || db == 0) && zero_is_unknown() {
+            // An unknown size is 1 or the other's: the result is the other's, when over 1.
+            da.max(db)
         } else {
             return Err(Error::Value(format!(
                 "{op}: operands could not be broadcast together with shapes {} {}",
@@ -80,6 +137,24 @@ pub fn broadcast_shapes(op: &str, a: &[usize], b: &[usize]) -> Result<Shape> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_dimensions_unify_with_known_ones() {
+        assert!(
+            unify(&[0, 3], &[2, 3]).is_none(),
+            "0 is an empty axis outside inference"
+        );
+        assert!(!is_partial(&[0, 3]));
+        with_zero_meaning(true, || {
+            assert_eq!(unify(&[0, 3], &[2, 0]).unwrap().as_slice(), &[2, 3]);
+            assert_eq!(unify(&[2, 3], &[2, 3]).unwrap().as_slice(), &[2, 3]);
+            assert!(unify(&[2, 3], &[3, 3]).is_none());
+            assert!(unify(&[0, 3], &[0, 3, 1]).is_none());
+            assert!(is_partial(&[2, 0]) && !is_partial(&[2, 3]));
+            assert_eq!(known_dims(&[2, 0]), 2);
+        });
+        assert!(!zero_is_unknown());
+    }
 
     #[test]
     fn broadcast_rules() {

@@ -222,7 +222,9 @@ def test_unary_matches_the_cpu_operator(modules, op, suffix):
     for n in (1, 33, 1000):
         x = rng.uniform(-3, 3, n).astype(dtype)
         x[: n // 3] = np.round(x[: n // 3] * 2) / 2  # halves, for the rounding operators
-        kw = {"a_min": -1.5, "a_max": 2.0} if op == "clip" else {}
+        # The kernel's two parameters are clip's bounds or hard_sigmoid's slope and bias.
+        kw = {"clip": {"a_min": -1.5, "a_max": 2.0},
+              "hard_sigmoid": {"alpha": -1.5, "beta": 2.0}}.get(op, {})
         a = mx.nd.array(x, dtype=dtype)
         want = (a.copy() if op == "_copy" else getattr(mx.nd, op)(a, **kw)).asnumpy()
         rest = [ctypes.c_int(UNARY[op]), ctypes.c_int(0), ctypes.c_double(-1.5),

@@ -352,7 +352,8 @@ def test_integer_unary_kernels_match_the_cpu_operators(suffix):
     dtype = DTYPES[suffix]
     for op, code in UNARY.items():
         x = data(suffix, 257, code)
-        kw = {"a_min": -1.5, "a_max": 20.0} if op == "clip" else {}
+        kw = {"clip": {"a_min": -1.5, "a_max": 20.0},
+              "hard_sigmoid": {"alpha": -1.5, "beta": 20.0}}.get(op, {})
         a = mx.nd.array(x, dtype=dtype)
         with np.errstate(all="ignore"):
             want = (a.copy() if op == "_copy" else getattr(mx.nd, op)(a, **kw)).asnumpy()

@@ -536,3 +536,38 @@ def test_chained_ops_keep_order(ctx):
     out = mx.nd.zeros((3, 4, 2), ctx=ctx)
     mx.nd.transpose(mx.nd.reshape(x, shape=(0, 2, 3)), axes=(2, 0, 1), out=out)
     check(out, a.reshape(4, 2, 3).transpose(2, 0, 1))
+
+
+def test_shape_array_and_size_array(ctx):
+    x = mx.nd.zeros((2, 3, 4), ctx=ctx)
+    s, n = mx.nd.shape_array(x), mx.nd.size_array(x)
+    assert s.dtype == np.int64 and s.asnumpy().tolist() == [2, 3, 4]
+    assert n.dtype == np.int64 and n.asnumpy().tolist() == [24]
+    assert mx.nd.shape_array(mx.nd.zeros((), ctx=ctx)).shape == (0,)
+    sym = mx.sym.shape_array(mx.sym.Variable("x"))
+    assert sym.infer_shape(x=(5, 6))[1] == [(2,)]
+    assert sym.infer_type(x=np.float32)[1] == [np.int64]
+
+
+@pytest.mark.parametrize("rhs,attrs,want", [
+    ((6, 2, 2), {}, (6, 2, 2)),
+    ((4, 3, 5), {"lhs_begin": 1, "rhs_begin": 0, "rhs_end": 2}, (2, 4, 3)),
+    ((12,), {"lhs_begin": -2, "rhs_begin": 0}, (2, 12)),
+])
+def test_reshape_like_matches_mxnet(ctx, rhs, attrs, want):
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x = mx.nd.array(a, ctx=ctx)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.reshape_like(x, mx.nd.zeros(rhs, ctx=ctx), **attrs)
+    assert y.shape == want
+    np.testing.assert_array_equal(y.asnumpy(), a.reshape(want))
+    y.backward(mx.nd.ones(want, ctx=ctx) * 2)
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.full((2, 3, 4), 2.0))
+
+
+def test_reshape_like_of_a_different_size_names_the_shapes():
+    with pytest.raises(mx.MXNetError, match=r"reshape_like.*\(2, 3, 4\)"):
+        mx.nd.reshape_like(mx.nd.zeros((2, 3, 4)), mx.nd.zeros((5,)))
+    a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
+    assert mx.sym.reshape_like(a, b).infer_shape(a=(2, 3, 4), b=(6, 4))[1] == [(6, 4)]

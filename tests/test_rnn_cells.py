@@ -4,11 +4,9 @@ weights unpack and pack as MXNet's do, and the ``FusedRNN`` initializer fills th
 values; ``encode_sentences`` and ``BucketSentenceIter`` give MXNet's vocabularies and
 batches; RNN checkpoints round-trip. Fixtures come from fixtures/rnn_cells/make_fixture.py.
 
-Shapes and forward passes of cells unrolled with their default begin states (``_zeros``
-of shape ``(0, H)``) rely on shape inference reading 0 as an unknown dimension and filling
-it in, through ``FullyConnected``, ``Convolution`` and ``where`` too, as MXNet does.
-rsmx's shape inference does not read 0 that way yet, so those cases (the symbols holding
-such a node) are compared as symbols only, until it does.
+Cells unrolled with their default begin states (``_zeros`` of shape ``(0, H)``) rely on
+shape inference reading 0 as an unknown size and filling it in, through
+``FullyConnected``, ``Convolution`` and ``where`` too, as MXNet does.
 """
 
 import gzip
@@ -33,23 +31,6 @@ NUMERIC = np.load(HERE / "numeric.npz")
 WEIGHTS = np.load(HERE / "weights.npz")
 WEIGHTS_META = json.loads((HERE / "weights.json").read_text())
 DATA_IO = json.loads((HERE / "data_io.json").read_text())
-
-
-def has_unknown_dims(name) -> bool:
-    """True if the case's symbol creates an array whose shape holds a 0 (MXNet's unknown
-    dimension) for shape inference to fill in."""
-    for node in SYMBOLS[name]["json"]["nodes"]:
-        shape = node.get("attrs", {}).get("shape")
-        if node["op"] != "null" and shape and 0 in json.loads(shape.replace("(", "[")
-                                                             .replace(")", "]")
-                                                             .replace(",]", "]")):
-            return True
-    return False
-
-
-def inferable(names) -> list:
-    """The cases whose shapes rsmx infers today (see the module's docstring)."""
-    return [n for n in names if not has_unknown_dims(n)]
 
 
 def build(name):
@@ -96,13 +77,12 @@ def test_unrolled_symbol_matches_mxnet(name):
     check_symbol(name)
 
 
-@pytest.mark.parametrize("name", inferable(cases.UNROLLED))
+@pytest.mark.parametrize("name", list(cases.UNROLLED))
 def test_unrolled_shapes_match_mxnet(name):
     check_shapes(name)
 
 
-@pytest.mark.parametrize("index,name", [(i, n) for i, n in enumerate(cases.NUMERIC)
-                                        if not has_unknown_dims(n)])
+@pytest.mark.parametrize("index,name", list(enumerate(cases.NUMERIC)))
 def test_forward_matches_mxnet(index, name):
     check_forward(index, name)
 
@@ -112,14 +92,13 @@ def test_fused_rnn_op_symbol_matches_mxnet(name):
     check_symbol(name)
 
 
-@pytest.mark.parametrize("name", inferable(cases.FUSED))
+@pytest.mark.parametrize("name", list(cases.FUSED))
 def test_fused_rnn_op_shapes_match_mxnet(name):
     check_shapes(name)
 
 
-@pytest.mark.parametrize("index,name", [
-    (i, n) for i, n in enumerate(cases.NUMERIC_FUSED, start=len(cases.NUMERIC))
-    if not has_unknown_dims(n)])
+@pytest.mark.parametrize("index,name",
+                         list(enumerate(cases.NUMERIC_FUSED, start=len(cases.NUMERIC))))
 def test_fused_rnn_op_forward_matches_mxnet(index, name):
     check_forward(index, name)
 

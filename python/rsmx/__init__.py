@@ -38,6 +38,7 @@ from . import (
     storage,
     symbol,
     test_utils,
+    util,
     visualization,
 )
 from . import initializer as init
@@ -50,6 +51,7 @@ from . import visualization as viz
 from .attribute import AttrScope
 from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
+from .util import is_np_array, is_np_shape, np_shape, set_np_shape, use_np_shape
 
 __all__ = [
     "MXNetError",
@@ -73,6 +75,12 @@ __all__ = [
     "rnn",
     "runtime",
     "test_utils",
+    "util",
+    "is_np_array",
+    "is_np_shape",
+    "np_shape",
+    "set_np_shape",
+    "use_np_shape",
     "symbol",
     "sym",
     "executor",

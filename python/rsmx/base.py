@@ -15,6 +15,7 @@ __all__ = [
     "MXNetIndexError",
     "MXNetNotImplementedError",
     "MXNetMemoryError",
+    "NotImplementedForSymbol",
     "numeric_types",
     "integer_types",
     "string_types",
@@ -58,6 +59,24 @@ class MXNetNotImplementedError(MXNetError, NotImplementedError):
 
 class MXNetMemoryError(MXNetError, MemoryError):
     """An allocation that could not be satisfied."""
+
+
+class NotImplementedForSymbol(MXNetError, NotImplementedError):
+    """A function of NDArrays that a Symbol does not have, such as a truth value."""
+
+    def __init__(self, function: Any, alias: str | None, *args: Any) -> None:
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self) -> str:
+        msg = f"Function {self.function}"
+        if self.alias:
+            msg += f' (namely operator "{self.alias}")'
+        if self.args:
+            msg += f" with arguments ({', '.join(self.args)})"
+        return msg + " is not implemented for Symbol and only available in NDArray."
 
 
 numeric_types = (float, int, np.generic, numbers.Number)

@@ -12,6 +12,7 @@ from . import ndarray as nd
 from .base import MXNetTypeError, MXNetValueError
 from .context import Context
 from .ndarray import NDArray
+from .util import is_np_shape
 
 __all__ = ["Executor", "bind", "simple_bind"]
 
@@ -34,9 +35,8 @@ def _grad_reqs(grad_req: Any, names: list[str]) -> list[str]:
             )
         reqs = list(grad_req)
     elif isinstance(grad_req, dict):
-        unknown = set(grad_req) - set(names)
-        if unknown:
-            raise MXNetValueError(f"grad_req names unknown arguments {sorted(unknown)}")
+        # As MXNet's, names that are not arguments are ignored: one dict serves several
+        # symbols.
         reqs = [grad_req.get(n, "null") for n in names]
     else:
         raise MXNetTypeError("grad_req must be a str, a list or a dict")
@@ -149,8 +149,9 @@ def simple_bind(sym, ctx, grad_req="write", type_dict=None, group2ctx=None,
     arg_shapes, _, aux_shapes = sym.infer_shape_partial(**shapes)
     arg_names = sym.list_arguments()
     aux_names = sym.list_auxiliary_states()
+    unknown_dim = -1 if is_np_shape() else 0
     missing = [n for n, s in zip(arg_names + aux_names, arg_shapes + aux_shapes, strict=True)
-               if s == ()]
+               if s is None or (s == () and not is_np_shape()) or unknown_dim in s]
     if missing:
         raise MXNetValueError(
             f"simple_bind: cannot infer the shapes of {missing} from the given shapes "

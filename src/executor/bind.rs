@@ -152,6 +152,21 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
         }
     }
 
+    // A bound array of unknown (0) dimensions does not take the sizes inferred for them.
+    for (e, a) in arrays.iter().enumerate() {
+        if let (Some(a), Some(s)) = (a, &shapes[e]) {
+            if a.shape() != s.as_slice() {
+                let node = &g.nodes[g.producer(e)];
+                return Err(Error::Value(format!(
+                    "bind: the array given for '{}' has shape {}, the graph needs {}",
+                    node.name,
+                    fmt_shape(a.shape()),
+                    fmt_shape(s)
+                )));
+            }
+        }
+    }
+
     // Placement.
     let node_ctx: Vec<Context> = g
         .nodes

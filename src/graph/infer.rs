@@ -6,19 +6,64 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::params::parse_tuple;
 use crate::op::Operator;
-use crate::shape::Shape;
+use crate::shape::{is_partial, known_dims, unify, with_zero_meaning, zero_is_unknown, Shape};
 
 /// Passes over the graph before giving up on reaching a fixed point.
-const MAX_PASSES: usize = 8;
+const MAX_PASSES: usize = 16;
 
-/// The shape a variable declares through `__shape__` (dimensions of 0 are unknown, so
-/// such a shape counts as not given).
+/// The shape a variable declares through `__shape__`. While 0 means an unknown size, so
+/// do 0 and -1 there: `(0, 4)` is a partly known shape of two dimensions.
 pub fn declared_shape(attr: Option<String>) -> Option<Shape> {
     let dims = parse_tuple(&attr?)??;
-    if dims.iter().any(|&d| d <= 0) {
+    let unknown = zero_is_unknown();
+    if dims.iter().any(|&d| d < 0) && !unknown {
         return None;
     }
-    Some(dims.iter().map(|&d| d as usize).collect())
+    Some(dims.iter().map(|&d| d.max(0) as usize).collect())
+}
+
+/// Whether a variable's declared `__shape__` leaves some size unknown (-1).
+pub fn declares_unknown_size(attr: Option<String>) -> bool {
+    attr.and_then(|a| parse_tuple(&a).flatten())
+        .is_some_and(|dims| dims.iter().any(|&d| d < 0))
+}
+
+/// What the passes know of one slot's value, which a pass may only add to.
+pub trait Knowledge: Clone + PartialEq {
+    /// How much is known.
+    fn amount(&self) -> usize;
+    /// Whether nothing is left to learn.
+    fn complete(&self) -> bool;
+    /// Whether `new` knows more than `self` without contradicting it.
+    fn refined_by(&self, new: &Self) -> bool;
+}
+
+impl Knowledge for Shape {
+    fn amount(&self) -> usize {
+        known_dims(self)
+    }
+    fn complete(&self) -> bool {
+        !is_partial(self)
+    }
+    fn refined_by(&self, new: &Self) -> bool {
+        self != new && unify(self, new).as_ref() == Some(new)
+    }
+}
+
+impl Knowledge for DType {
+    fn amount(&self) -> usize {
+        1
+    }
+    fn complete(&self) -> bool {
+        true
+    }
+    fn refined_by(&self, _new: &Self) -> bool {
+        false
+    }
+}
+
+fn known_amount<T: Knowledge>(slots: &[Option<T>]) -> usize {
+    slots.iter().flatten().map(Knowledge::amount).sum()
 }
 
 /// The dtype a variable declares through `__dtype__`.
@@ -37,7 +82,7 @@ fn in_operator(node: &Node, e: Error) -> Error {
 /// Generic fixed-point driver: variables without a slot take what their attribute `attr`
 /// declares (read by `declared`), then `step(op, inputs, outputs)` refines
 /// each operator node's slots.
-fn run_passes<T: Clone + PartialEq>(
+fn run_passes<T: Knowledge>(
     g: &IndexedGraph,
     slots: &mut [Option<T>],
     attr: &str,
@@ -51,7 +96,7 @@ fn run_passes<T: Clone + PartialEq>(
     }
     let n = g.nodes.len();
     for pass in 0..MAX_PASSES {
-        let before = slots.iter().filter(|s| s.is_some()).count();
+        let before = known_amount(slots);
         let order: Box<dyn Iterator<Item = usize>> = if pass % 2 == 0 {
             Box::new(0..n)
         } else {
@@ -75,8 +120,10 @@ fn run_passes<T: Clone + PartialEq>(
                 merge(&mut slots[e], v);
             }
         }
-        let after = slots.iter().filter(|s| s.is_some()).count();
-        if after == slots.len() || (pass > 0 && after == before) {
+        let done = slots
+            .iter()
+            .all(|s| s.as_ref().is_some_and(Knowledge::complete));
+        if done || (pass > 0 && known_amount(slots) == before) {
             break;
         }
     }
@@ -116,16 +163,30 @@ fn link_backward<T: Clone>(
     known
 }
 
-fn merge<T>(slot: &mut Option<T>, v: Option<T>) {
-    if slot.is_none() {
-        *slot = v;
+fn merge<T: Knowledge>(slot: &mut Option<T>, v: Option<T>) {
+    match (slot.as_ref(), &v) {
+        (None, _) => *slot = v,
+        (Some(have), Some(new)) if have.refined_by(new) => *slot = v,
+        _ => {}
     }
 }
 
 /// Infers every entry's shape from the known ones in `shapes` (indexed by entry id).
+/// Dimensions of 0 are unknown sizes there, as in MXNet's legacy shape semantics.
 pub fn infer_shapes(g: &IndexedGraph, shapes: &mut [Option<Shape>]) -> Result<()> {
-    run_passes(g, shapes, "__shape__", declared_shape, |op, ins, outs| {
-        op.infer_shape_partial(ins, outs)
+    infer_shapes_reading_zero(g, shapes, true)
+}
+
+/// [`infer_shapes`], with dimensions of 0 unknown sizes (`zero_is_unknown`) or empty axes.
+pub fn infer_shapes_reading_zero(
+    g: &IndexedGraph,
+    shapes: &mut [Option<Shape>],
+    zero_is_unknown: bool,
+) -> Result<()> {
+    with_zero_meaning(zero_is_unknown, || {
+        run_passes(g, shapes, "__shape__", declared_shape, |op, ins, outs| {
+            op.infer_shape_partial(ins, outs)
+        })
     })
 }
 

@@ -9,10 +9,10 @@ use crate::op::grad::indexing::{
 use crate::op::infer::infer_from_partial;
 use crate::op::params::{ALL_TYPES, ALL_TYPES_WITH_BOOL};
 use crate::op::{
-    check_inputs, infer, shape_err, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
-    Registry, ShapeSlots,
+    assign_shape, check_inputs, infer, shape_err, Attrs, Grad, Gradient, OpDef, OpRef, Operator,
+    Param, Params, Registry, ShapeSlots,
 };
-use crate::shape::{fmt_shape, norm_axis, Shape};
+use crate::shape::{fmt_shape, is_partial, norm_axis, unify, Shape};
 use std::sync::Arc;
 
 pub(crate) fn shape_dims(op: &str, key: &str, dims: &[i64]) -> Result<Shape> {
@@ -152,6 +152,17 @@ impl Operator for Pick {
             outputs: vec![],
             grad_of: vec![0],
         })
+    }
+
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
+        infer::check_count("pick", inputs.len(), 2)?;
+        // The data alone tells the index's shape: the output's.
+        if let (Some(data), None) = (&inputs[0], &inputs[1]) {
+            if !data.is_empty() {
+                inputs[1] = Some(self.out_shape(data)?.1);
+            }
+        }
+        infer::outputs_once_inputs_known(self, inputs, outputs)
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
@@ -302,8 +313,12 @@ impl Operator for Where {
 
     fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         infer::check_count("where", inputs.len(), 3)?;
+        // As MXNet's, the inference waits for a fully known condition.
+        if inputs[0].as_ref().is_none_or(|c| is_partial(c)) {
+            return Ok(());
+        }
         if let [_, Some(x), Some(y)] = &*inputs {
-            if x != y {
+            if unify(x, y).is_none() {
                 return Err(Error::Value(format!(
                     "where: x and y must have the same shape, got {} and {}",
                     fmt_shape(x),
@@ -316,8 +331,16 @@ impl Operator for Where {
         let (cond, xy) = inputs.split_at_mut(1);
         infer::same_shape("where", xy, outputs)?;
         if let (Some(c), Some(x)) = (&cond[0], &xy[0]) {
-            let rows_ok = c.len() == 1 && !x.is_empty() && c[0] == x[0];
-            if c != x && !rows_ok {
+            // A condition of x's rank is x's shape, and tells its unknown sizes.
+            if c.len() == x.len() && c.len() != 1 && unify(c, x).is_some() {
+                let c = c.clone();
+                for slot in xy.iter_mut().chain(outputs.iter_mut()) {
+                    assign_shape("where", "x, y and output", slot, &c)?;
+                }
+                return Ok(());
+            }
+            let rows_ok = c.len() == 1 && !x.is_empty() && (c[0] == x[0] || x[0] == 0);
+            if c != x && !rows_ok && !(is_partial(x) && unify(c, x).is_some()) {
                 return Err(Error::Value(format!(
                     "where: condition must have the shape of x {} or be 1-d with x.shape[0] elements, got {}",
                     fmt_shape(x),

@@ -140,6 +140,24 @@ pub fn from_partial<O: Operator + ?Sized, T: Inferred>(op: &O, inputs: &[T]) -> 
         .collect()
 }
 
+/// The default partial shape inference: the outputs from `infer_shape` once every input
+/// is known. Inputs with unknown (0) dimensions may not pass the operator's checks yet;
+/// their outputs then stay unknown until more is known.
+pub fn outputs_once_inputs_known<O: Operator + ?Sized>(
+    op: &O,
+    inputs: &ShapeSlots,
+    outputs: &mut ShapeSlots,
+) -> Result<()> {
+    let Some(known) = inputs.iter().cloned().collect::<Option<Vec<Shape>>>() else {
+        return Ok(());
+    };
+    match op.infer_shape(&known) {
+        Ok(inferred) => super::assign_shapes(op.name(), "output", outputs, &inferred),
+        Err(_) if known.iter().any(|s| crate::shape::is_partial(s)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// The first known value among `inputs`, then `outputs`.
 pub fn first_known<T: Clone>(inputs: &[Option<T>], outputs: &[Option<T>]) -> Option<T> {
     inputs.iter().chain(outputs).flatten().next().cloned()
@@ -175,12 +193,26 @@ pub fn given_or_like(op: &str, given: Option<&Shape>, inputs: &[Shape]) -> Resul
     }
 }
 
-/// Gives every unknown slot among `inputs` and `outputs` the shape of the first known one
-/// and checks the known ones agree: the shape inference of every element-wise operator.
-/// Allocates nothing unless shapes disagree.
+/// Gives every slot among `inputs` and `outputs` the one shape they share, filling unknown
+/// slots and unknown dimensions (0) from the known ones, and checks the known ones agree:
+/// the shape inference of every element-wise operator. Allocates nothing unless shapes
+/// disagree or are partly known.
 pub fn same_shape(op: &str, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
-    let Some(known) = first_known(inputs, outputs) else {
+    let Some(first) = first_known(inputs, outputs) else {
         return Ok(());
+    };
+    let all = inputs.iter().chain(outputs.iter()).flatten();
+    let known = if all.clone().all(|s| *s == first) {
+        first
+    } else {
+        let mut both = first;
+        for s in all {
+            match crate::shape::unify(&both, s) {
+                Some(u) => both = u,
+                None => break,
+            }
+        }
+        both
     };
     fill_shapes(op, "input", inputs, &known)?;
     fill_shapes(op, "output", outputs, &known)
@@ -189,14 +221,17 @@ pub fn same_shape(op: &str, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -
 fn fill_shapes(op: &str, what: &str, slots: &mut ShapeSlots, known: &Shape) -> Result<()> {
     for (i, slot) in slots.iter_mut().enumerate() {
         match slot {
-            Some(have) if have != known => {
-                return Err(Error::Value(format!(
-                    "{op}: shape inconsistent for {what} {i}: expected {}, got {}",
-                    fmt_shape(known),
-                    fmt_shape(have)
-                )))
-            }
-            Some(_) => {}
+            Some(have) if have == known => {}
+            Some(have) => match crate::shape::unify(have, known) {
+                Some(u) if u == *known => *have = u,
+                _ => {
+                    return Err(Error::Value(format!(
+                        "{op}: shape inconsistent for {what} {i}: expected {}, got {}",
+                        fmt_shape(known),
+                        fmt_shape(have)
+                    )))
+                }
+            },
             None => *slot = Some(known.clone()),
         }
     }

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::op::infer::given_or_like;
 use crate::op::params::{ALL_TYPES, ALL_TYPES_WITH_BOOL};
 use crate::op::{Attrs, Grad, OpDef, OpRef, Operator, Param, Params, Registry};
-use crate::shape::Shape;
+use crate::shape::{fmt_shape, zero_is_unknown, Shape};
 use std::sync::Arc;
 
 /// What a creation op writes.
@@ -29,6 +29,9 @@ pub(crate) struct Init {
     pub(crate) fill: Fill,
     /// Shape and dtype from attributes, or `None` to take the input's (`*_like`).
     pub(crate) shape: Option<(Shape, DType)>,
+    /// Whether the shape attribute leaves sizes unknown (-1, held as 0) for graph
+    /// inference to fill in.
+    pub(crate) unknown_dims: bool,
 }
 
 impl Operator for Init {
@@ -41,6 +44,13 @@ impl Operator for Init {
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        if self.unknown_dims && !zero_is_unknown() {
+            return Err(Error::Value(format!(
+                "{}: shape {} leaves sizes unknown (-1), which only a graph can infer",
+                self.name,
+                fmt_shape(self.shape.as_ref().map_or(&[][..], |(s, _)| s))
+            )));
+        }
         given_or_like(self.name, self.shape.as_ref().map(|(s, _)| s), inputs)
     }
 
@@ -52,18 +62,23 @@ impl Operator for Init {
     }
 }
 
-pub(crate) fn shape_attr(p: &Params, key: &str) -> Result<Shape> {
+/// The shape attribute `key`, and whether it leaves sizes unknown: -1, held as 0 for
+/// graph inference (MXNet's legacy unknown size).
+pub(crate) fn shape_attr(p: &Params, key: &str) -> Result<(Shape, bool)> {
     let dims: Vec<i64> = p.get::<Option<Vec<i64>>>(key)?.unwrap_or_default();
-    dims.iter()
-        .map(|&d| {
-            usize::try_from(d).map_err(|_| {
+    let shape = dims
+        .iter()
+        .map(|&d| match d {
+            -1 => Ok(0),
+            d => usize::try_from(d).map_err(|_| {
                 Error::Value(format!(
                     "{}: shape {dims:?} has a negative dimension",
                     p.op()
                 ))
-            })
+            }),
         })
-        .collect()
+        .collect::<Result<Shape>>()?;
+    Ok((shape, dims.contains(&-1)))
 }
 
 pub(crate) fn dtype_attr(p: &Params) -> Result<DType> {
@@ -162,10 +177,12 @@ pub(crate) fn create_value(name: &'static str, value: Option<f64>, attrs: &Attrs
         Some(v) => v,
         None => p.get("value")?,
     };
+    let (shape, unknown_dims) = shape_attr(&p, "shape")?;
     Ok(Arc::new(Init {
         name,
         fill: Fill::Value(v),
-        shape: Some((shape_attr(&p, "shape")?, dtype_attr(&p)?)),
+        shape: Some((shape, dtype_attr(&p)?)),
+        unknown_dims,
     }))
 }
 
@@ -199,6 +216,7 @@ pub(crate) fn create_arange(attrs: &Attrs) -> Result<OpRef> {
             repeat,
         },
         shape: Some((Shape::from_slice(&[n * repeat]), dtype_attr(&p)?)),
+        unknown_dims: false,
     }))
 }
 
@@ -214,6 +232,7 @@ pub(crate) fn create_eye(attrs: &Attrs) -> Result<OpRef> {
         name,
         fill: Fill::Eye { m, k: p.get("k")? },
         shape: Some((Shape::from_slice(&[n, m]), dtype_attr(&p)?)),
+        unknown_dims: false,
     }))
 }
 
@@ -223,6 +242,7 @@ pub(crate) fn create_like(name: &'static str, value: f64, attrs: &Attrs) -> Resu
         name,
         fill: Fill::Value(value),
         shape: None,
+        unknown_dims: false,
     }))
 }
 

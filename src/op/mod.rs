@@ -2,6 +2,7 @@
 //! parsing, shape and type inference, gradient, in-place options and the resources an
 //! operator needs. Kernels are attached per device type in `kernels/`.
 
+pub mod array_info;
 pub mod elemwise;
 pub mod grad;
 pub mod indexing;
@@ -178,11 +179,7 @@ pub trait Operator: Send + Sync + AsAny {
     /// among `inputs` and `outputs` and errors on a conflict. The default infers the
     /// outputs once every input is known.
     fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
-        if let Some(known) = inputs.iter().cloned().collect::<Option<Vec<Shape>>>() {
-            let inferred = self.infer_shape(&known)?;
-            assign_shapes(self.name(), "output", outputs, &inferred)?;
-        }
-        Ok(())
+        infer::outputs_once_inputs_known(self, inputs, outputs)
     }
 
     /// Type inference over partly known types. The default gives unknown inputs the type
@@ -345,15 +342,23 @@ pub fn assign_shapes(
     Ok(())
 }
 
-/// Fills one shape slot, or checks it against what it already holds.
+/// Fills one shape slot, or checks it against what it already holds; dimensions of 0
+/// (unknown) on either side take the other side's size.
 pub fn assign_shape(op: &str, what: &str, slot: &mut Option<Shape>, s: &Shape) -> Result<()> {
     match slot {
-        Some(have) if have != s => Err(Error::Value(format!(
-            "{op}: shape inconsistent for {what}: expected {}, got {}",
-            fmt_shape(s),
-            fmt_shape(have)
-        ))),
-        _ => {
+        Some(have) if have == s => Ok(()),
+        Some(have) => match crate::shape::unify(have, s) {
+            Some(both) => {
+                *have = both;
+                Ok(())
+            }
+            None => Err(Error::Value(format!(
+                "{op}: shape inconsistent for {what}: expected {}, got {}",
+                fmt_shape(s),
+                fmt_shape(have)
+            ))),
+        },
+        None => {
             *slot = Some(s.clone());
             Ok(())
         }

@@ -58,6 +58,7 @@ fn table() -> &'static Table {
         super::elemwise::unary::register(&mut r);
         super::elemwise::binary::register(&mut r);
         super::init::register(&mut r);
+        super::array_info::register(&mut r);
         super::reduce::register(&mut r);
         super::linalg::register(&mut r);
         super::transform::register(&mut r);

@@ -126,6 +126,12 @@ fn autograd_get_grad(
     })
 }
 
+/// Whether the array is part of a recorded graph: a marked variable or a recorded result.
+#[pyfunction]
+fn autograd_in_graph(array: PyRef<'_, PyNDArray>) -> PyResult<bool> {
+    guard("autograd", || Ok(array.entry().is_some()))
+}
+
 /// Whether a backward pass wrote the variable's gradient since the flag was cleared.
 #[pyfunction]
 fn autograd_fresh_grad(array: PyRef<'_, PyNDArray>) -> PyResult<bool> {
@@ -212,6 +218,7 @@ pub fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(autograd_get_grad, m)?)?;
     m.add_function(wrap_pyfunction!(autograd_detach, m)?)?;
     m.add_function(wrap_pyfunction!(autograd_fresh_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd_in_graph, m)?)?;
     m.add_function(wrap_pyfunction!(autograd_set_fresh_grad, m)?)?;
     m.add_function(wrap_pyfunction!(autograd_record_function, m)?)?;
     Ok(())

@@ -3,7 +3,7 @@
 use super::errors::{guard, IntoPy};
 use crate::dtype::DType;
 use crate::error::Error;
-use crate::graph::infer::{infer_shapes, infer_types};
+use crate::graph::infer::{declares_unknown_size, infer_shapes_reading_zero, infer_types};
 use crate::graph::{compose, json, listed_attrs, IndexedGraph, Symbol};
 use crate::op::Attrs;
 use crate::shape::Shape;
@@ -232,21 +232,39 @@ impl PySymbol {
     }
 
     /// `(argument, output, auxiliary)` shapes from known input shapes by name; unknown
-    /// ones are `None`.
-    fn infer_shape(&self, known: HashMap<String, Vec<usize>>) -> PyResult<ByList<Vec<usize>>> {
+    /// ones are `None`. In MXNet's legacy semantics a dimension of 0 is an unknown size;
+    /// under NumPy shape semantics (`np_shape`) 0 is an empty axis and -1 an unknown
+    /// size, in what is given and in what comes back.
+    fn infer_shape(
+        &self,
+        known: HashMap<String, Vec<i64>>,
+        np_shape: bool,
+    ) -> PyResult<ByList<Vec<i64>>> {
         guard("infer_shape", || {
             let g = IndexedGraph::new(&self.inner.outputs);
             let vars = variable_entries(&g);
             let mut shapes: Vec<Option<Shape>> = vec![None; g.num_entries()];
             for (name, s) in &known {
                 let e = self.input_entry(&vars, name, "infer_shape")?;
-                // Dimensions of 0 are unknown, as in MXNet.
-                if !s.contains(&0) {
-                    shapes[e] = Some(Shape::from_slice(s));
+                // `()` is an unknown shape in the legacy semantics.
+                if np_shape || !s.is_empty() {
+                    shapes[e] = Some(s.iter().map(|&d| d.max(0) as usize).collect());
                 }
             }
-            infer_shapes(&g, &mut shapes).py()?;
-            Ok(self.by_list(&g, &vars, &shapes, |s| s.to_vec()))
+            // Under NumPy semantics, sizes are unknown only where -1 says so; then 0
+            // stands for them inside inference.
+            let zero_is_unknown = !np_shape
+                || known.values().flatten().any(|&d| d < 0)
+                || g.nodes
+                    .iter()
+                    .any(|n| n.is_variable() && declares_unknown_size(n.attr("__shape__")));
+            infer_shapes_reading_zero(&g, &mut shapes, zero_is_unknown).py()?;
+            let unknown_size = if np_shape && zero_is_unknown { -1 } else { 0 };
+            Ok(self.by_list(&g, &vars, &shapes, |s| {
+                s.iter()
+                    .map(|&d| if d == 0 { unknown_size } else { d as i64 })
+                    .collect()
+            }))
         })
     }
 

@@ -31,6 +31,7 @@ __all__ = [
     "modulo",
     "power",
     "maximum",
+    "hypot",
     "minimum",
     "equal",
     "not_equal",
@@ -187,14 +188,31 @@ def concatenate(arrays: list[NDArray], axis: int = 0, always_copy: bool = True) 
     return _op("Concat")(*arrays, dim=axis)
 
 
-def moveaxis(tensor: NDArray, source: int, destination: int) -> NDArray:
-    """Moves axis ``source`` to position ``destination``."""
-    axes = list(range(tensor.ndim))
-    src = source % tensor.ndim
-    dst = destination % tensor.ndim
-    axes.pop(src)
-    axes.insert(dst, src)
-    return _op("transpose")(tensor, axes=tuple(axes))
+def _axes_tuple(axes: Any, ndim: int, what: str) -> list[int]:
+    """``axes`` (an int or a sequence) as distinct non-negative axes of an ``ndim``-d
+    array; ``ValueError`` for an axis out of range or repeated."""
+    axes = [axes] if isinstance(axes, integer_types) else list(axes)
+    out = []
+    for a in axes:
+        if not -ndim <= int(a) < ndim:
+            raise MXNetValueError(f"{what} axis {a} is out of bounds for array of dimension {ndim}")
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise MXNetValueError(f"repeated axis in `{what}` argument")
+    return out
+
+
+def moveaxis(tensor: NDArray, source: Any, destination: Any) -> NDArray:
+    """Moves the axes ``source`` (an int or a sequence) to the positions
+    ``destination``; the other axes keep their order."""
+    src = _axes_tuple(source, tensor.ndim, "source")
+    dst = _axes_tuple(destination, tensor.ndim, "destination")
+    if len(src) != len(dst):
+        raise MXNetValueError("`source` and `destination` arguments must have the same number of elements")
+    order = [n for n in range(tensor.ndim) if n not in src]
+    for d, s_ in sorted(zip(dst, src, strict=True)):
+        order.insert(d, s_)
+    return _op("transpose")(tensor, axes=tuple(order))
 
 
 def onehot_encode(indices: NDArray, out: NDArray) -> NDArray:
@@ -250,6 +268,11 @@ def modulo(lhs: Any, rhs: Any) -> Any:
 def power(base: Any, exp: Any) -> Any:
     """Element-wise ``base ** exp`` with broadcasting."""
     return _ufunc(base, exp, "broadcast_power", "_power_scalar", "_rpower_scalar", lambda a, b: a**b)
+
+
+def hypot(lhs: Any, rhs: Any) -> Any:
+    """Element-wise ``sqrt(lhs**2 + rhs**2)`` with broadcasting."""
+    return _ufunc(lhs, rhs, "broadcast_hypot", "_hypot_scalar", "_hypot_scalar", np.hypot)
 
 
 def maximum(lhs: Any, rhs: Any) -> Any:
@@ -451,6 +474,45 @@ class NDArray(_core.NDArrayBase):
         target = _core.infer_shape("Reshape", attrs, [list(self.shape)])[0]
         return self._reshape_view(target)
 
+    def flatten(self, inplace: bool = False) -> NDArray:  # noqa: FBT001, FBT002
+        """The array as 2-D ``(shape[0], rest)``; with ``inplace`` a view sharing memory."""
+        return self.reshape((0, -1)) if inplace else _op("Flatten")(self)
+
+    def expand_dims(self, axis: int, inplace: bool = False) -> NDArray:  # noqa: FBT001, FBT002
+        """A new axis of size 1 at ``axis``; with ``inplace`` a view sharing memory."""
+        if not inplace:
+            return _op("expand_dims")(self, axis=axis)
+        if not -self.ndim - 1 <= axis <= self.ndim:
+            raise MXNetValueError(f"axis {axis} is out of range for {self.ndim}d array")
+        shape = list(self.shape)
+        shape.insert(axis % (self.ndim + 1), 1)
+        return self._reshape_view(shape)
+
+    def squeeze(self, axis: Any = None, inplace: bool = False) -> NDArray:  # noqa: FBT001, FBT002
+        """Drops axes of size 1 (those in ``axis``, or all); with ``inplace`` a view
+        sharing memory. Squeezing every axis leaves shape ``(1,)``."""
+        if not inplace:
+            return _op("squeeze")(self, axis=axis)
+        return self._reshape_view(_squeezed_shape(self.shape, axis))
+
+    def broadcast_to(self, shape: Any) -> NDArray:
+        """The array broadcast to ``shape``; missing leading axes count as size 1."""
+        shape = tuple(int(d) for d in shape)
+        cur = (1,) * (len(shape) - self.ndim) + self.shape
+        if len(shape) < self.ndim or any(c not in (1, t) for c, t in zip(cur, shape, strict=True)):
+            raise MXNetValueError(f"operands could not be broadcast together with remapped shapes"
+                                  f"[original->remapped]: {self.shape} and requested shape {shape}")
+        src = self if cur == self.shape else self.reshape(cur)
+        return _op("broadcast_to")(src, shape=shape)
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(key: tuple, shape: tuple) -> bool:
+        """Whether the slices ``key`` select one block of a row-major array of ``shape``
+        (such basic indexing gives a view)."""
+        from .indexing import is_contiguous
+
+        return is_contiguous(key, shape)
+
     def reshape_like(self, *args: Any, **kwargs: Any) -> NDArray:
         """Reshapes to the shape of another array."""
         return _op("reshape_like")(self, *args, **kwargs)
@@ -508,7 +570,26 @@ class NDArray(_core.NDArrayBase):
         return f"\n{self.asnumpy()}\n<{type(self).__name__} {shape_info} @{self.context}>"
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"shape": self.shape, "dtype": np.dtype(self.dtype).str, "data": self.asnumpy().tobytes()}
+        """``{'handle': bytes}``: the array in MXNet's single-array format, as MXNet's
+        NDArrays give it."""
+        from .utils import to_raw_bytes
+
+        return {"handle": bytearray(to_raw_bytes(self))}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Takes the values of a state from ``__getstate__`` (MXNet's or rsmx's); the
+        array keeps its memory, so the saved array must have its shape."""
+        from .utils import from_raw_bytes
+
+        if state.get("handle") is None:
+            return
+        loaded = from_raw_bytes(state["handle"])
+        if loaded.shape != self.shape:
+            raise MXNetValueError(
+                f"__setstate__: the state holds an array of shape {loaded.shape}, "
+                f"this array has shape {self.shape}"
+            )
+        loaded.as_in_context(self.context).copyto(self)
 
     def __reduce__(self) -> Any:
         return (_rebuild, (self.asnumpy(),))
@@ -535,6 +616,22 @@ class NDArray(_core.NDArrayBase):
 
 # MXNet's module names the builtin so; its tests import it from here.
 py_slice = slice
+
+
+def _squeezed_shape(shape: tuple, axis: Any) -> list[int]:
+    """``shape`` without the size-1 axes ``axis`` (all of them when None); ``[1]`` when
+    nothing is left."""
+    if axis is None:
+        kept = [d for d in shape if d != 1]
+    else:
+        axes = [axis] if isinstance(axis, integer_types) else list(axis)
+        norm = {int(a) % len(shape) for a in axes}
+        if len(norm) != len(axes):
+            raise MXNetValueError(f"squeeze: repeated axis in {axis}")
+        if any(shape[a] != 1 for a in norm):
+            raise MXNetValueError(f"squeeze: cannot select an axis whose size is not 1: {axis}")
+        kept = [d for i, d in enumerate(shape) if i not in norm]
+    return kept or [1]
 
 
 def _rebuild(a: np.ndarray) -> NDArray:
@@ -575,6 +672,8 @@ def _registered_ops() -> set[str]:
     return {n for name, aliases, *_ in _core.list_ops() for n in (name, *aliases)}
 
 
-for _name in sorted(set(_OP_METHODS) & _registered_ops()):
+# Methods the class defines itself (``flatten(inplace=...)``...) are kept.
+_OWN_METHODS = {"flatten", "expand_dims", "squeeze", "broadcast_to"}
+for _name in sorted(set(_OP_METHODS) & _registered_ops() - _OWN_METHODS):
     setattr(NDArray, _name, _make_method(_name))
 _core._set_array_class(NDArray)

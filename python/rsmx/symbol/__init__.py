@@ -24,26 +24,36 @@ def pow(base, exp):  # noqa: A001
     return base**exp
 
 
+power = pow
+
+
+def _symbols_or_numbers(left, right, pair_op, scalar_op, py):
+    """``pair_op`` of two symbols, ``scalar_op`` of a symbol and a number (either side: the
+    functions here are symmetric), or ``py`` of two numbers."""
+    if isinstance(left, Symbol) and isinstance(right, Symbol):
+        return getattr(op, pair_op)(left, right)
+    if isinstance(left, Symbol):
+        return getattr(op, scalar_op)(left, scalar=float(right))
+    if isinstance(right, Symbol):
+        return getattr(op, scalar_op)(right, scalar=float(left))
+    return py(left, right)
+
+
+def hypot(left, right):
+    """Element-wise ``sqrt(left**2 + right**2)`` of symbols and numbers."""
+    import numpy as np
+
+    return _symbols_or_numbers(left, right, "_Hypot", "_HypotScalar", np.hypot)
+
+
 def maximum(left, right):
     """Element-wise maximum of symbols and numbers."""
-    if isinstance(left, Symbol) and isinstance(right, Symbol):
-        return op._Maximum(left, right)
-    if isinstance(left, Symbol):
-        return op._MaximumScalar(left, scalar=float(right))
-    if isinstance(right, Symbol):
-        return op._MaximumScalar(right, scalar=float(left))
-    return max(left, right)
+    return _symbols_or_numbers(left, right, "_Maximum", "_MaximumScalar", max)
 
 
 def minimum(left, right):
     """Element-wise minimum of symbols and numbers."""
-    if isinstance(left, Symbol) and isinstance(right, Symbol):
-        return op._Minimum(left, right)
-    if isinstance(left, Symbol):
-        return op._MinimumScalar(left, scalar=float(right))
-    if isinstance(right, Symbol):
-        return op._MinimumScalar(right, scalar=float(left))
-    return min(left, right)
+    return _symbols_or_numbers(left, right, "_Minimum", "_MinimumScalar", min)
 
 
 def zeros(shape, dtype=None, **kwargs):

@@ -4,6 +4,7 @@ by the core, with MXNet 1.x's API."""
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -12,9 +13,16 @@ import numpy as np
 
 from .. import _core
 from ..attribute import AttrScope
-from ..base import MXNetError, MXNetIndexError, MXNetTypeError, MXNetValueError
+from ..base import (
+    MXNetError,
+    MXNetIndexError,
+    MXNetTypeError,
+    MXNetValueError,
+    NotImplementedForSymbol,
+)
 from ..context import Context, current_context
 from ..name import NameManager
+from ..util import is_np_shape
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json"]
 
@@ -119,9 +127,35 @@ class Symbol:
         return Symbol(self.handle.internals())
 
     def get_children(self) -> Symbol | None:
-        """The inputs of the output nodes, or ``None`` for a variable."""
+        """The inputs of the output nodes (each node once, however many of its outputs
+        this symbol has), or ``None`` for a variable."""
         h = self.handle.children()
-        return None if h is None else Symbol(h)
+        if h is None or len(self.list_outputs()) < 2:
+            return None if h is None else Symbol(h)
+        seen: set[int] = set()
+        parts = []
+        for i, (node, _, _) in enumerate(json.loads(self.tojson())["heads"]):
+            if node not in seen:
+                seen.add(node)
+                child = self[i].get_children()
+                if child is not None:
+                    parts.append(child)
+        return Group(parts) if parts else None
+
+    def _gen_atomic_symbol(self) -> Symbol:
+        """The operator of this symbol's node with its attributes but none of its inputs,
+        to compose anew (positionally) with other inputs."""
+        graph = json.loads(self.tojson())
+        nodes = {nid for nid, _, _ in graph["heads"]}
+        if len(nodes) != 1:
+            raise MXNetError(
+                "Generating atomic symbol from other symbol only works for nongrouped symbol."
+            )
+        node = graph["nodes"][nodes.pop()]
+        if node["op"] == "null":
+            raise MXNetError("cannot generate an atomic symbol from a variable")
+        attrs = node.get("attrs") or {}
+        return Symbol(_core.SymbolHandle.create(node["op"], attrs, [], [], ""))
 
     # ------------------------------------------------------------------ attributes
     def attr(self, key: str) -> str | None:
@@ -222,6 +256,11 @@ class Symbol:
     def __neg__(self) -> Symbol:
         return self.__mul__(-1.0)
 
+    def __abs__(self) -> Symbol:
+        from . import op as _op
+
+        return _op.abs(self)
+
     def __eq__(self, o: Any) -> Symbol:  # type: ignore[override]
         return self._binary(o, "_equal", "_EqualScalar")
 
@@ -243,7 +282,7 @@ class Symbol:
     __hash__ = object.__hash__
 
     def __bool__(self) -> bool:
-        raise NotImplementedError("a Symbol has no truth value")
+        raise NotImplementedForSymbol(self.__bool__, "bool")
 
     # ------------------------------------------------------------------ inference
     def _known(self, args: tuple, kwargs: dict, what: str) -> dict[str, Any]:
@@ -266,8 +305,10 @@ class Symbol:
         """``(arg_shapes, out_shapes, aux_shapes)`` from known argument shapes, or
         ``(None, None, None)`` (with a warning) when some cannot be inferred."""
         arg, out, aux = self._infer_shape(args, kwargs)
-        if any(s is None for s in arg + out + aux):
-            unknown = [n for n, s in zip(self.list_arguments(), arg, strict=False) if s is None]
+        unknown_dim = -1 if is_np_shape() else 0
+        unknown_shape = lambda s: s is None or unknown_dim in s  # noqa: E731
+        if any(unknown_shape(s) for s in arg + out + aux):
+            unknown = [n for n, s in zip(self.list_arguments(), arg, strict=False) if unknown_shape(s)]
             warnings.warn(
                 "Cannot decide shape for the following arguments (0s in shape means unknown "
                 f"dimensions). Consider providing them as input:\n\t{unknown}",
@@ -279,6 +320,8 @@ class Symbol:
     def infer_shape_partial(self, *args: Any, **kwargs: Any):
         """Like ``infer_shape``, with ``()`` for the shapes that cannot be inferred."""
         arg, out, aux = self._infer_shape(args, kwargs)
+        if is_np_shape():
+            return arg, out, aux
         fix = lambda v: [() if s is None else s for s in v]  # noqa: E731
         return fix(arg), fix(out), fix(aux)
 
@@ -288,7 +331,7 @@ class Symbol:
             if not isinstance(v, (tuple, list)):
                 raise MXNetTypeError(f"infer_shape: the shape of '{k}' must be a tuple")
             known[k] = [int(d) for d in v]
-        arg, out, aux = self.handle.infer_shape(known)
+        arg, out, aux = self.handle.infer_shape(known, is_np_shape())
         conv = lambda v: [None if s is None else tuple(s) for s in v]  # noqa: E731
         return conv(arg), conv(out), conv(aux)
 
@@ -311,8 +354,9 @@ class Symbol:
 
     # ------------------------------------------------------------------ files
     def tojson(self, remove_amp_cast: bool = True) -> str:
-        """The graph as MXNet's JSON."""
-        return self.handle.to_json()
+        """The graph as MXNet's JSON (marked ``is_np_shape`` under NumPy shape semantics)."""
+        text = self.handle.to_json()
+        return _mark_np_shape(text) if is_np_shape() else text
 
     def save(self, fname: str, remove_amp_cast: bool = True) -> None:
         """Writes the JSON to ``fname``."""
@@ -438,10 +482,57 @@ def Group(symbols: list[Symbol]) -> Symbol:
     return Symbol(_core.SymbolHandle.group([s.handle for s in symbols]))
 
 
+_GRAPH_ATTRS = re.compile(r'"attrs": \{("mxnet_version": \["int", -?\d+\])\}\s*\}\s*$')
+
+
+def _mark_np_shape(text: str) -> str:
+    """``text`` (the core's JSON) with the graph attribute ``is_np_shape`` added, laid out
+    as MXNet writes it."""
+    found = _GRAPH_ATTRS.search(text)
+    if found is None:
+        return text
+    attrs = f'"attrs": {{\n    "is_np_shape": ["int", 1], \n    {found.group(1)}\n  }}\n}}'
+    return text[: found.start()] + attrs
+
+
+def _np_shape_attr(shape: str) -> str | None:
+    """A legacy ``__shape__`` value in NumPy semantics: 0 dims become unknown (-1), and no
+    dims at all an unknown shape (None); a value that is no shape is kept."""
+    try:
+        dims = [int(d) for d in shape.strip("()[] ").split(",") if d.strip()]
+    except ValueError:
+        return shape
+    if not dims:
+        return None
+    return "[" + ",".join(str(-1 if d == 0 else d) for d in dims) + "]"
+
+
+def _legacy_shapes_to_np(json_str: str) -> str:
+    """The JSON of a graph saved without NumPy shape semantics, with its variables'
+    ``__shape__`` attributes rewritten for them (as MXNet does when loading such a file
+    under ``np_shape``)."""
+    graph = json.loads(json_str)
+    flag = graph.get("attrs", {}).get("is_np_shape", ["int", 0])
+    if int(flag[1]):
+        return json_str
+    for node in graph.get("nodes", []):
+        attrs = node.get("attrs") or node.get("attr") or {}
+        if "__shape__" in attrs:
+            converted = _np_shape_attr(attrs["__shape__"])
+            if converted is None:
+                del attrs["__shape__"]
+            else:
+                attrs["__shape__"] = converted
+    return json.dumps(graph)
+
+
 def load_json(json_str: str) -> Symbol:
-    """A symbol from MXNet's JSON."""
+    """A symbol from MXNet's JSON; under NumPy shape semantics the 0s of shapes saved
+    without them are read as unknown dims."""
     if not isinstance(json_str, str):
         raise MXNetTypeError("json_str needs to be a string")
+    if is_np_shape() and "__shape__" in json_str:
+        json_str = _legacy_shapes_to_np(json_str)
     return Symbol(_core.SymbolHandle.from_json(json_str))
 
 

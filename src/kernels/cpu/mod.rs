@@ -1,6 +1,7 @@
 //! CPU kernels, grouped by operator family; each family registers its operators.
 
 pub mod add_n;
+pub mod array_info;
 pub mod binary;
 pub mod fastmath;
 pub mod grad;
@@ -15,6 +16,7 @@ pub mod random;
 pub mod reduce;
 pub mod simd;
 pub mod sorting;
+pub mod special;
 #[cfg(test)]
 pub mod testing;
 pub mod transform;
@@ -48,6 +50,7 @@ pub fn add<K: CpuKernel>(k: &mut Kernels) {
 /// Registers the CPU kernel of every operator.
 pub fn register_kernels(k: &mut Kernels) {
     add_n::register_kernels(k);
+    array_info::register_kernels(k);
     binary::register_kernels(k);
     grad::register_kernels(k);
     indexing::register_kernels(k);

@@ -2,6 +2,7 @@
 
 use super::map::{map1, map_io};
 use super::num::Num;
+use super::special;
 use crate::dispatch_num;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -11,6 +12,13 @@ use crate::ndarray::{InOut, TBlob};
 use crate::op::elemwise::unary::{Unary, UnaryKind, UNARY_OPS};
 use crate::op::{OpContext, OpReq};
 use num_traits::Float;
+
+/// Maps `f`, a function of doubles, over values of any float type.
+fn wide<F: Float + Num>(io: InOut<'_, F>, req: OpReq, f: fn(f64) -> f64) {
+    map_io(io, req, |v: F| {
+        F::from(f(v.to_f64())).unwrap_or_else(F::nan)
+    })
+}
 
 fn float_kernel<F: Float + Num>(kind: UnaryKind, io: InOut<'_, F>, req: OpReq) {
     let one = F::one();
@@ -76,6 +84,17 @@ fn float_kernel<F: Float + Num>(kind: UnaryKind, io: InOut<'_, F>, req: OpReq) {
         }),
         UnaryKind::Fix | UnaryKind::Trunc => m!(|v: F| v.trunc()),
         UnaryKind::LogicalNot => m!(|v: F| if v == zero { one } else { zero }),
+        UnaryKind::Erf => wide(io, req, special::erf),
+        UnaryKind::Erfinv => wide(io, req, special::erfinv),
+        UnaryKind::Gamma => wide(io, req, special::gamma),
+        UnaryKind::Gammaln => wide(io, req, special::gammaln),
+        UnaryKind::HardSigmoid(alpha, beta) => {
+            let (alpha, beta) = (
+                F::from(alpha).unwrap_or(zero),
+                F::from(beta).unwrap_or(zero),
+            );
+            m!(|v: F| (alpha * v + beta).max(zero).min(one))
+        }
         UnaryKind::Clip(lo, hi) => {
             let lo = F::from(lo).unwrap_or(F::neg_infinity());
             let hi = F::from(hi).unwrap_or(F::infinity());

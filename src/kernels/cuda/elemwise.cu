@@ -13,7 +13,9 @@ enum rsmx_unary {
   RSMX_UNARY_TANH, RSMX_UNARY_ARCSINH, RSMX_UNARY_ARCCOSH, RSMX_UNARY_ARCTANH,
   RSMX_UNARY_DEGREES, RSMX_UNARY_RADIANS, RSMX_UNARY_SIGMOID, RSMX_UNARY_SOFTSIGN,
   RSMX_UNARY_RELU, RSMX_UNARY_FLOOR, RSMX_UNARY_CEIL, RSMX_UNARY_ROUND, RSMX_UNARY_RINT,
-  RSMX_UNARY_FIX, RSMX_UNARY_TRUNC, RSMX_UNARY_LOGICAL_NOT, RSMX_UNARY_CLIP
+  RSMX_UNARY_FIX, RSMX_UNARY_TRUNC, RSMX_UNARY_LOGICAL_NOT, RSMX_UNARY_CLIP,
+  RSMX_UNARY_ERF, RSMX_UNARY_ERFINV, RSMX_UNARY_GAMMA, RSMX_UNARY_GAMMALN,
+  RSMX_UNARY_HARD_SIGMOID
 };
 
 // The C math library's float and double functions under one name each.
@@ -27,6 +29,8 @@ RSMX_MATH(acos, acos) RSMX_MATH(atan, atan) RSMX_MATH(sinh, sinh) RSMX_MATH(cosh
 RSMX_MATH(tanh, tanh) RSMX_MATH(asinh, asinh) RSMX_MATH(acosh, acosh)
 RSMX_MATH(atanh, atanh) RSMX_MATH(floor, floor) RSMX_MATH(ceil, ceil)
 RSMX_MATH(round, round) RSMX_MATH(rint, rint) RSMX_MATH(trunc, trunc) RSMX_MATH(fabs, fabs)
+RSMX_MATH(erf, erf) RSMX_MATH(erfinv, erfinv) RSMX_MATH(tgamma, tgamma)
+RSMX_MATH(lgamma, lgamma)
 
 #define RSMX_MATH2(name, fname)                                                        \
   __device__ __forceinline__ float m_##name(float x, float y) { return fname##f(x, y); } \
@@ -79,6 +83,14 @@ __device__ __forceinline__ C unary_op(int op, C v, double a, double b) {
     case RSMX_UNARY_TRUNC: return m_trunc(v);
     case RSMX_UNARY_LOGICAL_NOT: return v == zero ? one : zero;
     case RSMX_UNARY_CLIP: return v < (C)a ? (C)a : (v > (C)b ? (C)b : v);
+    case RSMX_UNARY_ERF: return m_erf(v);
+    case RSMX_UNARY_ERFINV: return m_erfinv(v);
+    case RSMX_UNARY_GAMMA: return m_tgamma(v);
+    case RSMX_UNARY_GAMMALN: return m_lgamma(v);
+    case RSMX_UNARY_HARD_SIGMOID: {
+      C y = (C)a * v + (C)b;
+      return y < zero ? zero : (y > one ? one : y);
+    }
     default: return v;
   }
 }

@@ -68,7 +68,8 @@ enum rsmx_unary_grad {
   RSMX_UG_COSH, RSMX_UG_TANH, RSMX_UG_ARCSINH, RSMX_UG_ARCCOSH, RSMX_UG_ARCTANH,
   RSMX_UG_DEGREES, RSMX_UG_RADIANS, RSMX_UG_SIGMOID, RSMX_UG_SOFTSIGN, RSMX_UG_RELU,
   RSMX_UG_FLOOR, RSMX_UG_CEIL, RSMX_UG_ROUND, RSMX_UG_RINT, RSMX_UG_FIX, RSMX_UG_TRUNC,
-  RSMX_UG_LOGICAL_NOT, RSMX_UG_CLIP
+  RSMX_UG_LOGICAL_NOT, RSMX_UG_CLIP, RSMX_UG_ERF, RSMX_UG_ERFINV, RSMX_UG_GAMMA,
+  RSMX_UG_GAMMALN, RSMX_UG_HARD_SIGMOID
 };
 
 #define RSMX_GRAD_MATH(name, fname)                                              \
@@ -77,7 +78,8 @@ enum rsmx_unary_grad {
 RSMX_GRAD_MATH(sqrt, sqrt) RSMX_GRAD_MATH(cbrt, cbrt) RSMX_GRAD_MATH(exp, exp)
 RSMX_GRAD_MATH(sinh, sinh)
 RSMX_GRAD_MATH(cosh, cosh) RSMX_GRAD_MATH(floor, floor) RSMX_GRAD_MATH(log, log)
-RSMX_GRAD_MATH(fabs, fabs)
+RSMX_GRAD_MATH(fabs, fabs) RSMX_GRAD_MATH(tgamma, tgamma)
+
 #define RSMX_GRAD_MATH2(name, fname)                                                       \
   __device__ __forceinline__ float gm_##name(float x, float y) { return fname##f(x, y); } \
   __device__ __forceinline__ double gm_##name(double x, double y) { return fname(x, y); }
@@ -104,6 +106,26 @@ __device__ __forceinline__ double gm_sin_cos(double x, bool cosine) {
 }
 template <typename C> __device__ __forceinline__ C gm_sin(C x) { return (C)gm_sin_cos((double)x, false); }
 template <typename C> __device__ __forceinline__ C gm_cos(C x) { return (C)gm_sin_cos((double)x, true); }
+
+// The digamma function (the derivative of lgamma): reflection below 0, the recurrence up
+// to 10, then the asymptotic series.
+__device__ double gm_digamma(double x) {
+  const double pi = 3.14159265358979323846;
+  if (x != x || (x <= 0.0 && x == floor(x))) return nan("");
+  double acc = 0.0;
+  if (x < 0.0) {
+    acc = -pi * gm_cospi(x) / gm_sinpi(x);  // -pi / tan(pi x), exact reduction
+    x = 1.0 - x;
+  }
+  while (x < 10.0) {
+    acc -= 1.0 / x;
+    x += 1.0;
+  }
+  const double r = 1.0 / (x * x);
+  const double series =
+      r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132)))));
+  return acc + log(x) - 0.5 / x - series;
+}
 
 // dy * f' where `v` is the input, or the output for the kinds that use it.
 template <typename C>
@@ -147,6 +169,15 @@ __device__ __forceinline__ C unary_grad(int op, C g, C v, double lo, double hi) 
     case RSMX_UG_RELU: return v > zero ? g : zero;
     // The input lies in [lo, hi], bounds included, as MXNet's clip backward.
     case RSMX_UG_CLIP: return (v >= (C)lo && v <= (C)hi) ? g : zero;
+    case RSMX_UG_ERF: return g * (C)1.12837916709551257390 * gm_exp(-v * v);
+    // From the output y = erfinv(x).
+    case RSMX_UG_ERFINV: return g * (C)0.88622692545275801364 * gm_exp(v * v);
+    case RSMX_UG_GAMMA: return g * (C)(tgamma((double)v) * gm_digamma((double)v));
+    case RSMX_UG_GAMMALN: return g * (C)gm_digamma((double)v);
+    case RSMX_UG_HARD_SIGMOID: {
+      C y = (C)lo * v + (C)hi;
+      return (y > zero && y < one) ? g * (C)lo : zero;
+    }
     default: return zero;  // sign, rounding and logical_not: zero gradient
   }
 }

@@ -156,11 +156,13 @@ __device__ void softmax(O* out, const I* in, rsmx_i64 n_pos, rsmx_i64 n, rsmx_i6
       base = o * n * inner + (p - o * inner);
       len = sm_length(lengths, len_dtype, p, n);
     }
+    // The largest of x / t leads: x's maximum, or its minimum under a negative t (softmin).
+    const F sgn = t < (F)0 ? (F)-1 : (F)1;
     F m = (F)-INFINITY;
     for (rsmx_i64 j = tl.lane; j < len; j += tl.lanes) {
-      m = sm_max(m, (F)rsmx_num<I>::load(in[base + j * inner]));
+      m = sm_max(m, sgn * (F)rsmx_num<I>::load(in[base + j * inner]));
     }
-    m = sm_combine(buf, m, 1, tl.cols, tl.lanes);
+    m = sgn * sm_combine(buf, m, 1, tl.cols, tl.lanes);
     F s = (F)0;
     for (rsmx_i64 j = tl.lane; j < len; j += tl.lanes) {
       s += sm_exp(((F)rsmx_num<I>::load(in[base + j * inner]) - m) / t);

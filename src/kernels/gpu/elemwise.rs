@@ -69,6 +69,11 @@ pub(super) fn unary_code(kind: UnaryKind) -> (i32, f64, f64) {
         U::Trunc => 38,
         U::LogicalNot => 39,
         U::Clip(lo, hi) => return (40, lo, hi),
+        U::Erf => 41,
+        U::Erfinv => 42,
+        U::Gamma => 43,
+        U::Gammaln => 44,
+        U::HardSigmoid(alpha, beta) => return (45, alpha, beta),
     };
     (code, 0.0, 0.0)
 }
@@ -253,7 +258,7 @@ mod tests {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .collect();
-        assert_eq!(names.len(), 41);
+        assert_eq!(names.len(), 46);
         assert_eq!(
             names[unary_code(UnaryKind::Relu).0 as usize],
             "RSMX_UNARY_RELU"
@@ -265,6 +270,10 @@ mod tests {
         assert_eq!(
             names[unary_code(UnaryKind::LogicalNot).0 as usize],
             "RSMX_UNARY_LOGICAL_NOT"
+        );
+        assert_eq!(
+            names[unary_code(UnaryKind::HardSigmoid(0.2, 0.5)).0 as usize],
+            "RSMX_UNARY_HARD_SIGMOID"
         );
         let binary = src
             .split("enum rsmx_binary {")

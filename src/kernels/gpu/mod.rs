@@ -1,6 +1,7 @@
 //! GPU kernels: each launches a CUDA kernel of `src/kernels/cuda/` on the running op's
 //! stream; registered beside the CPU kernels under `DeviceType::Gpu`.
 
+mod array_info;
 mod conv;
 mod elemwise;
 mod grad;
@@ -56,6 +57,7 @@ pub fn register_kernels(k: &mut Kernels) {
     add::<Binary>(k);
     add::<Scalar>(k);
     add::<Init>(k);
+    add::<crate::op::array_info::ArrayInfo>(k);
     add::<Dot>(k);
     add::<BatchDot>(k);
     add::<Fc>(k);

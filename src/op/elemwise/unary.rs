@@ -50,6 +50,12 @@ pub enum UnaryKind {
     Trunc,
     LogicalNot,
     Clip(f64, f64),
+    Erf,
+    Erfinv,
+    Gamma,
+    Gammaln,
+    /// `clip(alpha * x + beta, 0, 1)`.
+    HardSigmoid(f64, f64),
 }
 
 pub(crate) struct Unary {
@@ -101,7 +107,8 @@ pub(crate) fn unary_gradient(name: &'static str, kind: UnaryKind) -> Grad {
                 "abs", "sqrt", "rsqrt", "cbrt", "rcbrt", "square", "reciprocal", "exp",
                 "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin",
                 "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
-                "degrees", "radians", "sigmoid", "softsign", "relu", "clip");
+                "degrees", "radians", "sigmoid", "softsign", "relu", "clip", "erf", "erfinv",
+                "gamma", "gammaln", "hard_sigmoid");
             let op: OpRef = Arc::new(UnaryBackward { name: bname, kind });
             if uses_output(kind) {
                 Gradient::simple(op, &[], &[0], 1)
@@ -156,6 +163,10 @@ pub(crate) const UNARY_OPS: &[UnaryEntry] = &[
     ("fix", &[], UnaryKind::Fix),
     ("trunc", &[], UnaryKind::Trunc),
     ("logical_not", &[], UnaryKind::LogicalNot),
+    ("erf", &[], UnaryKind::Erf),
+    ("erfinv", &[], UnaryKind::Erfinv),
+    ("gamma", &[], UnaryKind::Gamma),
+    ("gammaln", &[], UnaryKind::Gammaln),
 ];
 
 const CLIP_PARAMS: &[Param] = &[
@@ -173,6 +184,19 @@ pub(crate) fn create_clip(attrs: &Attrs) -> Result<OpRef> {
     Ok(Arc::new(Unary {
         name: "clip",
         kind: UnaryKind::Clip(p.get("a_min")?, p.get("a_max")?),
+    }))
+}
+
+const HARD_SIGMOID_PARAMS: &[Param] = &[
+    Param::new("alpha", "float", "0.2", "Slope of hard sigmoid"),
+    Param::new("beta", "float", "0.5", "Bias of hard sigmoid."),
+];
+
+pub(crate) fn create_hard_sigmoid(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::declared("hard_sigmoid", attrs, HARD_SIGMOID_PARAMS)?;
+    Ok(Arc::new(Unary {
+        name: "hard_sigmoid",
+        kind: UnaryKind::HardSigmoid(p.get("alpha")?, p.get("beta")?),
     }))
 }
 
@@ -206,5 +230,14 @@ pub fn register(r: &mut Registry) {
         params: CLIP_PARAMS,
         doc: "Clips values to [a_min, a_max].",
         create: Box::new(create_clip),
+    });
+    r.add(OpDef {
+        name: "hard_sigmoid",
+        aliases: &[],
+        inputs: &["data"],
+        variadic: false,
+        params: HARD_SIGMOID_PARAMS,
+        doc: "Element-wise max(0, min(1, alpha * x + beta)).",
+        create: Box::new(create_hard_sigmoid),
     });
 }

@@ -20,6 +20,7 @@ pub fn uses_output(kind: UnaryKind) -> bool {
             | UnaryKind::Tanh
             | UnaryKind::Sigmoid
             | UnaryKind::Relu
+            | UnaryKind::Erfinv
     )
 }
 

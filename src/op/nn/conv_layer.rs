@@ -11,7 +11,8 @@ use crate::op::{
     assign_shape, check_inputs, Grad, Gradient, OpRef, Operator, Param, Params, ResourceRequest,
     ShapeSlots,
 };
-use crate::shape::{fmt_shape, Shape};
+use crate::shape::{fmt_shape, is_partial, Shape};
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// The `cudnn_off` attribute both layers declare.
@@ -157,6 +158,9 @@ pub(crate) trait ConvLayer: Clone + Send + Sync + 'static {
     }
 }
 
+/// The spatial size that stands in for an unknown one while inferring the others.
+const PROBE_EXTENT: usize = 1 << 16;
+
 /// The resources both layers ask for: scratch space for their column matrices.
 const RESOURCES: &[ResourceRequest] = &[ResourceRequest::TempSpace];
 
@@ -177,18 +181,47 @@ impl<L: ConvLayer> Operator for L {
     fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         let a = self.args();
         check_count(L::NAME, inputs.len(), a.num_inputs())?;
-        if let (None, Some(out), Some(w)) = (&inputs[0], &outputs[0], &inputs[1]) {
-            inputs[0] = self.data_from_output(out, w);
+        if let (Some(out), Some(w)) = (&outputs[0], &inputs[1]) {
+            if inputs[0].as_ref().is_none_or(|d| is_partial(d)) {
+                if let Some(d) = self.data_from_output(out, w) {
+                    assign_shape(L::NAME, "data", &mut inputs[0], &d)?;
+                }
+            }
         }
         let Some(data) = inputs[0].clone() else {
             return Ok(());
         };
-        let (w, b, out) = self.shapes(&data)?;
+        // Unknown (0) spatial sizes are sized to fit for the probe, and stay unknown in
+        // the output.
+        let unknown: SmallVec<[usize; 3]> = (2..data.len())
+            .filter(|&i| data[i] == 0 && is_partial(&data))
+            .collect();
+        let mut probe = data.clone();
+        for &i in &unknown {
+            probe[i] = PROBE_EXTENT;
+        }
+        let (w, b, mut out) = match self.shapes(&probe) {
+            Ok(shapes) => shapes,
+            Err(_) if is_partial(&data) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        for &i in &unknown {
+            out[i] = 0;
+        }
         assign_shape(L::NAME, "weight", &mut inputs[1], &w)?;
         if !a.no_bias {
             assign_shape(L::NAME, "bias", &mut inputs[2], &b)?;
         }
-        assign_shape(L::NAME, "output", &mut outputs[0], &out)
+        assign_shape(L::NAME, "output", &mut outputs[0], &out)?;
+        // The output tells an unknown batch size.
+        match &outputs[0] {
+            Some(out) if data.first() == Some(&0) && !out.is_empty() => {
+                let mut batch = data;
+                batch[0] = out[0];
+                assign_shape(L::NAME, "data", &mut inputs[0], &batch)
+            }
+            _ => Ok(()),
+        }
     }
 
     infer_from_partial!(shape);

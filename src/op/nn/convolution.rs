@@ -6,7 +6,7 @@ use super::conv_layer::{ConvArgs, ConvBackward, ConvLayer, CUDNN_OFF};
 use super::geometry::{to3, ColGeom, Window};
 use crate::error::{Error, Result};
 use crate::op::{Attrs, OpDef, OpRef, Param, Params, Registry};
-use crate::shape::{fmt_shape, Shape};
+use crate::shape::{fmt_shape, is_partial, Shape};
 use std::sync::Arc;
 
 /// The sizes of one convolution.
@@ -95,7 +95,13 @@ impl ConvLayer for Convolution {
         let mut d = Shape::from_slice(&[out[0], w[1] * a.num_group]);
         for (i, &o) in out[2..].iter().enumerate() {
             let j = 3 - a.nd() + i;
-            d.push((o + win.span(j) - 1).saturating_sub(2 * win.pad[j]));
+            // An unknown (0) output size leaves the input's unknown.
+            let unknown = o == 0 && is_partial(out);
+            d.push(if unknown {
+                0
+            } else {
+                (o + win.span(j) - 1).saturating_sub(2 * win.pad[j])
+            });
         }
         Some(d)
     }

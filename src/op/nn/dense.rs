@@ -93,6 +93,13 @@ impl Operator for Fc {
             }
         }
         assign_shape(NAME, "output", &mut outputs[0], &self.out_shape(&d))?;
+        // The output tells the data's batch dimensions when the data leaves them unknown.
+        if let Some(out) = &outputs[0] {
+            let rows = if self.flatten { 1 } else { d.len() - 1 };
+            let mut from_out = d.clone();
+            from_out[..rows].copy_from_slice(&out[..rows]);
+            assign_shape(NAME, "data", &mut inputs[0], &from_out)?;
+        }
         Ok(())
     }
 

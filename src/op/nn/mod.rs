@@ -76,6 +76,7 @@ pub(crate) const BACKWARD_OPS: &[BackwardEntry] = &[
         false,
     ),
     ("_backward_softmax", "softmax", &["ograd", "output"], false),
+    ("_backward_softmin", "softmin", &["ograd", "output"], false),
     (
         "_backward_log_softmax",
         "log_softmax",

@@ -139,10 +139,10 @@ impl Operator for Softmax {
         }
         let bw = SoftmaxBackward {
             p: self.0,
-            name: if self.0.log {
-                "_backward_log_softmax"
-            } else {
-                "_backward_softmax"
+            name: match self.0.name {
+                "log_softmax" => "_backward_log_softmax",
+                "softmin" => "_backward_softmin",
+                _ => "_backward_softmax",
             },
         };
         Grad::Op(Gradient {
@@ -301,6 +301,7 @@ const ACTIVATION_PARAMS: &[Param] = &[Param::new(
      position of each instance.",
 )];
 
+/// `softmax`, `log_softmax` or, as a softmax of negated temperature, `softmin`.
 fn create_softmax(name: &'static str, log: bool, attrs: &Attrs) -> Result<OpRef> {
     let p = Params::declared(name, attrs, SOFTMAX_PARAMS)?;
     let dtype: Option<DType> = p.get("dtype")?;
@@ -317,7 +318,8 @@ fn create_softmax(name: &'static str, log: bool, attrs: &Attrs) -> Result<OpRef>
         name,
         log,
         axis: p.get("axis")?,
-        temperature: p.get::<Option<f64>>("temperature")?.unwrap_or(1.0),
+        temperature: p.get::<Option<f64>>("temperature")?.unwrap_or(1.0)
+            * if name == "softmin" { -1.0 } else { 1.0 },
         dtype,
         use_length,
     })))
@@ -333,6 +335,15 @@ pub fn register(r: &mut Registry) {
         params: SOFTMAX_PARAMS,
         doc: "Softmax along an axis: exp(x/T) / sum(exp(x/T)).",
         create: Box::new(|a| create_softmax("softmax", false, a)),
+    });
+    r.add(OpDef {
+        name: "softmin",
+        aliases: &[],
+        inputs: &["data", "length"],
+        variadic: false,
+        params: SOFTMAX_PARAMS,
+        doc: "Softmin along an axis: exp(-x/T) / sum(exp(-x/T)).",
+        create: Box::new(|a| create_softmax("softmin", false, a)),
     });
     r.add(OpDef {
         name: "log_softmax",

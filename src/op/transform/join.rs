@@ -9,7 +9,7 @@ use crate::op::{
     assign_shape, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params, Registry,
     ShapeSlots,
 };
-use crate::shape::{fmt_shape, Shape};
+use crate::shape::{fmt_shape, is_partial, unify, zero_is_unknown, Shape};
 use std::sync::Arc;
 
 /// Checks the input count against `num_args`, if it was given.
@@ -73,9 +73,12 @@ impl Operator for Concat {
     }
 }
 
-/// True if `a` and `b` agree on every axis but `axis`.
-fn same_but(a: &[usize], b: &[usize], axis: usize) -> bool {
-    a.len() == b.len() && (0..a.len()).all(|k| k == axis || a[k] == b[k])
+/// The shape `a` and `b` agree on for every axis but `axis` (unknown sizes filled from
+/// the other), with `a`'s length on `axis`; `None` when they disagree.
+fn unify_but(a: &[usize], b: &[usize], axis: usize) -> Option<Shape> {
+    let mut b = Shape::from_slice(b);
+    *b.get_mut(axis)? = *a.get(axis)?;
+    unify(a, &b)
 }
 
 /// `Concat`'s shape inference over partly known shapes, as MXNet's: every axis but the
@@ -89,57 +92,53 @@ pub(crate) fn concat_partial(
 ) -> Result<()> {
     let op = "Concat";
     check_count(op, inputs.len(), num_args)?;
-    let Some(first) = inputs
-        .iter()
-        .chain(std::iter::once(&*output))
-        .flatten()
-        .next()
-        .cloned()
-    else {
+    let mut known = inputs.iter().chain(std::iter::once(&*output)).flatten();
+    let Some(mut common) = known.next().cloned() else {
         return Ok(());
     };
-    let axis = axis_in(op, dim, first.len())?;
-    let mut known = 0usize;
-    let mut missing = None;
-    let mut n_missing = 0;
-    for (i, slot) in inputs.iter().enumerate() {
-        let Some(s) = slot else {
-            missing = Some(i);
-            n_missing += 1;
-            continue;
-        };
-        if !same_but(&first, s, axis) {
-            return Err(Error::Value(format!(
+    let axis = axis_in(op, dim, common.len())?;
+    for s in known {
+        common = unify_but(&common, s, axis).ok_or_else(|| {
+            Error::Value(format!(
                 "{op}: cannot concatenate arrays of shapes {} and {} along axis {axis}",
-                fmt_shape(&first),
+                fmt_shape(&common),
                 fmt_shape(s)
-            )));
-        }
-        known = known
-            .checked_add(s[axis])
-            .ok_or_else(|| Error::Value(format!("{op}: the result is too large")))?;
+            ))
+        })?;
     }
-    if let Some(o) = output.as_ref() {
-        if !same_but(&first, o, axis) {
-            return Err(Error::Value(format!(
-                "{op}: cannot concatenate arrays of shapes {} and {} along axis {axis}",
-                fmt_shape(&first),
-                fmt_shape(o)
-            )));
+    let unknown_len = |s: &Option<Shape>| s.as_ref().is_none_or(|s| is_partial(&s[axis..=axis]));
+    let mut total = 0usize;
+    let mut missing = Vec::new();
+    for (i, slot) in inputs.iter_mut().enumerate() {
+        if unknown_len(slot) {
+            missing.push(i);
+        }
+        if let Some(s) = slot {
+            let len = s[axis];
+            *s = common.clone();
+            s[axis] = len;
+            total = total
+                .checked_add(len)
+                .ok_or_else(|| Error::Value(format!("{op}: the result is too large")))?;
         }
     }
-    match (n_missing, missing, output.as_ref()) {
-        (0, _, _) => {
-            let mut o = first;
-            o[axis] = known;
-            assign_shape(op, "output 0", output, &o)?;
+    let mut out = common.clone();
+    match (missing.as_slice(), output.as_ref()) {
+        ([], _) => {
+            out[axis] = total;
+            return assign_shape(op, "output 0", output, &out);
         }
-        (1, Some(i), Some(o)) if o[axis] >= known => {
-            let mut s = first;
-            s[axis] = o[axis] - known;
-            inputs[i] = Some(s);
+        (&[i], Some(o)) if !unknown_len(output) && o[axis] >= total => {
+            let mut s = common;
+            s[axis] = o[axis] - total;
+            assign_shape(op, &format!("input {i}"), &mut inputs[i], &s)?;
         }
         _ => {}
+    }
+    if zero_is_unknown() {
+        // The joined length stays unknown, the other axes are known.
+        out[axis] = output.as_ref().map_or(0, |o| o[axis]);
+        assign_shape(op, "output 0", output, &out)?;
     }
     Ok(())
 }
@@ -270,6 +269,25 @@ impl Operator for SliceChannel {
             outputs: vec![],
             grad_of: vec![0],
         })
+    }
+
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
+        let op = "SliceChannel";
+        check_count(op, inputs.len(), Some(1))?;
+        // The parts share one shape, which tells the input's.
+        crate::op::infer::same_shape(op, &mut [], outputs)?;
+        if let Some(part) = outputs.first().cloned().flatten() {
+            let n = self.num_outputs;
+            let axis = axis_in(op, self.axis, part.len() + usize::from(self.squeeze_axis))?;
+            let mut whole = part;
+            if self.squeeze_axis {
+                whole.insert(axis, n);
+            } else {
+                whole[axis] = whole[axis].saturating_mul(n);
+            }
+            assign_shape(op, "input 0", &mut inputs[0], &whole)?;
+        }
+        crate::op::infer::outputs_once_inputs_known(self, inputs, outputs)
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {

@@ -13,10 +13,10 @@ use crate::error::{Error, Result};
 use crate::op::grad::view::GatherBackward;
 pub use crate::op::grad::view::ViewFn;
 use crate::op::{
-    check_inputs, same_dtype, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param, Params,
-    Registry,
+    assign_shape, check_inputs, same_dtype, Attrs, Grad, Gradient, OpDef, OpRef, Operator, Param,
+    Params, Registry, ShapeSlots,
 };
-use crate::shape::{fmt_shape, Shape};
+use crate::shape::{fmt_shape, is_partial, zero_is_unknown, Shape};
 use std::sync::Arc;
 use view::View;
 
@@ -58,9 +58,77 @@ pub(crate) fn gather_op2(
     }))
 }
 
+/// The one-input gathers whose output axes follow input axes one to one (a permutation,
+/// or each kept or cut in place), so that an unknown input size leaves its output size
+/// unknown and, for the permutations, a known output tells the input.
+const AXIS_WISE: &[&str] = &["transpose", "SwapAxis", "reverse", "slice", "slice_axis"];
+
+/// Stand-in input sizes while inferring over unknown ones: `PROBE + axis`, told apart from
+/// real sizes by being at least `PROBE / 2` afterwards.
+const PROBE: usize = 1 << 24;
+
+impl Gather {
+    /// Shapes over unknown (0) sizes for the [`AXIS_WISE`] gathers.
+    fn infer_axis_wise(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
+        let rank = inputs[0].as_ref().or(outputs[0].as_ref()).map(|s| s.len());
+        // A probe of all-distinct sizes shows which input axis each output axis copies.
+        if let (Some(rank), Some(out)) = (rank, &outputs[0]) {
+            let probe: Shape = (0..rank).map(|k| PROBE + k).collect();
+            if let Ok((moved, _)) = (self.view)(&[probe]) {
+                let from: Option<Vec<usize>> = moved
+                    .iter()
+                    .map(|&d| d.checked_sub(PROBE).filter(|&k| k < rank))
+                    .collect();
+                if let Some(from) = from.filter(|f| f.len() == out.len()) {
+                    let mut input: Shape = Shape::from_elem(0, rank);
+                    for (&k, &o) in from.iter().zip(out.iter()) {
+                        input[k] = o;
+                    }
+                    assign_shape(self.name, "input 0", &mut inputs[0], &input)?;
+                }
+            }
+        }
+        let Some(data) = &inputs[0] else {
+            return Ok(());
+        };
+        if data.iter().filter(|&&d| d == 0).count() > 2 {
+            return Ok(());
+        }
+        let probe: Shape = data
+            .iter()
+            .enumerate()
+            .map(|(k, &d)| if d == 0 { PROBE + k } else { d })
+            .collect();
+        let Ok((out, _)) = (self.view)(&[probe]) else {
+            return Ok(());
+        };
+        // A slice's axis of unknown size stays unknown whatever its bounds, as in MXNet.
+        let sliced = |k: usize| self.name.starts_with("slice") && data[k] == 0;
+        let out: Shape = out
+            .iter()
+            .enumerate()
+            .map(|(k, &d)| if d >= PROBE / 2 || sliced(k) { 0 } else { d })
+            .collect();
+        assign_shape(self.name, "output 0", &mut outputs[0], &out)
+    }
+}
+
 impl Operator for Gather {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
+        let partly_known = |s: &Option<Shape>| s.as_ref().is_none_or(|s| is_partial(s));
+        if self.inputs == 1
+            && zero_is_unknown()
+            && AXIS_WISE.contains(&self.name)
+            && inputs.len() == 1
+            && partly_known(&inputs[0])
+        {
+            return self.infer_axis_wise(inputs, outputs);
+        }
+        crate::op::infer::outputs_once_inputs_known(self, inputs, outputs)
     }
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
@@ -102,6 +170,7 @@ pub(crate) fn backward_name(name: &str) -> &'static str {
         "slice" => "_backward_slice",
         "slice_axis" => "_backward_slice_axis",
         "slice_like" => "_backward_slice_like",
+        "reshape_like" => "_backward_reshape_like",
         "broadcast_to" => "_backward_broadcast_to",
         "broadcast_like" => "_backward_broadcast_like",
         "broadcast_axis" => "_backward_broadcast_axis",

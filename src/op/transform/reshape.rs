@@ -4,9 +4,14 @@
 
 use crate::error::{Error, Result};
 use crate::op::grad::view::ReshapeBackward;
-use crate::op::transform::{axis_in, def, fmt_tuple, tuple_or_empty};
-use crate::op::{check_inputs, Attrs, Grad, Gradient, OpRef, Operator, Param, Params, Registry};
-use crate::shape::{fmt_shape, size_of, Shape};
+use crate::op::transform::view::View;
+use crate::op::transform::{axis_in, def, fmt_tuple, gather_op2, tuple_or_empty};
+use crate::op::{
+    assign_shape, check_inputs, Attrs, Grad, Gradient, OpRef, Operator, Param, Params, Registry,
+    ShapeSlots,
+};
+use crate::shape::{fmt_shape, is_partial, size_of, Shape};
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// How the output shape follows from the input shape.
@@ -198,6 +203,25 @@ impl Operator for SameData {
         self.name
     }
 
+    /// As MXNet's: a fully known output gives the one unknown (0) size of the input.
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
+        crate::op::infer::check_count(self.name, inputs.len(), 1)?;
+        if let (Some(data), Some(out)) = (&inputs[0], &outputs[0]) {
+            let unknown: SmallVec<[usize; 2]> = (0..data.len())
+                .filter(|&k| data[k] == 0 && is_partial(data))
+                .collect();
+            let known: usize = data.iter().filter(|&&d| d != 0).product();
+            if let ([k], false) = (unknown.as_slice(), is_partial(out)) {
+                if known != 0 && size_of(out).is_multiple_of(known) {
+                    let mut full = data.clone();
+                    full[*k] = size_of(out) / known;
+                    assign_shape(self.name, "data", &mut inputs[0], &full)?;
+                }
+            }
+        }
+        crate::op::infer::outputs_once_inputs_known(self, inputs, outputs)
+    }
+
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
         check_inputs(self.name, inputs, 1)?;
         let s = &inputs[0];
@@ -350,7 +374,80 @@ const SQUEEZE_PARAMS: &[Param] = &[Param::new(
     "Selects a subset of the single-dimensional entries in the shape. If an axis is selected with shape entry greater than one, an error is raised.",
 )];
 
+/// `reshape_like`'s output shape: `lhs` with its axes `[lhs_begin, lhs_end)` replaced by
+/// `rhs`'s axes `[rhs_begin, rhs_end)`; bounds may count from the end, `None` is the whole.
+pub(crate) fn reshape_like_shape(
+    lhs: &[usize],
+    rhs: &[usize],
+    lhs_range: (Option<i64>, Option<i64>),
+    rhs_range: (Option<i64>, Option<i64>),
+) -> Result<Shape> {
+    let op = "reshape_like";
+    let range = |s: &[usize], (begin, end): (Option<i64>, Option<i64>), side: &str| {
+        let n = s.len() as i64;
+        let at = |v: Option<i64>, default: i64| {
+            let v = v.unwrap_or(default);
+            if v < 0 {
+                v + n
+            } else {
+                v
+            }
+        };
+        let (b, e) = (at(begin, 0), at(end, n));
+        if b < 0 || e > n || b > e {
+            return Err(Error::Value(format!(
+                "{op}: {side}_begin and {side}_end select axes [{b}, {e}) of an array of \
+                 shape {}",
+                fmt_shape(s)
+            )));
+        }
+        Ok((b as usize, e as usize))
+    };
+    let (lb, le) = range(lhs, lhs_range, "lhs")?;
+    let (rb, re) = range(rhs, rhs_range, "rhs")?;
+    let mut out: Shape = lhs[..lb].iter().copied().collect();
+    out.extend_from_slice(&rhs[rb..re]);
+    out.extend_from_slice(&lhs[le..]);
+    if size_of(&out) != size_of(lhs) {
+        return Err(Error::Value(format!(
+            "{op}: cannot reshape lhs of shape {} into shape {} taken from rhs of shape {}",
+            fmt_shape(lhs),
+            fmt_shape(&out),
+            fmt_shape(rhs)
+        )));
+    }
+    Ok(out)
+}
+
+pub(crate) fn create_reshape_like(attrs: &Attrs) -> Result<OpRef> {
+    let op = "reshape_like";
+    let p = Params::declared(op, attrs, RESHAPE_LIKE_PARAMS)?;
+    let lhs = (p.get("lhs_begin")?, p.get("lhs_end")?);
+    let rhs = (p.get("rhs_begin")?, p.get("rhs_end")?);
+    gather_op2(op, move |l, r| {
+        let shape = reshape_like_shape(l, r, lhs, rhs)?;
+        // The data read in order under the new shape.
+        let view = View::of(&shape);
+        Ok((shape, view))
+    })
+}
+
+const RESHAPE_LIKE_PARAMS: &[Param] = &[
+    Param::new("lhs_begin", "int or None", "None", "Defaults to 0. The beginning index along which the lhs dimensions are to be reshaped. Supports negative indices."),
+    Param::new("lhs_end", "int or None", "None", "Defaults to None. The ending index along which the lhs dimensions are to be used for reshaping. Supports negative indices."),
+    Param::new("rhs_begin", "int or None", "None", "Defaults to 0. The beginning index along which the rhs dimensions are to be used for reshaping. Supports negative indices."),
+    Param::new("rhs_end", "int or None", "None", "Defaults to None. The ending index along which the rhs dimensions are to be used for reshaping. Supports negative indices."),
+];
+
 pub(super) fn register(r: &mut Registry) {
+    r.add(def(
+        "reshape_like",
+        &[],
+        &["lhs", "rhs"],
+        RESHAPE_LIKE_PARAMS,
+        "Reshapes lhs to (part of) the shape of rhs.",
+        create_reshape_like,
+    ));
     r.add(def(
         "Reshape",
         &["reshape"],

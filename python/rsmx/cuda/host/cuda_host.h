@@ -306,3 +306,21 @@ inline T atomicAdd(T* p, T v) {
     return old;
   }
 }
+
+// CUDA's inverse error function, which the C library lacks: a closed-form first guess
+// (Winitzki's), then Newton steps on erf(x) = y.
+inline double erfinv(double y) {
+  if (std::isnan(y) || std::fabs(y) > 1.0) return std::nan("");
+  if (std::fabs(y) == 1.0) return y * HUGE_VAL;
+  if (y == 0.0) return y;
+  const double a = 0.147, pi = 3.14159265358979323846;
+  const double ln = std::log(1.0 - y * y), t = 2.0 / (pi * a) + ln / 2.0;
+  double x = std::copysign(std::sqrt(std::sqrt(t * t - ln / a) - t), y);
+  for (int i = 0; i < 4; ++i) {
+    const double step = (std::erf(x) - y) / (2.0 / std::sqrt(pi) * std::exp(-x * x));
+    if (!std::isfinite(step)) break;
+    x -= step;
+  }
+  return x;
+}
+inline float erfinvf(float y) { return (float)erfinv((double)y); }

@@ -6,6 +6,7 @@ use super::{with_float, FloatKernel};
 use crate::error::Result;
 use crate::kernels::cpu::map::map2;
 use crate::kernels::cpu::num::Num;
+use crate::kernels::cpu::special;
 use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::op::elemwise::binary::BinaryKind;
@@ -78,6 +79,22 @@ fn unary_grad<F: Float>(kind: UnaryKind, g: F, v: F) -> F {
         UnaryKind::Clip(lo, hi) => {
             if v >= c::<F>(lo) && v <= c::<F>(hi) {
                 g
+            } else {
+                zero
+            }
+        }
+        UnaryKind::Erf => g * c::<F>(2.0 / std::f64::consts::PI.sqrt()) * (-v * v).exp(),
+        // From the output y = erfinv(x): dx/dy of erf is 2/sqrt(pi) exp(-y^2).
+        UnaryKind::Erfinv => g * c::<F>(std::f64::consts::PI.sqrt() / 2.0) * (v * v).exp(),
+        UnaryKind::Gamma => {
+            let x = v.to_f64().unwrap_or(f64::NAN);
+            g * c::<F>(special::gamma(x) * special::digamma(x))
+        }
+        UnaryKind::Gammaln => g * c::<F>(special::digamma(v.to_f64().unwrap_or(f64::NAN))),
+        UnaryKind::HardSigmoid(alpha, beta) => {
+            let y = c::<F>(alpha) * v + c::<F>(beta);
+            if y > zero && y < one {
+                g * c::<F>(alpha)
             } else {
                 zero
             }

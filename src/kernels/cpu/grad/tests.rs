@@ -580,8 +580,12 @@ fn partial_shapes_flow_between_inputs_and_outputs() {
         .infer_shape_partial(&mut ins, &mut outs)
         .unwrap();
     assert_eq!(outs[0], s(&[2, 7]));
+    // As MXNet's, `where` waits for its condition, then fills x, y and the output.
     let wh = build("where", &[]);
     let (mut ins, mut outs) = ([None, None, s(&[2, 2])], [None]);
+    wh.infer_shape_partial(&mut ins, &mut outs).unwrap();
+    assert_eq!((ins[1].clone(), outs[0].clone()), (None, None));
+    let (mut ins, mut outs) = ([s(&[2, 2]), None, s(&[2, 2])], [None]);
     wh.infer_shape_partial(&mut ins, &mut outs).unwrap();
     assert_eq!((ins[1].clone(), outs[0].clone()), (s(&[2, 2]), s(&[2, 2])));
     let st = build("stack", &[("num_args", "2")]);

@@ -78,9 +78,12 @@ pub fn forward<I: Element, O: Num, F: Float + 'static + Send + Sync>(
                 let xr = &xb[j * lay.inner..(j + 1) * lay.inner];
                 for (i, (m, &v)) in mx.iter_mut().zip(xr).enumerate() {
                     if j < lens[i] {
-                        *m = m.max(ld::<I, F>(v));
+                        *m = m.max(ld::<I, F>(v) * t.signum());
                     }
                 }
+            }
+            for m in mx.iter_mut() {
+                *m = *m * t.signum();
             }
             for j in 0..lay.n {
                 let xr = &xb[j * lay.inner..(j + 1) * lay.inner];
@@ -126,10 +129,13 @@ fn row_forward<I: Element, O: Num, F: Float + 'static>(
     len: usize,
     add: bool,
 ) {
+    // The largest of x / t leads: x's maximum, or its minimum under a negative t (softmin).
+    let sgn = t.signum();
     let mut m = F::neg_infinity();
     for &v in &x[..len] {
-        m = m.max(ld::<I, F>(v));
+        m = m.max(ld::<I, F>(v) * sgn);
     }
+    let m = m * sgn;
     let mut sum = F::zero();
     if log {
         for (ej, &v) in e.iter_mut().zip(&x[..len]) {
