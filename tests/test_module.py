@@ -561,3 +561,31 @@ def test_fit_with_speedometer_and_monitor(monkeypatch, caplog):
     assert len(speed) == 2 and speed[1].startswith("Epoch[0] Batch [2-4]\tSpeed: ")
     stats = [m for m in messages if m.startswith("Batch:") and "fc2_output" in m]
     assert len(stats) == 6  # every second batch, one line per device
+
+
+def test_input_grads_follow_data_names_order():
+    a, b, c = (mx.sym.Variable(n, __layout__="NC") for n in "abc")
+    mod = mx.mod.Module(a + 2 * b + 3 * c, data_names=["b", "c", "a"], label_names=None,
+                        context=TWO)
+    mod.bind(data_shapes=[("b", (4, 3)), ("c", (4, 3)), ("a", (4, 3))], inputs_need_grad=True)
+    mod.init_params()
+    mod.forward(mx.io.DataBatch(data=[mx.nd.ones((4, 3))] * 3))
+    mod.backward(out_grads=[mx.nd.ones((4, 3))])
+    assert [g.asnumpy()[0, 0] for g in mod.get_input_grads()] == [2, 3, 1]
+
+
+def test_store_updater_states_as_mxnet_exposes_them():
+    mod = fc_module()
+    mod.init_optimizer(kvstore="local", optimizer="sgd",
+                       optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    x = np.random.RandomState(2).randn(4, 4).astype(np.float32)
+    mod.forward_backward(mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array([0, 1, 2, 1])]))
+    mod.update()
+    states = mod._kvstore._updater.states
+    assert sorted(states) == ["fc_bias", "fc_weight"]
+    assert states["fc_weight"].shape == mod.get_params()[0]["fc_weight"].shape
+    assert float(abs(states["fc_weight"]).sum().asscalar()) > 0
+    store = mx.kv.create("local")
+    assert store._updater is None
+    store._set_updater(lambda key, grad, weight: None)
+    assert callable(store._updater)

@@ -249,3 +249,118 @@ def test_eye_places_ones_on_a_diagonal() -> None:
     np.testing.assert_array_equal(mx.nd.eye(3).asnumpy(), np.eye(3))
     np.testing.assert_array_equal(mx.nd.eye(2, 4, k=1, dtype="int32").asnumpy(), np.eye(2, 4, k=1))
     assert mx.nd.eye(2, dtype="float64").dtype == np.float64
+
+
+def test_inplace_shape_methods_share_memory() -> None:
+    x = mx.nd.arange(6).reshape((1, 2, 1, 3))
+    views = [x.flatten(inplace=True), x.squeeze(inplace=True), x.squeeze(axis=(0, 2), inplace=True),
+             x.expand_dims(axis=-1, inplace=True)]
+    copies = [x.flatten(), x.squeeze(), x.expand_dims(axis=-1)]
+    assert [v.shape for v in views] == [(1, 6), (2, 3), (2, 3), (1, 2, 1, 3, 1)]
+    x[:] = 7
+    assert all((v.asnumpy() == 7).all() for v in views)
+    assert all((c.asnumpy() != 7).any() for c in copies)
+    assert mx.nd.ones((1, 1)).squeeze(inplace=True).shape == (1,)  # as MXNet
+    with pytest.raises(ValueError):
+        x.squeeze(axis=1, inplace=True)
+
+
+def test_broadcast_to_takes_numpy_shapes_and_adds_leading_axes() -> None:
+    x = mx.nd.array([[1], [2]])
+    assert x.broadcast_to(np.array([2, 3])).asnumpy().tolist() == [[1] * 3, [2] * 3]
+    assert x.broadcast_to((4, 2, 3)).shape == (4, 2, 3)
+    assert mx.nd.broadcast_to(x, shape=np.array([2, 2])).shape == (2, 2)
+    with pytest.raises(ValueError):
+        x.broadcast_to((3, 3))
+
+
+def test_moveaxis_takes_axis_lists() -> None:
+    x = mx.nd.zeros((4, 1, 2, 3))
+    assert mx.nd.moveaxis(x, [0, 1], [2, 3]).shape == (2, 3, 4, 1)
+    assert mx.nd.moveaxis(x, [3, 0], [1, 0]).shape == (4, 3, 1, 2)
+    assert mx.nd.moveaxis(x, range(4), range(4)).shape == (4, 1, 2, 3)
+    for src, dst in [(4, 0), ([0, 0], [0, 1]), ([0, 1], [0])]:
+        with pytest.raises(ValueError):
+            mx.nd.moveaxis(x, src, dst)
+
+
+def test_contiguous_basic_indexing_gives_views() -> None:
+    is_contiguous = mx.nd.NDArray._basic_indexing_slice_is_contiguous
+    assert is_contiguous((slice(1, 2), slice(None), slice(2, 4)), (3, 4, 5)) is False
+    assert is_contiguous((slice(1, 2), slice(1, 3)), (3, 4, 5)) is True
+    assert is_contiguous((slice(None, None, 2),), (3, 4)) is False
+    x = mx.nd.arange(60).reshape((3, 4, 5))
+    view, copy = x[1, 1:3], x[1, :, 2:4]
+    view[:] = -1
+    copy[:] = -2
+    assert (x.asnumpy()[1, 1:3] == -1).all() and (x.asnumpy() != -2).all()
+
+
+def test_advanced_indexing_follows_numpy_and_records() -> None:
+    a = np.arange(8 * 16 * 9 * 9).reshape(8, 16, 9, 9)
+    x = mx.nd.array(a, dtype="int32")
+    for key in [(1, [2, 3], np.array([[3], [0]])), ([1, 2], slice(3, 5), None, None, [3, 4]),
+                (None, slice(None), None, slice(3, 5), [2, 3], None, [3, 4]),
+                (mx.nd.array([1, 1, 0]), mx.nd.array([0, 1, 0])), (1, None, -2, 3, -4)]:
+        np_key = tuple(k.asnumpy().astype(int) if isinstance(k, mx.nd.NDArray) else k for k in key)
+        np.testing.assert_array_equal(x[key].asnumpy(), a[np_key])
+        y = a.copy()
+        y[np_key] = -5
+        x2 = mx.nd.array(a, dtype="int32")
+        x2[key] = -5
+        np.testing.assert_array_equal(x2.asnumpy(), y)
+    # MXNet 1.9.1's values and gradient for x[1, [0, 2], 1:3].
+    x = mx.nd.arange(24).reshape((2, 3, 4))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x[1, [0, 2], 1:3]
+    y.backward()
+    assert y.asnumpy().tolist() == [[13, 14], [21, 22]]
+    assert x.grad[1].asnumpy().tolist() == [[0, 1, 1, 0], [0, 0, 0, 0], [0, 1, 1, 0]]
+
+
+def test_partial_assignment_while_recording_is_refused() -> None:
+    x = mx.nd.zeros((4, 3))
+    y = mx.nd.ones((2, 3))
+    y.attach_grad()
+    with mx.autograd.record(), pytest.raises(mx.MXNetError, match="Inplace operations"):
+        x[1:3] = y
+    with mx.autograd.record():
+        x[1:3] = 5  # a scalar is not recorded, as in MXNet
+        x[0:1] = mx.nd.full((1, 3), 7)  # nor is an array outside the graph
+    assert x.asnumpy()[:3].tolist() == [[7] * 3] + [[5] * 3] * 2
+
+
+def test_getstate_is_mxnet_raw_bytes() -> None:
+    state = mx.nd.array([[1, 2]]).__getstate__()
+    # What MXNet 1.9.1's NDArray.__getstate__ gives for this array.
+    assert state == {"handle": bytearray(
+        b"\xc9\xfa\x93\xf9\x00\x00\x00\x00\x02\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x02"
+        b"\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+        b"\x80?\x00\x00\x00@")}
+    z = mx.nd.zeros((1, 2))
+    z.__setstate__(state)
+    assert z.asnumpy().tolist() == [[1, 2]]
+    with pytest.raises(ValueError):
+        mx.nd.zeros((3,)).__setstate__(state)
+
+
+def test_cached_op_runs_a_symbol_under_autograd() -> None:
+    sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc") * 3 + 2
+    op = mx.nd.CachedOp(sym)
+    d = mx.nd.array([[1, 2, 3], [4, 5, 6]])
+    w = mx.nd.array([[0.5, -1, 2], [1, 0, -0.5]])
+    b = mx.nd.array([0.25, -1])
+    # MXNet 1.9.1's values.
+    assert op(d, w, b).asnumpy().tolist() == [[16.25, -2.5], [29.75, 2.0]]
+    out = mx.nd.zeros((2, 2))
+    assert op(d, w, b, out=out) is out and out.asnumpy().tolist() == [[16.25, -2.5], [29.75, 2.0]]
+    w.attach_grad()
+    d.attach_grad()
+    with mx.autograd.record():
+        o = op(d, w, b)
+        (o * o).sum().backward()
+    assert w.grad.asnumpy().tolist() == [[811.5, 1087.5, 1363.5], [33.0, 30.0, 27.0]]
+    assert d.grad.asnumpy().tolist() == [[33.75, -97.5, 202.5], [101.25, -178.5, 351.0]]
+    with pytest.raises(ValueError):
+        op(d, w)

@@ -267,3 +267,54 @@ def test_lr_mult_and_wd_mult_on_an_operator_are_node_attributes() -> None:
     # Imperative calls have no node to keep them on.
     out = mx.nd.FullyConnected(mx.nd.ones((2, 4)), mx.nd.ones((3, 4)), mx.nd.zeros(3), num_hidden=3, lr_mult=2)
     assert out.shape == (2, 3)
+
+
+def test_children_of_a_multi_output_node_are_listed_once():
+    sliced = mx.sym.SliceChannel(mx.sym.Variable("data"), num_outputs=3, name="slice")
+    assert sliced.get_children().list_outputs() == ["data"]
+    both = mx.sym.Group([sliced[0], mx.sym.Variable("w") * 2])
+    assert both.get_children().list_outputs() == ["data", "w"]
+    assert mx.sym.Group([mx.sym.Variable("a"), mx.sym.Variable("b")]).get_children() is None
+
+
+def test_abs_of_a_symbol():
+    x = mx.sym.Variable("x")
+    out = abs(x).eval(x=mx.nd.array([-1.5, 2]))[0]
+    assert out.asnumpy().tolist() == [1.5, 2]
+
+
+def test_atomic_symbol_keeps_the_operator_without_inputs():
+    data, p, h0, h1 = (mx.sym.Variable(n) for n in ("data", "param", "h0", "h1"))
+    s = mx.sym.RNN(data, p, h0, h1, state_size=10, num_layers=2, bidirectional=True,
+                   state_outputs=True, mode="lstm")
+    atomic = s._gen_atomic_symbol()
+    assert len(atomic.list_outputs()) == 3
+    assert json.loads(atomic.tojson())["nodes"][-1]["attrs"] == json.loads(s.tojson())["nodes"][-1]["attrs"]
+    again = atomic(data, p, h0, h1)
+    assert again.list_arguments() == ["data", "param", "h0", "h1"]
+    with pytest.raises(MXNetError, match="nongrouped"):
+        mx.sym.Group([data + 1, p * 2])._gen_atomic_symbol()
+
+
+def test_json_under_numpy_shape_semantics():
+    from rsmx.util import np_shape
+
+    weight = mx.sym.var("weight", shape=(128, 0))
+    net = mx.sym.FullyConnected(mx.sym.var("data"), weight, num_hidden=128)
+    legacy = net.tojson()
+    assert "is_np_shape" not in json.loads(legacy)["attrs"]
+    with np_shape(True):
+        marked = json.loads(net.tojson())
+        assert marked["attrs"]["is_np_shape"] == ["int", 1]
+        # A graph saved without the semantics has 0 for unknown dims (MXNet: "[128,-1]").
+        loaded = mx.sym.load_json(legacy)
+        assert loaded.get_internals()["weight"].attr("__shape__") == "[128,-1]"
+        arg_shapes, out_shapes, _ = loaded.infer_shape(data=(10, 784))
+    assert arg_shapes == [(10, 784), (128, 784), (128,)] and out_shapes == [(10, 128)]
+    assert mx.sym.load_json(legacy).tojson() == legacy
+
+
+def test_symbol_keeps_fluent_shape_methods():
+    x = mx.sym.Variable("x")
+    out = x.expand_dims(axis=0).squeeze(axis=0).flatten().broadcast_to(shape=(2, 3))
+    assert out.eval(x=mx.nd.array([[1], [2]]))[0].asnumpy().tolist() == [[1] * 3, [2] * 3]

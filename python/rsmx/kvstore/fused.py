@@ -46,15 +46,22 @@ class FusedUpdater:
         self.optimizer = optimizer
         handle.set_optimizer(fused)
 
-    def get_states(self, dump_optimizer: bool = False) -> bytes:
-        """The states in :meth:`rsmx.optimizer.Updater.get_states`'s format."""
+    @property
+    def states(self) -> dict:
+        """Each key's optimizer state, shaped as :class:`rsmx.optimizer.Updater` keeps it
+        (an array, None, or a tuple of them)."""
         opt = self.optimizer
         states = {}
         for key, arrays in self._handle.states():
             weight = self._handle.stored(key)
             template = opt.create_state_multi_precision(key, weight)
             states[key] = _refill(template, list(arrays))
-        return pickle.dumps((states, opt) if dump_optimizer else states)
+        return states
+
+    def get_states(self, dump_optimizer: bool = False) -> bytes:
+        """The states in :meth:`rsmx.optimizer.Updater.get_states`'s format."""
+        states = self.states
+        return pickle.dumps((states, self.optimizer) if dump_optimizer else states)
 
     def set_states(self, data: bytes) -> None:
         """Restores what :meth:`get_states` (or an ``Updater``) saved."""

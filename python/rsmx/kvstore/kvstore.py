@@ -104,7 +104,8 @@ class KVStore(KVStoreBase):
 
     def __init__(self, name: str = "local") -> None:
         self._handle = _core.KVStoreHandle(name)
-        self._updater: Callable[[Any, NDArray, NDArray], None] | None = None
+        # The Python function applying pushes (None: the core applies them).
+        self._push_updater: Callable[[Any, NDArray, NDArray], None] | None = None
         # What saves and loads optimizer states: the Python updater, or the built-in one.
         self._state_keeper: Any = None
         # Whether this store's keys are strs (set by the first call that names keys).
@@ -166,11 +167,11 @@ class KVStore(KVStoreBase):
         keys, vals = _flatten(key, value, "value")
         self._check_key_type(keys)
         prios = _priorities(priority, len(keys))
-        if self._updater is None:
+        if self._push_updater is None:
             self._handle.push(keys, vals, prios)
             return
         for k, merged, stored in self._handle.reduce_for_updater(keys, vals, prios):
-            self._updater(k, merged, stored)
+            self._push_updater(k, merged, stored)
 
     def pull(self, key: Any, out: Any = None, priority: int = 0, ignore_sparse: bool = True) -> None:
         """Copies the stored value of each key into the given arrays.
@@ -192,7 +193,7 @@ class KVStore(KVStoreBase):
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         """Pushes ``value`` and pulls the updated value into ``out`` (``value`` if None)."""
-        if self._updater is not None:
+        if self._push_updater is not None:
             self.push(key, value, priority)
             self.pull(key, value if out is None else out, priority)
             return
@@ -222,10 +223,17 @@ class KVStore(KVStoreBase):
         if not callable(updater):
             raise MXNetTypeError("KVStore._set_updater: the updater must be callable")
         self._handle.reset_updater()
-        self._updater = updater
+        self._push_updater = updater
         self._state_keeper = updater if hasattr(updater, "get_states") else None
 
     set_updater = _set_updater
+
+    @property
+    def _updater(self) -> Any:
+        """The updater in use, as MXNet's stores expose it: the Python function set with
+        :meth:`_set_updater`, or the optimizer's updater (whose ``states`` hold each key's
+        optimizer state); None before either is set."""
+        return self._push_updater if self._push_updater is not None else self._state_keeper
 
     def set_optimizer(self, optimizer: Any) -> None:
         """Makes ``optimizer`` update the stored values on each push.
@@ -241,7 +249,7 @@ class KVStore(KVStoreBase):
         if fused is None:
             self._set_updater(opt.get_updater(optimizer))
             return
-        self._updater = None
+        self._push_updater = None
         self._state_keeper = FusedUpdater(self._handle, optimizer, fused)
 
     def set_gradient_compression(self, compression_params: dict[str, Any]) -> None:

@@ -295,8 +295,8 @@ class DataParallelExecutorGroup:
             self.grad_arrays = None
         data_names = [x[0] for x in self.data_shapes]
         if self.inputs_need_grad:
-            self.input_grad_arrays = [[e.grad_arrays[i] for e in execs]
-                                      for i, n in enumerate(self.arg_names) if n in data_names]
+            self.input_grad_arrays = [[e.grad_arrays[self.arg_names.index(n)] for e in execs]
+                                      for n in data_names if n in self.arg_names]
         else:
             self.input_grad_arrays = None
         self.aux_arrays = [[e.aux_arrays[i] for e in execs] for i in range(len(self.aux_names))]

@@ -22,11 +22,13 @@ for _name in _ndarray_module.__all__:
     globals()[_name] = getattr(_ndarray_module, _name)
 
 from . import random  # noqa: E402
+from .cached_op import CachedOp  # noqa: E402
 from .dlpack import from_dlpack, from_numpy, to_dlpack_for_read, to_dlpack_for_write  # noqa: E402
 from .utils import load, load_frombuffer, save  # noqa: E402
 
 __all__ = [
     "NDArray",
+    "CachedOp",
     "random",
     "save",
     "load",

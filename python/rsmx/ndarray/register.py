@@ -28,6 +28,8 @@ def attr_str(key: str, value: Any) -> str:
         return np.dtype(value).name
     if isinstance(value, np.generic):
         value = value.item()
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
     if isinstance(value, (list, tuple)):
         return "(" + ", ".join(str(v.item() if isinstance(v, np.generic) else v) for v in value) + (
             ",)" if len(value) == 1 else ")"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import struct
+import tempfile
 from typing import Any
 
 from .. import _core
-from ..base import MXNetTypeError
+from ..base import MXNetTypeError, MXNetValueError
 from .ndarray import NDArray
 
 __all__ = ["save", "load", "load_frombuffer"]
@@ -68,3 +70,31 @@ def load_frombuffer(buf: bytes) -> Any:
     if not isinstance(buf, (bytes, bytearray, memoryview)):
         raise MXNetTypeError(f"load_frombuffer: buf must be bytes, got {type(buf).__name__}")
     return _result(*_core.load_from_bytes(bytes(buf)))
+
+
+# A file of arrays: magic 0x112, a reserved word and the count (uint64s) before the
+# arrays; the count of names (uint64) after them.
+_LIST_HEAD = struct.Struct("<QQQ")
+_NAME_COUNT = struct.Struct("<Q")
+
+
+def to_raw_bytes(a: NDArray) -> bytes:
+    """One array in MXNet's single-array format (``MXNDArraySaveRawBytes``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "array.nd")
+        _core.save(path, [a], [])
+        with open(path, "rb") as f:
+            data = f.read()
+    return data[_LIST_HEAD.size : len(data) - _NAME_COUNT.size]
+
+
+def from_raw_bytes(raw: bytes) -> NDArray:
+    """The array ``to_raw_bytes`` (or MXNet's ``MXNDArraySaveRawBytes``) wrote; one
+    saved from a GPU this machine lacks comes back on the CPU."""
+    if not isinstance(raw, (bytes, bytearray, memoryview)):
+        raise MXNetTypeError(f"raw array bytes must be bytes, got {type(raw).__name__}")
+    buf = _LIST_HEAD.pack(0x112, 0, 1) + bytes(raw) + _NAME_COUNT.pack(0)
+    arrays = load_frombuffer(buf)
+    if len(arrays) != 1:
+        raise MXNetValueError("raw array bytes hold no single array")
+    return arrays[0]
