@@ -186,8 +186,27 @@ def _advanced_get(a: NDArray, key: tuple) -> NDArray:
     return out if out_shape else out.reshape((1,))
 
 
+def _first_axis_view(a: NDArray, key: Any) -> NDArray | None:
+    """The view for an integer or a step-1 slice on axis 0 (the common case, answered by
+    the core without planning), else None."""
+    if _is_int(key):
+        n = a.shape[0] if a.ndim else 0
+        k = int(key)
+        if not -n <= k < n:
+            raise MXNetIndexError(f"index {k} is out of bounds for axis 0 with size {n}")
+        k %= n
+        return a._slice(k, k + 1) if a.ndim == 1 else a._at(k)
+    if isinstance(key, slice) and key.step in (None, 1) and a.ndim:
+        start, stop, _ = key.indices(a.shape[0])
+        return a._slice(start, max(start, stop))
+    return None
+
+
 def get_item(a: NDArray, key: Any) -> NDArray:
     """``a[key]``."""
+    view = _first_axis_view(a, key)
+    if view is not None:
+        return view
     key = _normalize(key)
     if any(isinstance(k, np.ndarray) for k in key):
         return _advanced_get(a, key)
@@ -254,6 +273,12 @@ def set_item(a: NDArray, key: Any, value: Any) -> None:
     """``a[key] = value``."""
     if not a.writable:
         raise MXNetValueError("trying to assign to a read-only NDArray")
+    view = _first_axis_view(a, key)
+    if view is not None:
+        if view.size != a.size:
+            _refuse_recorded_write(a, value)
+        _assign(view, value)
+        return
     key = _normalize(key)
     if any(isinstance(k, np.ndarray) for k in key):
         _refuse_recorded_write(a, value)
