@@ -571,3 +571,10 @@ def test_reshape_like_of_a_different_size_names_the_shapes():
         mx.nd.reshape_like(mx.nd.zeros((2, 3, 4)), mx.nd.zeros((5,)))
     a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
     assert mx.sym.reshape_like(a, b).infer_shape(a=(2, 3, 4), b=(6, 4))[1] == [(6, 4)]
+
+
+def test_broadcast_like_refuses_empty_axes():
+    lhs, rhs = mx.nd.ones((1, 3)), mx.nd.ones((4, 3))
+    with pytest.raises(mx.MXNetError, match="must not be empty"):
+        mx.nd.broadcast_like(lhs, rhs, lhs_axes=(), rhs_axes=())
+    assert mx.nd.broadcast_like(lhs, rhs, lhs_axes=(0,), rhs_axes=(0,)).shape == (4, 3)

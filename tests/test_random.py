@@ -188,3 +188,18 @@ def test_samples_into_out_take_its_dtype(ctx):
         assert v.dtype == np.dtype(dtype) and (v >= 2).all() and (v <= 3).all()
         mx.nd.random.normal(0, 1, out=out, ctx=ctx)
         assert out.asnumpy().std() > 0.3
+
+
+def test_out_of_range_parameters_surface_at_the_next_wait():
+    # As in MXNet: the call returns, the error comes when the result is read, and the
+    # engine keeps working.
+    bad = mx.nd.random.normal(0, -1, shape=(2, 2))
+    c = mx.nd.dot(bad, mx.nd.ones((2, 2)))
+    with pytest.raises(mx.base.MXNetError, match="scale must be positive"):
+        c.asnumpy()
+    assert mx.nd.random.normal(0, 1, shape=(2,)).asnumpy().shape == (2,)
+    x = mx.sym.random.normal(0, -1, shape=(2,))
+    ex = x.simple_bind(mx.cpu())
+    ex.forward()
+    with pytest.raises(mx.base.MXNetError, match="scale must be positive"):
+        ex.outputs[0].asnumpy()

@@ -128,14 +128,12 @@ def test_load_zero_d():
 
 def test_load_npx_v3():
     path = str(FIXTURES / "npx_v3.params")
-    if AGAINST_MXNET:
-        # MXNet reads V3 records only under numpy shape semantics.
-        with mx.np_shape(True):
-            got = mx.nd.load(path)
-            got = {k: (v.shape, v.asnumpy()) for k, v in got.items()}
-    else:
-        loaded = mx.nd.load(path)
-        got = {k: (v.shape, v.asnumpy()) for k, v in loaded.items()}
+    # V3 records load only under numpy shape semantics, as in MXNet.
+    with pytest.raises(mx.base.MXNetError, match="np shape"):
+        mx.nd.load(path)
+    with mx.np_shape(True):
+        got = mx.nd.load(path)
+        got = {k: (v.shape, v.asnumpy()) for k, v in got.items()}
     want = expected("npx_v3")
     assert list(got.keys()) == list(want.keys())
     for k, v in want.items():

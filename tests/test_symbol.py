@@ -318,3 +318,12 @@ def test_symbol_keeps_fluent_shape_methods():
     x = mx.sym.Variable("x")
     out = x.expand_dims(axis=0).squeeze(axis=0).flatten().broadcast_to(shape=(2, 3))
     assert out.eval(x=mx.nd.array([[1], [2]]))[0].asnumpy().tolist() == [[1] * 3, [2] * 3]
+
+
+def test_cast_gives_its_dtype_before_its_input_is_known():
+    data = mx.sym.Variable("data")
+    fc = mx.sym.FullyConnected(mx.sym.Cast(data, dtype="float32"), num_hidden=3, name="fc")
+    arg, out, _ = fc.infer_type_partial()
+    assert arg == [None, np.float32, np.float32] and out == [np.float32]
+    arg, out, _ = fc.infer_type(data=np.float16)
+    assert arg == [np.float16, np.float32, np.float32] and out == [np.float32]

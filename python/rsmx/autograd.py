@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _core
-from .base import MXNetValueError
+from .base import MXNetNotImplementedError, MXNetTypeError, MXNetValueError
 from .ndarray import NDArray
-from .symbol import Symbol  # noqa: F401
+from .symbol import Symbol
 
 # No ``__all__``: as in MXNet, ``from mxnet.autograd import *`` also gives NDArray and
 # Symbol, which scripts and MXNet's own tests rely on.
@@ -138,6 +138,25 @@ def grad(
         raise MXNetValueError("variables cannot be an empty list.")
     retain = create_graph if retain_graph is None else retain_graph
     return _core.autograd_backward(hs, hg, vs, bool(retain), bool(create_graph), bool(train_mode))
+
+
+def get_symbol(x: NDArray) -> Symbol:
+    """The computation recorded to produce ``x``, as a Symbol whose variables are the
+    arrays it started from.
+
+    Needs the core to expose the recorded graph (``_core.autograd_get_symbol``, the
+    graph's JSON); raises ``MXNetNotImplementedError`` where it does not.
+    """
+    if not isinstance(x, NDArray):
+        raise MXNetTypeError(
+            f"get_symbol: Invalid argument type, expecting {NDArray}, got {type(x)}"
+        )
+    export = getattr(_core, "autograd_get_symbol", None)
+    if export is None:
+        raise MXNetNotImplementedError(
+            "get_symbol: this build of rsmx cannot export the recorded graph"
+        )
+    return Symbol(_core.SymbolHandle.from_json(export(x)))
 
 
 class Function:

@@ -12,6 +12,7 @@ from . import ndarray as nd
 from .base import MXNetTypeError, MXNetValueError
 from .context import Context
 from .ndarray import NDArray
+from .symbol.cse import cse_enabled, eliminate_common_expr
 from .util import is_np_shape
 
 __all__ = ["Executor", "bind", "simple_bind"]
@@ -98,8 +99,9 @@ def bind(sym, ctx, args, args_grad=None, grad_req="write", aux_states=None, grou
     aux_arrays = _array_list(aux_states, aux_names, "aux_states", allow_missing=False)
     _check_arrays(aux_arrays, aux_names, "aux_states")
     g2c = {k: _ctx(v)._pair for k, v in (group2ctx or {}).items()}
+    bound = eliminate_common_expr(sym) if cse_enabled() else sym
     handle = _core.bind(
-        sym.handle,
+        bound.handle,
         ctx._pair,
         arg_arrays,
         grad_arrays,
@@ -108,7 +110,39 @@ def bind(sym, ctx, args, args_grad=None, grad_req="write", aux_states=None, grou
         g2c,
         shared_exec._handle if shared_exec is not None else None,
     )
-    return Executor(handle, sym, ctx, arg_arrays, grad_arrays, reqs, aux_arrays, group2ctx)
+    exe = Executor(handle, sym, ctx, arg_arrays, grad_arrays, reqs, aux_arrays, group2ctx)
+    exe._bound_symbol = bound
+    return exe
+
+
+def _declared_inputs() -> dict[str, tuple[list[str], bool]]:
+    """Each operator's input names and whether it takes any number of them."""
+    table: dict[str, tuple[list[str], bool]] = {}
+    for name, aliases, inputs, variadic, *_ in _core.list_ops():
+        for n in (name, *aliases):
+            table[n] = (list(inputs), bool(variadic))
+    return table
+
+
+def _graph_inputs(sym) -> dict[str, tuple[list[str | None], list[str]]]:
+    """For each op node of ``sym``: the variable feeding each input (None where an op
+    does) and the input names its operator declares (``arg<i>`` for any number of
+    inputs, ``input<i>`` past the declared ones)."""
+    import json
+
+    nodes = json.loads(sym.tojson())["nodes"]
+    declared = _declared_inputs()
+    table: dict[str, tuple[list[str | None], list[str]]] = {}
+    for node in nodes:
+        if node["op"] == "null":
+            continue
+        names, variadic = declared.get(node["op"], ([], False))
+        sources = [nodes[i] for i, *_ in node["inputs"]]
+        variables = [src["name"] if src["op"] == "null" else None for src in sources]
+        labels = [f"arg{k}" if variadic else (names[k] if k < len(names) else f"input{k}")
+                  for k in range(len(sources))]
+        table[node["name"]] = (variables, labels)
+    return table
 
 
 def _view_of(buf: NDArray, shape: tuple) -> NDArray:
@@ -220,6 +254,7 @@ class Executor:
         self._output_dict = None
         self._monitor_callback = None
         self._monitor_all = False
+        self._bound_symbol = symbol
 
     # ------------------------------------------------------------------ running
     def forward(self, is_train: bool = False, **kwargs: Any) -> list[NDArray]:
@@ -270,12 +305,13 @@ class Executor:
                 g = g.astype(o.dtype)
             fixed.append(g)
         self._handle.backward(fixed, bool(is_train))
-        if self._monitor_callback is not None and self._monitor_all:
+        if self._monitor_callback is not None:
             self._run_monitor(forward=False)
 
     def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:
-        """Calls ``callback(name, array)`` with every op's outputs (and, with
-        ``monitor_all``, its inputs) after each forward."""
+        """Calls ``callback(name, array)`` with the outputs of every op, forward and
+        backward (``<node>_<output>``); with ``monitor_all`` also with its inputs first:
+        a variable by its name, then each input as ``<node>_<input>``."""
         self._monitor_callback = callback
         self._monitor_all = monitor_all
 
@@ -285,23 +321,43 @@ class Executor:
             if is_fwd != forward:
                 continue
             if self._monitor_all:
-                node_inputs = self._input_names(name)
-                for k, a in enumerate(ins):
-                    label = node_inputs[k] if k < len(node_inputs) else f"{name}_arg{k}"
-                    cb(label, a)
+                if ins:
+                    self._monitor_inputs(cb, name, ins)
+                else:
+                    self._monitor_variable_inputs(cb, name)
             for on, a in zip(out_names, outs, strict=False):
                 cb(f"{name}_{on}", a)
 
-    def _input_names(self, node: str) -> list[str]:
-        import json
+    def _monitor_inputs(self, cb, node: str, arrays: list[NDArray]) -> None:
+        variables, labels = self._node_inputs().get(node, ([], []))
+        for k, a in enumerate(arrays):
+            if k < len(variables) and variables[k] is not None:
+                cb(variables[k], a)
+            cb(f"{node}_{labels[k] if k < len(labels) else f'input{k}'}", a)
 
-        if not hasattr(self, "_node_inputs"):
-            graph = json.loads(self._symbol.tojson())
-            nodes = graph["nodes"]
-            self._node_inputs = {
-                n["name"]: [nodes[i]["name"] for i, _, _ in n["inputs"]] for n in nodes
-            }
-        return self._node_inputs.get(node, [])
+    def _monitor_variable_inputs(self, cb, node: str) -> None:
+        """The inputs of a node the core runs as parts (a composite operator) that are
+        variables, named as ``_monitor_inputs`` names them."""
+        variables, labels = self._node_inputs().get(node, ([], []))
+        for k, v in enumerate(variables):
+            a = None if v is None else self.arg_dict.get(v, self.aux_dict.get(v))
+            if a is not None:
+                cb(v, a)
+                cb(f"{node}_{labels[k] if k < len(labels) else f'input{k}'}", a)
+
+    def _node_inputs(self) -> dict[str, tuple[list[str | None], list[str]]]:
+        """For each op node of the bound graph: the variable feeding each input (None
+        where an op does) and the names of its inputs."""
+        if getattr(self, "_node_input_names", None) is None:
+            self._node_input_names = _graph_inputs(self._bound_symbol)
+        return self._node_input_names
+
+    def get_optimized_symbol(self):
+        """The symbol the executor runs: the bound one after common-expression
+        elimination (see ``MXNET_ELIMINATE_COMMON_EXPR``)."""
+        from .symbol import Symbol
+
+        return Symbol(self._bound_symbol.handle)
 
     # ------------------------------------------------------------------ dictionaries
     @staticmethod
@@ -396,8 +452,11 @@ class Executor:
         for name, old, shape in zip(self._symbol.list_auxiliary_states(), self.aux_arrays,
                                     aux_shapes, strict=True):
             new_aux.append(resize(name, old, shape, "aux"))
-        return bind(self._symbol, self._ctx, new_args, new_grads, self._grad_req, new_aux,
-                    self._group2ctx, shared_exec=self)
+        exe = bind(self._symbol, self._ctx, new_args, new_grads, self._grad_req, new_aux,
+                   self._group2ctx, shared_exec=self)
+        if self._monitor_callback is not None:
+            exe.set_monitor_callback(self._monitor_callback, self._monitor_all)
+        return exe
 
     def debug_str(self) -> str:
         """The plan: every node, its inputs, where each output's memory comes from, and

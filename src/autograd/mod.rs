@@ -5,6 +5,7 @@
 
 mod backward;
 mod compose;
+mod composite;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -218,6 +219,9 @@ pub fn invoke(
     if let Some(out) = &out {
         let entries: Vec<Option<&Entry>> = out.iter().map(|(_, e)| e.as_ref()).collect();
         check_writable(&entries).map_err(|e| e.in_op(op.name()))?;
+    }
+    if let Some(def) = op.as_composite() {
+        return composite::invoke_composite(op, def, inputs, out, ctx, is_train);
     }
     let arrays: Vec<NDArray> = inputs.iter().map(|(a, _)| a.clone()).collect();
     let out = out.map(|o| o.into_iter().map(|(a, _)| a).collect());

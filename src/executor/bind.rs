@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::graph::infer::{infer_shapes, infer_types};
 use crate::graph::plan::{plan_memory, MemoryPlan};
-use crate::graph::{gradient, topo_order, IndexedGraph, Node, Symbol};
+use crate::graph::{expand, gradient, topo_order, IndexedGraph, Node, Symbol};
 use crate::ndarray::NDArray;
 use crate::op::{Grad, OpRef, OpReq};
 use crate::shape::{fmt_shape, Shape};
@@ -44,6 +44,39 @@ fn check_count(what: &str, names: &[Arc<Node>], got: usize) -> Result<()> {
     Ok(())
 }
 
+/// `sym` with its composite operators expanded into their parts, for the shapes and
+/// types of the bound arrays; `sym` itself when it has none.
+fn expanded(
+    sym: &Symbol,
+    arg_nodes: &[Arc<Node>],
+    aux_nodes: &[Arc<Node>],
+    b: &BindArgs,
+) -> Result<Symbol> {
+    let mut heads = sym.outputs.clone();
+    // A composite's parts may be composites themselves: expand until none is left.
+    loop {
+        let g = IndexedGraph::new(&heads);
+        if !expand::has_composites(&g) {
+            return Ok(Symbol { outputs: heads });
+        }
+        let mut shapes: Vec<Option<Shape>> = vec![None; g.num_entries()];
+        let mut types: Vec<Option<DType>> = vec![None; g.num_entries()];
+        for (node, a) in arg_nodes
+            .iter()
+            .zip(&b.args)
+            .chain(aux_nodes.iter().zip(&b.aux))
+        {
+            if let Some(i) = g.node_index(node) {
+                shapes[g.entry_base[i]] = Some(Shape::from_slice(a.shape()));
+                types[g.entry_base[i]] = Some(a.dtype());
+            }
+        }
+        infer_shapes(&g, &mut shapes)?;
+        infer_types(&g, &mut types)?;
+        heads = expand::expand(&g, &shapes, &types)?;
+    }
+}
+
 /// Binds `sym` to arrays. With `shared`, its storage blocks are reused where they are
 /// big enough.
 pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Executor> {
@@ -75,6 +108,7 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
         }
     }
 
+    let exec_sym = expanded(sym, &arg_nodes, &aux_nodes, &b)?;
     let wrt: Vec<Arc<Node>> = arg_nodes
         .iter()
         .zip(&b.grad_reqs)
@@ -84,14 +118,14 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
     let grad_graph = if wrt.is_empty() {
         None
     } else {
-        Some(gradient::build(&sym.outputs, &wrt)?)
+        Some(gradient::build(&exec_sym.outputs, &wrt)?)
     };
-    let mut heads = sym.outputs.clone();
+    let mut heads = exec_sym.outputs.clone();
     if let Some(gg) = &grad_graph {
         heads.extend(gg.grads.iter().flatten().cloned());
     }
     let g = IndexedGraph::new(&heads);
-    let n_fwd_nodes = topo_order(sym.outputs.iter().map(|e| &e.node)).len();
+    let n_fwd_nodes = topo_order(exec_sym.outputs.iter().map(|e| &e.node)).len();
     let n = g.num_entries();
 
     // Arrays of the variables.
@@ -184,7 +218,7 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
     };
 
     // Head gradient and gradient arrays.
-    let mut head_grads: Vec<Option<NDArray>> = vec![None; sym.outputs.len()];
+    let mut head_grads: Vec<Option<NDArray>> = vec![None; exec_sym.outputs.len()];
     for &(k, e) in &head_entries {
         let out_ctx = entry_ctx(g.outputs[k], &arrays);
         let a = NDArray::empty(shapes[e].as_ref().unwrap(), types[e].unwrap(), out_ctx)?;
@@ -349,14 +383,9 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
                 None => OpReq::Write,
             })
             .collect();
-        steps.push(Step::Op(Arc::new(OpStep::new(
-            node.name.clone(),
-            op,
-            inputs,
-            outputs,
-            req,
-            ctx,
-        )?)));
+        let mut step = OpStep::new(node.name.clone(), op, inputs, outputs, req, ctx)?;
+        step.monitor_view = expand::monitor_view(node);
+        steps.push(Step::Op(Arc::new(step)));
         if i < n_fwd_nodes {
             forward_steps = steps.len();
         }
@@ -368,7 +397,7 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
     let outputs = g
         .outputs
         .iter()
-        .take(sym.outputs.len())
+        .take(exec_sym.outputs.len())
         .map(|&e| arrays[e].clone().expect("outputs have arrays"))
         .collect();
     Ok(Executor {

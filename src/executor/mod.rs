@@ -71,10 +71,12 @@ impl Executor {
     /// Runs the backward pass with the given head gradients (one per output; `None` is
     /// allowed for outputs whose gradient the graph does not read, such as losses).
     pub fn backward(&self, out_grads: &[Option<NDArray>], is_train: bool) -> Result<()> {
-        if !self.forward_done.load(Ordering::Acquire) {
-            return Err(Error::Runtime(
-                "backward: forward must be called before backward".into(),
-            ));
+        if !self.forward_done.swap(true, Ordering::AcqRel) {
+            // As in MXNet, a backward pass may run without a forward one (gradients that
+            // read no forward values); what it reads of the forward pass is then zeros.
+            for block in &self.blocks {
+                crate::ndarray::copy::fill_zeros(block);
+            }
         }
         if self.forward_steps == self.steps.len() && self.zero_grads.is_empty() {
             return Ok(());

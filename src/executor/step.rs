@@ -25,6 +25,9 @@ pub struct OpStep {
     pub req: Vec<OpReq>,
     /// The device it runs on.
     pub ctx: Context,
+    /// For a part of an expanded composite operator, what the monitor shows instead of
+    /// the step: the composite's name and the composite outputs the step computes.
+    pub monitor_view: Option<(String, Vec<crate::graph::expand::ShownOutput>)>,
     in_blobs: Vec<TBlob>,
     out_blobs: Vec<TBlob>,
     const_vars: Vec<Var>,
@@ -86,6 +89,7 @@ impl OpStep {
         }
         Ok(OpStep {
             name,
+            monitor_view: None,
             in_blobs: inputs.iter().map(|a| a.blob()).collect(),
             out_blobs: outputs.iter().map(|a| a.blob()).collect(),
             op,

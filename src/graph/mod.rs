@@ -2,6 +2,7 @@
 //! passes over them (inference, gradient, memory planning), with MXNet's JSON format.
 
 pub mod compose;
+pub mod expand;
 pub mod gradient;
 pub mod indexed;
 pub mod infer;

@@ -10,7 +10,7 @@ use crate::op::infer::infer_from_partial;
 use crate::op::params::{ALL_TYPES, ALL_TYPES_WITH_BOOL};
 use crate::op::{
     assign_shape, check_inputs, infer, shape_err, Attrs, Grad, Gradient, OpDef, OpRef, Operator,
-    Param, Params, Registry, ShapeSlots,
+    Param, Params, Registry, ShapeSlots, TypeSlots,
 };
 use crate::shape::{fmt_shape, is_partial, norm_axis, unify, Shape};
 use std::sync::Arc;
@@ -405,6 +405,21 @@ impl Operator for Cast {
 
     fn infer_type(&self, _: &[DType]) -> Result<Vec<DType>> {
         Ok(vec![self.dtype])
+    }
+
+    /// The output's dtype is the attribute's, known before the input's (as in MXNet).
+    fn infer_type_partial(&self, _inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
+        match outputs.first_mut() {
+            Some(Some(t)) if *t != self.dtype => Err(Error::Type(format!(
+                "Cast: output must have dtype {}, got {t}",
+                self.dtype
+            ))),
+            Some(slot) => {
+                *slot = Some(self.dtype);
+                Ok(())
+            }
+            None => Ok(()),
+        }
     }
 }
 

@@ -3,16 +3,21 @@
 //! operator needs. Kernels are attached per device type in `kernels/`.
 
 pub mod array_info;
+pub mod attention;
+pub mod composite;
+pub mod contrib;
 pub mod elemwise;
 pub mod grad;
 pub mod indexing;
 pub mod infer;
 pub mod init;
+pub mod la;
 pub mod linalg;
 pub mod nn;
 pub mod optim;
 pub mod params;
 pub mod random;
+pub mod random_pdf;
 pub mod reduce;
 mod registry;
 pub mod resource;
@@ -22,7 +27,7 @@ pub mod testutil;
 pub mod transform;
 
 pub use params::{Attrs, Param, Params};
-pub use registry::{find, list_ops, OpDef, Registry};
+pub use registry::{find, list_ops, Creator, OpDef, Registry};
 pub use resource::{DeviceRng, ResourceRequest};
 
 use crate::context::Context;
@@ -251,6 +256,12 @@ pub trait Operator: Send + Sync + AsAny {
     /// Python code), how to start it. Such an operator has no kernel: it is pushed as an
     /// asynchronous engine op, never bulked with others.
     fn as_async(&self) -> Option<&dyn AsyncOperator> {
+        None
+    }
+
+    /// For a composite operator, its definition as a graph of other operators. Such an
+    /// operator has no kernel: it runs as its parts, which also give its gradient.
+    fn as_composite(&self) -> Option<&dyn composite::Composite> {
         None
     }
 }

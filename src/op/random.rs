@@ -32,8 +32,20 @@ pub(crate) enum Dist {
 pub(crate) struct Random {
     pub(crate) name: &'static str,
     pub(crate) dist: Dist,
+    /// Why the parameters are out of range, reported when the op runs.
+    pub(crate) invalid: Option<String>,
     /// Shape and dtype from attributes, or `None` to take the input's (`*_like`).
     pub(crate) out: Option<(Shape, DType)>,
+}
+
+impl Random {
+    /// The parameters' range error, if any: kernels report it when the op runs.
+    pub(crate) fn check(&self) -> Result<()> {
+        match &self.invalid {
+            Some(msg) => Err(Error::Value(msg.clone())),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Operator for Random {
@@ -78,82 +90,126 @@ pub(crate) fn require(ok: bool, op: &str, msg: &str) -> Result<()> {
     }
 }
 
-/// Reads a distribution's parameters from attributes and checks them as MXNet does.
-pub(crate) fn dist_from(kind: &str, p: &Params) -> Result<Dist> {
+/// Reads a distribution's parameters from attributes, and checks them as MXNet does: a
+/// value out of range is returned beside the distribution, for the kernel to report when
+/// the op runs (an error at the next wait, as in MXNet).
+pub(crate) fn dist_from(kind: &str, p: &Params) -> Result<(Dist, Option<String>)> {
     let op = p.op();
-    Ok(match kind {
+    let mut bad: Option<String> = None;
+    let dist = match kind {
         "uniform" => {
             let (low, high) = (p.get::<f64>("low")?, p.get::<f64>("high")?);
-            require(
-                high >= low,
-                op,
-                &format!("low ({low}) must be less than or equal to high ({high})"),
-            )?;
-            require(
-                low.is_finite() && high.is_finite(),
-                op,
-                "low and high must be finite",
-            )?;
+            note(
+                &mut bad,
+                require(
+                    high >= low,
+                    op,
+                    &format!("low ({low}) must be less than or equal to high ({high})"),
+                ),
+            );
+            note(
+                &mut bad,
+                require(
+                    low.is_finite() && high.is_finite(),
+                    op,
+                    "low and high must be finite",
+                ),
+            );
             Dist::Uniform { low, high }
         }
         "normal" => {
             let (loc, scale) = (p.get::<f64>("loc")?, p.get::<f64>("scale")?);
-            require(
-                scale > 0.0,
-                op,
-                &format!("scale must be positive, got {scale}"),
-            )?;
+            note(
+                &mut bad,
+                require(
+                    scale > 0.0,
+                    op,
+                    &format!("scale must be positive, got {scale}"),
+                ),
+            );
             Dist::Normal { loc, scale }
         }
         "exponential" => {
             let lam: f64 = p.get("lam")?;
-            require(lam > 0.0, op, &format!("lam must be positive, got {lam}"))?;
+            note(
+                &mut bad,
+                require(lam > 0.0, op, &format!("lam must be positive, got {lam}")),
+            );
             Dist::Exponential { lam }
         }
         "gamma" => {
             let (alpha, beta) = (p.get::<f64>("alpha")?, p.get::<f64>("beta")?);
-            require(
-                alpha > 0.0,
-                op,
-                &format!("alpha must be positive, got {alpha}"),
-            )?;
-            require(
-                beta > 0.0,
-                op,
-                &format!("beta must be positive, got {beta}"),
-            )?;
+            note(
+                &mut bad,
+                require(
+                    alpha > 0.0,
+                    op,
+                    &format!("alpha must be positive, got {alpha}"),
+                ),
+            );
+            note(
+                &mut bad,
+                require(
+                    beta > 0.0,
+                    op,
+                    &format!("beta must be positive, got {beta}"),
+                ),
+            );
             Dist::Gamma { alpha, beta }
         }
         "poisson" => {
             let lam: f64 = p.get("lam")?;
-            require(
-                lam >= 0.0,
-                op,
-                &format!("lam must be non-negative, got {lam}"),
-            )?;
+            note(
+                &mut bad,
+                require(
+                    lam >= 0.0,
+                    op,
+                    &format!("lam must be non-negative, got {lam}"),
+                ),
+            );
             Dist::Poisson { lam }
         }
         "negative_binomial" => {
             let (k, pr) = (p.get::<i64>("k")?, p.get::<f64>("p")?);
-            require(k >= 0, op, &format!("k must be non-negative, got {k}"))?;
-            require(
-                pr > 0.0 && pr <= 1.0,
-                op,
-                &format!("p must be in (0, 1], got {pr}"),
-            )?;
+            note(
+                &mut bad,
+                require(k >= 0, op, &format!("k must be non-negative, got {k}")),
+            );
+            note(
+                &mut bad,
+                require(
+                    pr > 0.0 && pr <= 1.0,
+                    op,
+                    &format!("p must be in (0, 1], got {pr}"),
+                ),
+            );
             Dist::NegBinomial { k: k as f64, p: pr }
         }
         _ => {
             let (mu, alpha) = (p.get::<f64>("mu")?, p.get::<f64>("alpha")?);
-            require(mu >= 0.0, op, &format!("mu must be non-negative, got {mu}"))?;
-            require(
-                alpha >= 0.0,
-                op,
-                &format!("alpha must be non-negative, got {alpha}"),
-            )?;
+            note(
+                &mut bad,
+                require(mu >= 0.0, op, &format!("mu must be non-negative, got {mu}")),
+            );
+            note(
+                &mut bad,
+                require(
+                    alpha >= 0.0,
+                    op,
+                    &format!("alpha must be non-negative, got {alpha}"),
+                ),
+            );
             Dist::GenNegBinomial { mu, alpha }
         }
-    })
+    };
+    Ok((dist, bad))
+}
+
+/// Keeps the first failed check's message.
+fn note(bad: &mut Option<String>, check: Result<()>) {
+    if let (None, Err(e)) = (&bad, check) {
+        *bad = Some(e.message());
+    }
 }
 
 /// The `shape` attribute of a sampler, non-negative dimensions; `shape=None` is an empty
@@ -378,10 +434,11 @@ const MULTINOMIAL_PARAMS: &[Param] = &[
 pub(crate) fn create_random(i: usize, attrs: &Attrs) -> Result<OpRef> {
     let (name, _, kind, params) = RANDOM_OPS[i];
     let p = Params::declared(name, attrs, params)?;
-    let dist = dist_from(kind, &p)?;
+    let (dist, invalid) = dist_from(kind, &p)?;
     Ok(Arc::new(Random {
         name,
         dist,
+        invalid,
         out: Some((shape_attr(&p, false)?, dtype_attr(&p, DType::F32, FLOATS)?)),
     }))
 }
@@ -389,9 +446,11 @@ pub(crate) fn create_random(i: usize, attrs: &Attrs) -> Result<OpRef> {
 pub(crate) fn create_like(i: usize, attrs: &Attrs) -> Result<OpRef> {
     let (name, kind, params) = LIKE_OPS[i];
     let p = Params::declared(name, attrs, params)?;
+    let (dist, invalid) = dist_from(kind, &p)?;
     Ok(Arc::new(Random {
         name,
-        dist: dist_from(kind, &p)?,
+        dist,
+        invalid,
         out: None,
     }))
 }
@@ -416,6 +475,7 @@ pub(crate) fn create_randint(attrs: &Attrs) -> Result<OpRef> {
     Ok(Arc::new(Random {
         name,
         dist: Dist::RandInt { low, high },
+        invalid: None,
         out: Some((shape_attr(&p, false)?, dtype)),
     }))
 }

@@ -119,13 +119,27 @@ impl Operator for Reduce {
 
     fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
         check_inputs(self.name, inputs, 1)?;
-        let (_, out) = reduce_axes(
+        let (mask, out) = reduce_axes(
             self.name,
             &inputs[0],
             self.axis.as_deref(),
             self.keepdims,
             self.exclude,
         )?;
+        let empty = mask
+            .iter()
+            .zip(inputs[0].iter())
+            .any(|(&m, &d)| m && d == 0);
+        if empty
+            && matches!(self.kind, ReduceKind::Max | ReduceKind::Min)
+            && !crate::shape::zero_is_unknown()
+        {
+            return Err(Error::Value(format!(
+                "{}: cannot reduce an empty axis of data of shape {}: it has no identity",
+                self.name,
+                fmt_shape(&inputs[0])
+            )));
+        }
         Ok(vec![out])
     }
 

@@ -64,7 +64,11 @@ fn table() -> &'static Table {
         super::transform::register(&mut r);
         super::indexing::register(&mut r);
         super::sorting::register(&mut r);
+        super::contrib::register(&mut r);
+        super::la::register(&mut r);
+        super::attention::register(&mut r);
         super::random::register(&mut r);
+        super::random_pdf::register(&mut r);
         super::nn::register(&mut r);
         super::optim::register(&mut r);
         super::grad::register(&mut r);

@@ -5,6 +5,7 @@ use super::ndarray::{context_of, wrap, PyNDArray};
 use super::symbol::PySymbol;
 use crate::error::Error;
 use crate::executor::{self, BindArgs, Executor};
+use crate::ndarray::NDArray;
 use crate::op::OpReq;
 use pyo3::prelude::*;
 use std::collections::HashMap;
@@ -120,20 +121,47 @@ impl PyExecutor {
         )>,
     > {
         guard("op_steps", || {
-            self.inner
-                .op_steps()
-                .into_iter()
-                .map(|(s, fwd)| {
-                    let names = s.op.output_names();
-                    Ok((
+            let steps = self.inner.op_steps();
+            // The parts of a composite show as one entry, the composite's outputs in
+            // order, where its last part runs.
+            let mut parts_left: HashMap<(String, bool), usize> = HashMap::new();
+            for (s, fwd) in &steps {
+                if let Some((of, _)) = &s.monitor_view {
+                    *parts_left.entry((of.clone(), *fwd)).or_default() += 1;
+                }
+            }
+            let mut pending: HashMap<(String, bool), Vec<(usize, String, NDArray)>> =
+                HashMap::new();
+            let mut out = Vec::new();
+            for (s, fwd) in steps {
+                let Some((of, shown)) = &s.monitor_view else {
+                    out.push((
                         s.name.clone(),
                         fwd,
-                        names,
+                        s.op.output_names(),
                         arrays(py, &s.outputs)?,
                         arrays(py, &s.inputs)?,
-                    ))
-                })
-                .collect()
+                    ));
+                    continue;
+                };
+                let key = (of.clone(), fwd);
+                let seen = pending.entry(key.clone()).or_default();
+                seen.extend(
+                    shown
+                        .iter()
+                        .map(|(j, n, o)| (*j, n.clone(), s.outputs[*o].clone())),
+                );
+                let left = parts_left.get_mut(&key).expect("counted above");
+                *left -= 1;
+                if *left == 0 {
+                    let mut all = pending.remove(&key).unwrap_or_default();
+                    all.sort_by_key(|(j, _, _)| *j);
+                    let names = all.iter().map(|(_, n, _)| n.clone()).collect();
+                    let outs: Vec<NDArray> = all.into_iter().map(|(_, _, a)| a).collect();
+                    out.push((of.clone(), fwd, names, arrays(py, &outs)?, Vec::new()));
+                }
+            }
+            Ok(out)
         })
     }
 }

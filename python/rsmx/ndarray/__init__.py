@@ -21,15 +21,21 @@ _register_all(sys.modules[__name__], _internal, op)
 for _name in _ndarray_module.__all__:
     globals()[_name] = getattr(_ndarray_module, _name)
 
-from . import random  # noqa: E402
+from . import composed as _composed  # noqa: E402
+from . import contrib, image, linalg, random  # noqa: E402
 from .cached_op import CachedOp  # noqa: E402
 from .dlpack import from_dlpack, from_numpy, to_dlpack_for_read, to_dlpack_for_write  # noqa: E402
 from .utils import load, load_frombuffer, save  # noqa: E402
+
+_composed.install(sys.modules[__name__], _internal, op)
 
 __all__ = [
     "NDArray",
     "CachedOp",
     "random",
+    "contrib",
+    "linalg",
+    "image",
     "save",
     "load",
     "load_frombuffer",

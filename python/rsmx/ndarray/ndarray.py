@@ -137,7 +137,8 @@ def _filled(op: str, shape: Any, ctx: Any, dtype: Any, out: Any = None, **kwargs
     if isinstance(shape, integer_types):
         shape = (shape,)
     kwargs.pop("stype", None)
-    return _op(op)(shape=tuple(shape), dtype=np.dtype(dtype or mx_real_t).name, ctx=_ctx(ctx), out=out)
+    shape = tuple(int(d) for d in shape)
+    return _op(op)(shape=shape, dtype=np.dtype(dtype or mx_real_t).name, ctx=_ctx(ctx), out=out)
 
 
 def full(shape: Any, val: Any, ctx: Any = None, dtype: Any = mx_real_t, out: Any = None, **kwargs: Any) -> NDArray:
@@ -604,6 +605,29 @@ class NDArray(_core.NDArrayBase):
 
         set_item(self, key, value)
 
+    def pad(self, *args: Any, **kwargs: Any) -> NDArray:
+        """Same as ``mx.nd.pad(self, ...)``."""
+        return _op("Pad")(self, *args, **kwargs)
+
+    def split_v2(self, *args: Any, **kwargs: Any) -> Any:
+        """Same as ``mx.nd.split_v2(self, ...)``."""
+        from .composed import split_v2
+
+        return split_v2(self, *args, **kwargs)
+
+    def slice_assign(self, rhs: NDArray, begin: Any, end: Any, step: Any) -> NDArray:
+        """Sets ``self[begin:end:step]`` (one entry per axis, None for a default) to
+        ``rhs``; returns the array."""
+        from .composed import _slice_assign
+
+        return _slice_assign(self, rhs, begin, end, step, out=self)
+
+    def slice_assign_scalar(self, value: float, begin: Any, end: Any, step: Any) -> NDArray:
+        """Sets ``self[begin:end:step]`` to the number ``value``; returns the array."""
+        from .composed import _slice_assign_scalar
+
+        return _slice_assign_scalar(self, value, begin, end, step, out=self)
+
     def __matmul__(self, other: Any) -> NDArray:
         return _op("dot")(self, other)
 
@@ -654,7 +678,8 @@ _OP_METHODS = [
     "softsign", "relu", "floor", "ceil", "round", "rint", "fix", "trunc", "one_hot", "take", "pick",
     "topk", "sort", "argsort", "split", "slice", "slice_axis", "slice_like", "broadcast_to",
     "broadcast_like", "broadcast_axes", "swapaxes", "zeros_like", "ones_like", "dot", "softmax",
-    "log_softmax", "diag", "space_to_depth", "depth_to_space", "broadcast_axis",
+    "log_softmax", "diag", "space_to_depth", "depth_to_space", "broadcast_axis", "softmin",
+    "shape_array", "size_array",
 ]
 
 

@@ -13,7 +13,7 @@ from .._op_doc import op_docstring
 from ..base import _Null
 from ..context import Context, current_context
 
-__all__ = ["attr_str", "make_op_function", "register_all"]
+__all__ = ["attr_str", "make_op_function", "register_all", "register_namespace"]
 
 
 # Graph attributes (`lr_mult=2` on a layer): an imperative call has no node to keep them.
@@ -131,3 +131,17 @@ def register_all(public: types.ModuleType, internal: types.ModuleType, op: types
                 setattr(internal, n, f)
             elif not hasattr(public, n):
                 setattr(public, n, f)
+
+
+def register_namespace(module: types.ModuleType, namespace: str) -> None:
+    """Adds the operators registered as ``_<namespace>_X`` to ``module`` as ``X``
+    (``mx.nd.contrib.quadratic`` runs ``_contrib_quadratic``)."""
+    from .._namespaces import fill_namespace
+
+    def make(short: str, entry: tuple) -> Callable[..., Any]:
+        name, _aliases, inputs, variadic, params, doc = entry
+        f = make_op_function(name, inputs, variadic, params, doc)
+        f.__name__ = f.__qualname__ = short
+        return f
+
+    fill_namespace(module, namespace, make)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..ndarray import abs as NDabs  # noqa: N812  (MXNet exports it here)
 from . import contrib
-from .adaptive import AdaDelta, AdaGrad, Adam, Ftrl, RMSProp
+from .adaptive import FTML, AdaDelta, AdaGrad, Adam, Ftrl, RMSProp
+from .large_batch import LAMB, LARS, LBSGD
 from .optimizer import Optimizer, create, register
 from .other import DCASGD, SGLD, Adamax, Nadam, Test
 from .sgd import NAG, SGD, Signum, ccSGD
@@ -20,7 +21,11 @@ __all__ = [
     "Adam",
     "Adamax",
     "DCASGD",
+    "FTML",
     "Ftrl",
+    "LAMB",
+    "LARS",
+    "LBSGD",
     "NAG",
     "NDabs",
     "Nadam",

@@ -1,9 +1,10 @@
-"""Optimizers with per-coordinate step sizes: Adam, AdaGrad, RMSProp, AdaDelta and Ftrl.
+"""Optimizers with per-coordinate step sizes: Adam, AdaGrad, RMSProp, AdaDelta, Ftrl and FTML.
 
 Each update is one fused ``mx.nd`` operator writing the weight in place. AdaGrad and
 AdaDelta, which MXNet writes as a chain of NDArray operations, use rsmx's internal fused
 operators ``_rsmx_adagrad_update`` and ``_rsmx_adadelta_update``, which compute the same
-values.
+values. FTML, which has no fused operator in the core, is a chain of NDArray operations
+computing what MXNet's ``ftml_update`` does.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..ndarray import NDArray, zeros
+from ..ndarray import NDArray, clip, sqrt, square, zeros
 from .optimizer import Optimizer, _nd, register
 
-__all__ = ["Adam", "AdaGrad", "RMSProp", "AdaDelta", "Ftrl"]
+__all__ = ["Adam", "AdaGrad", "RMSProp", "AdaDelta", "Ftrl", "FTML"]
 
 
 def _check(weight: Any, grad: Any) -> None:
@@ -368,3 +369,56 @@ class Ftrl(Optimizer):
 
     def _fused_hyperparams(self) -> dict[str, Any]:
         return {"lamda1": self.lamda1, "beta": self.beta}
+
+
+@register
+class FTML(Optimizer):
+    """FTML, Follow the Moving Leader (Zheng and Kwok, 2017).
+
+    At step ``t`` of a weight::
+
+        g = clip(rescale_grad * grad + wd * weight, clip_gradient)
+        v = beta2 * v + (1 - beta2) * g ** 2
+        d_t = (1 - beta1 ** t) / lr * (sqrt(v / (1 - beta2 ** t)) + epsilon)
+        z = beta1 * z + (1 - beta1) * g - (d_t - beta1 * d) * weight
+        d = d_t
+        weight = -z / d_t
+
+    Parameters
+    ----------
+    beta1 : float, optional
+        Decay of the leader's history, generally close to 0.5.
+    beta2 : float, optional
+        Decay of the squared-gradient average, generally close to 1.
+    epsilon : float, optional
+        Keeps ``d_t`` away from 0.
+    **kwargs
+        As for :class:`Optimizer`.
+    """
+
+    def __init__(self, beta1: float = 0.6, beta2: float = 0.999, epsilon: float = 1e-8, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+
+    def create_state(self, index: Any, weight: NDArray) -> tuple[NDArray, NDArray, NDArray]:
+        """``(d, v, z)``, zeros of the weight's dtype."""
+        return tuple(zeros(weight.shape, weight.context, dtype=weight.dtype) for _ in range(3))
+
+    def update(self, index: Any, weight: NDArray, grad: NDArray, state: Any) -> None:
+        """Updates one weight."""
+        _check(weight, grad)
+        self._update_count(index)
+        lr = self._get_lr(index)
+        wd = self._get_wd(index)
+        t = self._index_update_count[index]
+        g = grad * self.rescale_grad + wd * weight
+        if self.clip_gradient:
+            g = clip(g, -self.clip_gradient, self.clip_gradient)
+        prev_d, v, z = state
+        v[:] = self.beta2 * v + (1 - self.beta2) * square(g)
+        d_t = (1 - self.beta1**t) / lr * (sqrt(v / (1 - self.beta2**t)) + self.epsilon)
+        z[:] = self.beta1 * z + (1 - self.beta1) * g - (d_t - self.beta1 * prev_d) * weight
+        prev_d[:] = d_t
+        weight[:] = -z / d_t

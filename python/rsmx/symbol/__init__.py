@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import types
 
+from . import random  # noqa: F401  (mx.sym.random)
 from . import register as _register
 from .symbol import Group, Symbol, Variable, load, load_json, var
 
@@ -89,12 +90,7 @@ def _install_methods() -> None:
         return method
 
     for name in [*_OP_METHODS, "reshape", "reshape_like", "broadcast_axis"]:
-        if name == "reshape":
-            target = "Reshape"
-        elif name == "broadcast_axes":
-            target = "broadcast_axis"
-        else:
-            target = name
+        target = "Reshape" if name == "reshape" else name
         if hasattr(op, target) and not hasattr(Symbol, name):
             setattr(Symbol, name, make(target))
 
@@ -106,7 +102,12 @@ def _install_methods() -> None:
 
 _install_methods()
 
+from . import composed as _composed  # noqa: E402
+from . import contrib, image, linalg  # noqa: E402
+
+_composed.install(sys.modules[__name__], op)
+
 __all__ = [
     "Symbol", "Variable", "var", "Group", "load", "load_json", "pow", "maximum", "minimum",
-    "zeros", "ones", "full", "arange",
+    "zeros", "ones", "full", "arange", "contrib", "linalg", "image",
 ]

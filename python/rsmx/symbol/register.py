@@ -14,7 +14,29 @@ from ..name import NameManager
 from ..ndarray.register import attr_str
 from .symbol import _HIDDEN_KEYS, Symbol, _stored_attrs
 
-__all__ = ["make_sym_function", "register_all"]
+__all__ = ["make_sym_function", "register_all", "register_namespace"]
+
+
+# The initializer an operator gives the variables of some inputs that have none, as in
+# MXNet: PReLU's slopes start at 0.25, BatchNorm's moving statistics at 0 and 1.
+_INPUT_VAR_INIT = {
+    "LeakyReLU": {1: '["Constant", {"value": 0.25}]'},
+    "BatchNorm": {3: '["zero", {}]', 4: '["one", {}]'},
+}
+
+
+def _init_input_vars(handle: _core.SymbolHandle, inits: dict[int, str]) -> None:
+    """Sets ``__init__`` on the variables at the input positions of ``inits`` of the new
+    node ``handle`` that have none."""
+    children = handle.children()
+    if children is None or handle.num_outputs() == 0:
+        return
+    for index, init in inits.items():
+        if index >= children.num_outputs():
+            continue
+        child = children.output(index)
+        if child.op_name() == "null" and child.attr("__init__") is None:
+            child.set_attr("__init__", init)
 
 
 def make_sym_function(
@@ -59,6 +81,8 @@ def make_sym_function(
         attrs.update(_stored_attrs(hidden))
         node_name = NameManager.current().get(name, hint)
         handle = _core.SymbolHandle.create(op_name, attrs, [s.handle for s in pos], named, node_name)
+        if op_name in _INPUT_VAR_INIT:
+            _init_input_vars(handle, _INPUT_VAR_INIT[op_name])
         return Symbol(handle)
 
     sym_function.__name__ = func_name
@@ -86,3 +110,16 @@ def register_all(public: types.ModuleType, internal: types.ModuleType, op: types
                 setattr(internal, n, f)
             elif not hasattr(public, n):
                 setattr(public, n, f)
+
+
+def register_namespace(module: types.ModuleType, namespace: str) -> None:
+    """Adds the operators registered as ``_<namespace>_X`` to ``module`` as ``X``
+    (``mx.sym.contrib.quadratic`` makes a ``_contrib_quadratic`` node)."""
+    from .._namespaces import fill_namespace
+
+    def make(short: str, entry: tuple) -> Callable[..., Symbol]:
+        name, _aliases, inputs, variadic, params, doc = entry
+        f = make_sym_function(short, name, inputs, variadic, params, doc)
+        return f
+
+    fill_namespace(module, namespace, make)

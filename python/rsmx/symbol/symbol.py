@@ -284,6 +284,28 @@ class Symbol:
     def __bool__(self) -> bool:
         raise NotImplementedForSymbol(self.__bool__, "bool")
 
+    # NDArray methods a Symbol has no meaning for.
+    def wait_to_read(self) -> None:
+        raise NotImplementedForSymbol(self.wait_to_read, None)
+
+    def asnumpy(self) -> None:
+        raise NotImplementedForSymbol(self.asnumpy, None)
+
+    def asscalar(self) -> None:
+        raise NotImplementedForSymbol(self.asscalar, None)
+
+    def copy(self) -> None:
+        raise NotImplementedForSymbol(self.copy, None)
+
+    def as_in_context(self) -> None:
+        raise NotImplementedForSymbol(self.as_in_context, None)
+
+    def detach(self) -> None:
+        raise NotImplementedForSymbol(self.detach, None)
+
+    def backward(self) -> None:
+        raise NotImplementedForSymbol(self.backward, None)
+
     # ------------------------------------------------------------------ inference
     def _known(self, args: tuple, kwargs: dict, what: str) -> dict[str, Any]:
         known: dict[str, Any] = {}
@@ -409,7 +431,8 @@ class Symbol:
             shared_arg_names=shared_arg_names,
             shared_exec=shared_exec,
             shared_buffer=shared_buffer,
-            shapes=kwargs,
+            # As MXNet's, only tuple values are shapes; other keywords are ignored.
+            shapes={k: v for k, v in kwargs.items() if isinstance(v, (tuple, list))},
         )
 
     def bind(
@@ -450,7 +473,7 @@ def Variable(
         raise MXNetTypeError("Expect a string for variable `name`")
     attrs = _stored_attrs(AttrScope.current().get(attr))
     if shape is not None:
-        attrs["__shape__"] = str(tuple(shape))
+        attrs["__shape__"] = str((int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape))
     if lr_mult is not None:
         attrs["__lr_mult__"] = str(lr_mult)
     if wd_mult is not None:

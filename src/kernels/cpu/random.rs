@@ -153,6 +153,7 @@ fn fill_dist(dist: Dist, out: &TBlob, rng: &mut Pcg64Mcg, add: bool) {
 
 impl CpuKernel for Random {
     fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        self.check()?;
         if io.req[0] == OpReq::Null {
             return Ok(());
         }

@@ -17,6 +17,7 @@ use rand::Rng;
 
 impl super::GpuKernel for Random {
     fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        self.check()?;
         if io.req[0] == OpReq::Null {
             return Ok(());
         }

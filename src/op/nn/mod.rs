@@ -3,22 +3,28 @@
 //! layers, each with its backward operator registered under MXNet's name.
 
 pub mod activation;
+pub mod adaptive_pool;
 pub mod batch_norm;
+pub mod batch_norm_forms;
 pub mod common;
 pub mod conv_layer;
 pub mod convolution;
+pub mod correlation;
 pub mod deconvolution;
 pub mod dense;
 pub mod dropout;
 pub mod embedding;
 pub mod geometry;
+pub mod im2col;
 pub mod leaky_relu;
 pub mod make_loss;
+pub mod normalization;
 pub mod pooling;
 pub mod regression;
 pub mod rnn;
 pub mod softmax;
 pub mod softmax_output;
+pub mod upsampling;
 
 use super::grad::BackwardEntry;
 use super::Registry;
@@ -137,6 +143,12 @@ pub fn register(r: &mut Registry) {
     deconvolution::register(r);
     pooling::register(r);
     batch_norm::register(r);
+    normalization::register(r);
+    batch_norm_forms::register(r);
+    upsampling::register(r);
+    correlation::register(r);
+    im2col::register(r);
+    adaptive_pool::register(r);
     rnn::register(r);
     super::grad::register_backward(r, BACKWARD_OPS);
 }

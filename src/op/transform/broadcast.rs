@@ -100,7 +100,15 @@ pub(crate) fn create_broadcast_like(attrs: &Attrs) -> Result<OpRef> {
     let op = "broadcast_like";
     let p = Params::declared(op, attrs, BROADCAST_LIKE_PARAMS)?;
     // Axes are used only when both are given, as in MXNet.
-    let axes = match (p.get("lhs_axes")?, p.get("rhs_axes")?) {
+    let axes = match (
+        p.get::<Option<Vec<i64>>>("lhs_axes")?,
+        p.get::<Option<Vec<i64>>>("rhs_axes")?,
+    ) {
+        (Some(l), Some(r)) if l.is_empty() || r.is_empty() => {
+            return Err(Error::Value(format!(
+                "{op}: lhs_axes and rhs_axes must not be empty"
+            )))
+        }
         (Some(l), Some(r)) => Some((l, r)),
         _ => None,
     };

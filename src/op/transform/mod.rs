@@ -4,7 +4,9 @@
 pub mod broadcast;
 pub mod join;
 pub mod layout;
+pub mod pad;
 pub mod reshape;
+pub mod sequence;
 pub mod slice;
 pub mod view;
 
@@ -258,4 +260,6 @@ pub fn register(r: &mut Registry) {
     join::register(r);
     slice::register(r);
     broadcast::register(r);
+    sequence::register(r);
+    pad::register(r);
 }
