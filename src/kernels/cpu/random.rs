@@ -297,6 +297,29 @@ mod tests {
         )
     }
 
+    /// Builds sampler `name` with `attrs` (and shape (3,)) and runs its kernel directly,
+    /// without the engine (so no other test sees the failure at its wait): it must fail
+    /// with a message containing `msg`.
+    fn fails_when_run(name: &str, attrs: &[(&str, &str)], msg: &str) {
+        use crate::context::Context;
+        use crate::op::{OpContext, OpReq};
+        let mut all = attrs.to_vec();
+        all.push(("shape", "(3,)"));
+        let op = crate::op::find(name)
+            .unwrap()
+            .build(&crate::op::testutil::attrs(&all))
+            .unwrap();
+        let cpu = Context::cpu(0);
+        let out = crate::ndarray::NDArray::empty(&[3], crate::dtype::DType::F32, cpu).unwrap();
+        let ob = [out.blob()];
+        let mut rng = crate::op::resource::HostRng::new(7, cpu);
+        let mut ctx = OpContext::new(cpu, false);
+        ctx.rng = Some(&mut rng);
+        let blobs = crate::kernels::Blobs::new(&[], &ob, &[OpReq::Write]);
+        let e = crate::kernels::run_kernel(op.as_ref(), &mut ctx, blobs).unwrap_err();
+        assert!(e.message().contains(msg), "{name}: {e}");
+    }
+
     fn f64s(a: &crate::ndarray::NDArray) -> Vec<f64> {
         f32s(a).iter().map(|&v| v as f64).collect()
     }
@@ -422,12 +445,28 @@ mod tests {
             &[],
         )[0];
         assert_eq!(f32s(o), vec![1.0; 3]);
-        assert!(try_run(
+        // Out-of-range parameters build (the call returns) and fail when the kernel runs.
+        fails_when_run(
             "_random_uniform",
-            &[("low", "1"), ("high", "0"), ("shape", "(3,)")],
-            &[]
-        )
-        .is_err());
+            &[("low", "1"), ("high", "0")],
+            "less than or equal",
+        );
+        fails_when_run(
+            "_random_normal",
+            &[("scale", "0")],
+            "scale must be positive",
+        );
+        fails_when_run(
+            "_random_exponential",
+            &[("lam", "0")],
+            "lam must be positive",
+        );
+        fails_when_run("_random_gamma", &[("alpha", "0")], "alpha must be positive");
+        fails_when_run(
+            "_random_poisson",
+            &[("lam", "-1")],
+            "lam must be non-negative",
+        );
         assert!(try_run("_random_uniform", &[], &[]).is_err());
         assert!(try_run(
             "_random_uniform",
@@ -435,7 +474,6 @@ mod tests {
             &[]
         )
         .is_err());
-        assert!(try_run("_random_normal", &[("scale", "0"), ("shape", "(3,)")], &[]).is_err());
         assert!(try_run(
             "_random_randint",
             &[("low", "3"), ("high", "3"), ("shape", "(3,)")],
@@ -449,14 +487,6 @@ mod tests {
             &[]
         )
         .is_err());
-        assert!(try_run(
-            "_random_exponential",
-            &[("lam", "0"), ("shape", "(3,)")],
-            &[]
-        )
-        .is_err());
-        assert!(try_run("_random_gamma", &[("alpha", "0"), ("shape", "(3,)")], &[]).is_err());
-        assert!(try_run("_random_poisson", &[("lam", "-1"), ("shape", "(3,)")], &[]).is_err());
         assert!(try_run("_random_uniform", &[("shape", "(3,)"), ("foo", "1")], &[]).is_err());
         let z = &run("_random_poisson", &[("lam", "0"), ("shape", "(3,)")], &[])[0];
         assert_eq!(f32s(z), vec![0.0; 3]);
