@@ -33,6 +33,10 @@ CASES = {
     "correlation": (lambda d: mx.sym.Correlation(d, d * 0.5, kernel_size=3, max_displacement=1, pad_size=1), (1, 2, 5, 5)),
     "smooth_l1": (lambda d: mx.sym.smooth_l1(d, scalar=2.0), (4, 5)),
     "gemm2": (lambda d: mx.sym.linalg.gemm2(d, d, transpose_b=True), (2, 3, 4)),
+    "makediag": (lambda d: mx.sym.linalg.makediag(d, offset=-2), (2, 3)),
+    "trian_upper": (lambda d: mx.sym.linalg.maketrian(
+        mx.sym.linalg.extracttrian(d, offset=1) * 2, offset=1), (2, 4, 4)),
+    "trian_lower": (lambda d: mx.sym.linalg.extracttrian(d, lower=True), (3, 3)),
 }
 
 

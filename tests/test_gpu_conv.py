@@ -110,6 +110,7 @@ POOL_CASES = [
     ((2, 3, 9), dict(kernel=(3,), stride=(2,), pool_type="max")),
     ((2, 3, 9), dict(kernel=(4,), stride=(3,), pad=(1,), pool_type="avg",
                      pooling_convention="full")),
+    ((2, 3, 9), dict(kernel=(4,), stride=(2,), pool_type="max", pooling_convention="same")),
     ((1, 2, 4, 5, 4), dict(kernel=(2, 2, 2), stride=(2, 1, 2), pool_type="max")),
     ((1, 2, 4, 5, 4), dict(kernel=(2, 3, 2), pad=(1, 1, 0), pool_type="avg")),
     ((1, 2, 64, 40), dict(global_pool=True, pool_type="max")),

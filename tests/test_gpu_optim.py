@@ -53,6 +53,7 @@ UPDATES = {
     "_rsmx_adadelta_update": (2, dict(rho=0.9, epsilon=1e-5, wd=0.01)),
     "_rsmx_agg_sgd_update": (0, dict(lr=0.1, wd=0.01)),
     "_rsmx_agg_mp_sgd_update": (1, dict(lr=0.1, wd=0.01)),
+    "ftml_update": (3, dict(lr=0.1, beta1=0.6, beta2=0.999, epsilon=1e-8, wd=0.01, t=3)),
 }
 
 
@@ -81,7 +82,8 @@ def test_updates_match_the_cpu_bit_for_bit(name, dtype):
     rng = np.random.default_rng(len(name))
     for n, clip in ((1, -1.0), (257, 1.0), (100003, 0.5)):
         arrays = update_inputs(name, dtype, n, rng)
-        attrs = dict(UPDATES[name][1], rescale_grad=0.5, clip_gradient=clip)
+        attrs = dict(UPDATES[name][1], rescale_grad=0.5)
+        attrs["clip_grad" if name == "ftml_update" else "clip_gradient"] = clip
         results = []
         for ctx in (mx.cpu(), mx.gpu(0)):
             nds = [mx.nd.array(a, ctx=ctx, dtype=a.dtype) for a in arrays]

@@ -116,3 +116,17 @@ def test_regression_outputs_match_the_cpu(dtype):
         g = mx.nd.array(x, ctx=mx.gpu(0), dtype=dtype)
         close(getattr(mx.nd, name)(g, g), getattr(mx.nd, name)(mx.nd.array(x, dtype=dtype),
                                                               mx.nd.array(x, dtype=dtype)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("linear", [False, True])
+def test_svm_output_matches_the_cpu(dtype, linear):
+    rng = np.random.default_rng(5)
+    d, lab = mx.sym.Variable("data"), mx.sym.Variable("label")
+    sym = mx.sym.SVMOutput(d, lab, margin=0.75, regularization_coefficient=0.5,
+                           use_linear=linear)
+    for shape in ((6, 4), (3, 2, 5), (300, 7)):
+        x = rng.uniform(-2, 2, shape).astype(dtype)
+        label = rng.integers(0, shape[-1], shape[:-1]).astype(dtype)
+        same_on_both(sym, {"data": x, "label": label}, ["data"])
+        same_on_both(sym, {"data": x, "label": label}, ["data"], req="add", passes=2)

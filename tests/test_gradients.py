@@ -4,6 +4,7 @@ runs it (gradient pass, memory plan, in-place), against central differences in f
 import numpy as np
 import pytest
 import rsmx as mx
+from rsmx.base import MXNetError
 
 
 def numeric_check(ctx, sym, shapes, rtol=1e-4, atol=1e-6, eps=1e-4, seed=0, skip=(), ints=None):
@@ -74,6 +75,8 @@ CASES = {
                  {"data": (1, 2, 4, 4)}),
     "pool_avg_full": (mx.sym.Pooling(d, kernel=(3, 3), stride=(2, 2), pool_type="avg",
                                      pooling_convention="full"), {"data": (1, 1, 5, 5)}),
+    "pool_max_same": (mx.sym.Pooling(d, kernel=(3,), stride=(2,), pool_type="max",
+                                     pooling_convention="same"), {"data": (1, 2, 9)}),
     "batchnorm": (mx.sym.BatchNorm(d, fix_gamma=False, name="bn"), {"data": (4, 3, 2)}),
     "relu_tanh": (mx.sym.Activation(mx.sym.Activation(d, act_type="tanh"), act_type="softrelu"),
                   {"data": (3, 4)}),
@@ -126,6 +129,55 @@ def test_loss_outputs_give_their_own_gradient(ctx):
         ex.backward()
         np.testing.assert_allclose(ex.grad_dict["data"].asnumpy(), grad(p, y), rtol=1e-5,
                                    atol=1e-6)
+
+
+def _svm_grad(y, label, margin, coef, linear):
+    """MXNet's SVMOutput gradient: rows over all axes but the last, one label each."""
+    y2 = y.reshape(-1, y.shape[-1])
+    is_label = np.arange(y2.shape[1])[None, :] == label.reshape(-1, 1).astype(np.int64)
+    if linear:
+        g = np.where(is_label, -1.0 * (margin > y2), 1.0 * (margin > -y2))
+    else:
+        g = np.where(is_label, -2 * np.maximum(margin - y2, 0), 2 * np.maximum(margin + y2, 0))
+    return (g * coef).astype(y.dtype).reshape(y.shape)
+
+
+@pytest.mark.parametrize("linear", [False, True])
+def test_svm_output_passes_data_and_takes_the_hinge_gradient(ctx, linear):
+    rng = np.random.default_rng(11)
+    label = mx.sym.Variable("label")
+    for shape, margin, coef in (((6, 5), 1.0, 1.0), ((2, 3, 4), 0.5, 0.25)):
+        net = mx.sym.SVMOutput(d, label, margin=margin, regularization_coefficient=coef,
+                               use_linear=linear)
+        assert net.infer_shape(data=shape)[0][1] == shape[:-1]
+        x = rng.uniform(-2, 2, shape).astype(np.float32)
+        y = rng.integers(0, shape[-1], shape[:-1]).astype(np.float32)
+        ex = net.simple_bind(ctx, data=shape)
+        out = ex.forward(is_train=True, data=x, label=y)[0].asnumpy()
+        np.testing.assert_array_equal(out, x)
+        ex.backward()
+        np.testing.assert_allclose(ex.grad_dict["data"].asnumpy(),
+                                   _svm_grad(x, y, margin, coef, linear), rtol=1e-6)
+
+
+def test_same_pooling_gives_one_output_per_stride():
+    x = np.arange(20, dtype=np.float32).reshape(1, 2, 10)
+    for kernel, stride in ((2, 2), (3, 3), (5, 1), (1, 4)):
+        y = mx.nd.Pooling(mx.nd.array(x), kernel=(kernel,), stride=(stride,), pool_type="max",
+                          pad=(0, 0, 0), pooling_convention="same").asnumpy()
+        starts = range(0, 10, stride)
+        want = np.stack([x[..., s:min(s + kernel, 10)].max(-1) for s in starts], -1)
+        np.testing.assert_array_equal(y, want)
+    with pytest.raises(MXNetError, match="same.*pad"):
+        mx.nd.Pooling(mx.nd.array(x), kernel=(2,), pad=(1,), pooling_convention="same")
+    with pytest.raises(MXNetError, match="same.*3-D"):
+        mx.nd.Pooling(mx.nd.ones((1, 1, 4, 4)), kernel=(2, 2), pooling_convention="same")
+
+
+def test_svm_output_rejects_a_label_of_the_wrong_shape():
+    net = mx.sym.SVMOutput(d, mx.sym.Variable("label"))
+    with pytest.raises(MXNetError, match="SVMOutput.*label"):
+        net.infer_shape(data=(4, 3), label=(4, 3))
 
 
 def test_dropout_is_identity_at_inference_and_masks_in_training(ctx):

@@ -393,6 +393,69 @@ def test_syrk_sumlogdiag_extractdiag():
                         np.diagonal(m, 1, axis1=1, axis2=2))
 
 
+def np_packed_positions(n, offset, lower):
+    """MXNet's packing of a triangle: rows of the lower triangle in turn; the upper one
+    packed as its transpose."""
+    a = abs(offset)
+    pos = {}
+    for r in range(n):
+        for c in range(n):
+            row, col = (c, r) if offset > 0 or (offset == 0 and not lower) else (r, c)
+            row -= a
+            if row >= 0 and row >= col:
+                pos[(r, c)] = row * (row + 1) // 2 + col
+    return pos
+
+
+@pytest.mark.parametrize("offset,lower", [(0, True), (0, False), (-1, True), (2, True)])
+def test_extracttrian_and_maketrian(offset, lower):
+    n = 4
+    a = rand(2, n, n)
+    pos = np_packed_positions(n, offset, lower)
+    want = np.zeros((2, len(pos)), np.float32)
+    for (r, c), i in pos.items():
+        want[:, i] = a[:, r, c]
+    got = mx.nd.linalg.extracttrian(mx.nd.array(a), offset=offset, lower=lower)
+    assert_almost_equal(got.asnumpy(), want)
+    back = mx.nd.linalg.maketrian(got, offset=offset, lower=lower).asnumpy()
+    mask = np.zeros((n, n), bool)
+    for r, c in pos:
+        mask[r, c] = True
+    assert_almost_equal(back, np.where(mask, a, 0))
+    x = mx.sym.Variable("x")
+    sym = mx.sym.linalg.maketrian(mx.sym.linalg.extracttrian(x, offset=offset, lower=lower) ** 2,
+                                  offset=offset, lower=lower)
+    check_numeric_gradient(sym, [a.astype(np.float64)], numeric_eps=1e-4, rtol=1e-3, atol=1e-4,
+                           dtype=np.float64)
+
+
+def test_extracttrian_order_matches_mxnet():
+    # MXNet 1.9.1: linalg.extracttrian(arange(9).reshape(3, 3), offset=0, lower=False)
+    a = mx.nd.arange(9).reshape((3, 3))
+    assert mx.nd.linalg.extracttrian(a, lower=False).asnumpy().tolist() == [0, 1, 4, 2, 5, 8]
+    assert mx.nd.linalg.extracttrian(a).asnumpy().tolist() == [0, 3, 4, 6, 7, 8]
+
+
+def test_trian_errors_name_the_operator():
+    with pytest.raises(mx.base.MXNetError, match="extracttrian.*square"):
+        mx.nd.linalg.extracttrian(mx.nd.ones((2, 3)))
+    with pytest.raises(mx.base.MXNetError, match="extracttrian.*offset 3"):
+        mx.nd.linalg.extracttrian(mx.nd.ones((3, 3)), offset=3)
+    with pytest.raises(mx.base.MXNetError, match="maketrian.*triangle"):
+        mx.nd.linalg.maketrian(mx.nd.ones((2, 4)))
+
+
+@pytest.mark.parametrize("offset", [-2, 0, 1])
+def test_makediag(offset):
+    v = rand(2, 3)
+    got = mx.nd.linalg.makediag(mx.nd.array(v), offset=offset).asnumpy()
+    want = np.stack([np.diagflat(row, k=offset) for row in v])
+    assert_almost_equal(got, want)
+    x = mx.sym.Variable("x")
+    check_numeric_gradient(mx.sym.linalg.makediag(x, offset=offset) * 3, [v.astype(np.float64)],
+                           numeric_eps=1e-4, rtol=1e-3, atol=1e-4, dtype=np.float64)
+
+
 # ---------------------------------------------------------------- Correlation
 
 

@@ -325,6 +325,86 @@ fn extractdiag(attrs: &Attrs) -> Result<OpRef> {
     ))
 }
 
+/// `makediag`: each vector of the last axis laid on the diagonal at `offset` of a square
+/// matrix, zeros elsewhere: the vector times an identity, then zero rows and columns.
+fn makediag(attrs: &Attrs) -> Result<OpRef> {
+    let p = Params::declared("_linalg_makediag", attrs, DIAG_PARAMS)?;
+    let offset: i64 = p.get("offset")?;
+    let k = offset.unsigned_abs() as usize;
+    Ok(Defined::op(
+        "_linalg_makediag",
+        Box::new(move |s: &[Shape]| {
+            crate::op::check_inputs("_linalg_makediag", s, 1)?;
+            let Some(&len) = s[0].last() else {
+                return Err(Error::Value(
+                    "_linalg_makediag: input must have at least 1 dimension, got shape ()".into(),
+                ));
+            };
+            let mut o = s[0].clone();
+            o.push(len + k);
+            let nd = o.len();
+            o[nd - 2] = len + k;
+            Ok(vec![o])
+        }),
+        Box::new(|t: &[DType]| Ok(vec![t[0]])),
+        Box::new(move |b, s, t| {
+            let nd = s[0].len() + 1;
+            let len = s[0][nd - 2];
+            let lead = &s[0][..nd - 2];
+            let dtype = ("dtype", t[0].name().to_string());
+            let dims = |tail: &[usize]| {
+                let v: Vec<i64> = lead.iter().chain(tail).map(|&d| d as i64).collect();
+                tuple_attr(&v)
+            };
+            let eye = b.op(
+                "_eye",
+                &[
+                    ("N", len.to_string()),
+                    ("M", len.to_string()),
+                    dtype.clone(),
+                ],
+                &[],
+            )?;
+            let mut eye_shape = vec![1; nd - 2];
+            eye_shape.extend([len, len]);
+            let eye = b.reshape(eye, &eye_shape)?;
+            let col = b.op(
+                "expand_dims",
+                &[("axis", (nd - 1).to_string())],
+                &[Src::Input(0)],
+            )?;
+            let mut m = b.binary("broadcast_mul", col, eye)?;
+            if k == 0 {
+                return Ok(vec![m]);
+            }
+            let zeros = |b: &mut Builder, tail: [usize; 2]| {
+                b.op("_zeros", &[("shape", dims(&tail)), dtype.clone()], &[])
+            };
+            let concat = |b: &mut Builder, parts: [Src; 2], dim: usize| {
+                b.op(
+                    "Concat",
+                    &[("num_args", "2".into()), ("dim", dim.to_string())],
+                    &parts,
+                )
+            };
+            // Above the main diagonal: zero columns before, zero rows after; below it,
+            // zero rows before and zero columns after.
+            if offset > 0 {
+                let z = zeros(b, [len, k])?;
+                m = concat(b, [z, m], nd - 1)?;
+                let z = zeros(b, [k, len + k])?;
+                m = concat(b, [m, z], nd - 2)?;
+            } else {
+                let z = zeros(b, [k, len])?;
+                m = concat(b, [z, m], nd - 2)?;
+                let z = zeros(b, [len + k, k])?;
+                m = concat(b, [m, z], nd - 1)?;
+            }
+            Ok(vec![m])
+        }),
+    ))
+}
+
 fn sumlogdiag(attrs: &Attrs) -> Result<OpRef> {
     Params::declared("_linalg_sumlogdiag", attrs, &[])?;
     Ok(Defined::op(
@@ -409,6 +489,14 @@ pub fn register(r: &mut Registry) {
         DIAG_PARAMS,
         "The diagonal at an offset of each matrix of a batch.",
         Box::new(extractdiag),
+    ));
+    r.add(def(
+        "_linalg_makediag",
+        &["linalg_makediag"],
+        &["A"],
+        DIAG_PARAMS,
+        "Square matrices with each vector of the input on the diagonal at an offset.",
+        Box::new(makediag),
     ));
     r.add(def(
         "_linalg_sumlogdiag",

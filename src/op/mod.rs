@@ -12,6 +12,7 @@ pub mod indexing;
 pub mod infer;
 pub mod init;
 pub mod la;
+pub mod la_trian;
 pub mod linalg;
 pub mod nn;
 pub mod optim;

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..ndarray import NDArray, clip, sqrt, square, zeros
+from ..ndarray import NDArray, zeros
 from .optimizer import Optimizer, _nd, register
 
 __all__ = ["Adam", "AdaGrad", "RMSProp", "AdaDelta", "Ftrl", "FTML"]
@@ -413,12 +413,14 @@ class FTML(Optimizer):
         lr = self._get_lr(index)
         wd = self._get_wd(index)
         t = self._index_update_count[index]
-        g = grad * self.rescale_grad + wd * weight
+        kwargs: dict[str, Any] = {
+            "beta1": self.beta1,
+            "beta2": self.beta2,
+            "epsilon": self.epsilon,
+            "rescale_grad": self.rescale_grad,
+            "t": t,
+        }
         if self.clip_gradient:
-            g = clip(g, -self.clip_gradient, self.clip_gradient)
-        prev_d, v, z = state
-        v[:] = self.beta2 * v + (1 - self.beta2) * square(g)
-        d_t = (1 - self.beta1**t) / lr * (sqrt(v / (1 - self.beta2**t)) + self.epsilon)
-        z[:] = self.beta1 * z + (1 - self.beta1) * g - (d_t - self.beta1 * prev_d) * weight
-        prev_d[:] = d_t
-        weight[:] = -z / d_t
+            kwargs["clip_grad"] = self.clip_gradient
+        prev_d, prev_v, prev_z = state
+        _nd("ftml_update")(weight, grad, prev_d, prev_v, prev_z, out=weight, lr=lr, wd=wd, **kwargs)

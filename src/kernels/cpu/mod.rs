@@ -20,6 +20,7 @@ pub mod special;
 #[cfg(test)]
 pub mod testing;
 pub mod transform;
+pub mod trian;
 pub mod unary;
 
 use crate::context::DeviceType;
@@ -62,5 +63,6 @@ pub fn register_kernels(k: &mut Kernels) {
     reduce::register_kernels(k);
     sorting::register_kernels(k);
     transform::register_kernels(k);
+    trian::register_kernels(k);
     unary::register_kernels(k);
 }

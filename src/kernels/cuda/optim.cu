@@ -13,13 +13,14 @@ enum rsmx_update {
   RSMX_UPDATE_SGD, RSMX_UPDATE_SGD_MOM, RSMX_UPDATE_MP_SGD, RSMX_UPDATE_MP_SGD_MOM,
   RSMX_UPDATE_NAG_MOM, RSMX_UPDATE_MP_NAG_MOM, RSMX_UPDATE_ADAM, RSMX_UPDATE_RMSPROP,
   RSMX_UPDATE_RMSPROPALEX, RSMX_UPDATE_FTRL, RSMX_UPDATE_SIGNSGD, RSMX_UPDATE_SIGNUM,
-  RSMX_UPDATE_ADAGRAD, RSMX_UPDATE_ADADELTA, RSMX_UPDATE_AGG_SGD, RSMX_UPDATE_AGG_MP_SGD
+  RSMX_UPDATE_ADAGRAD, RSMX_UPDATE_ADADELTA, RSMX_UPDATE_AGG_SGD, RSMX_UPDATE_AGG_MP_SGD,
+  RSMX_UPDATE_FTML
 };
 
 // The hyperparameters, each already rounded to the type the update computes in.
 struct rsmx_hyper {
   double lr, wd, rescale_grad, clip_gradient, momentum, beta1, beta2, epsilon, gamma1,
-      gamma2, clip_weights, lamda1, beta, wd_lh, rho, one_minus_rho;
+      gamma2, clip_weights, lamda1, beta, wd_lh, rho, one_minus_rho, beta1_t, beta2_t;
 };
 
 // IEEE operations rounded one by one: the device intrinsics keep NVRTC from contracting
@@ -117,14 +118,15 @@ template <> struct real_of<rsmx_half> {
 template <typename R>
 struct hyper {
   R lr, wd, rg, clip, mom, beta1, beta2, eps, gamma1, gamma2, clip_w, lamda1, beta, wd_lh,
-      rho, one_minus_rho;
+      rho, one_minus_rho, beta1_t, beta2_t;
   __device__ __forceinline__ explicit hyper(const rsmx_hyper& h)
       : lr(R::of(h.lr)), wd(R::of(h.wd)), rg(R::of(h.rescale_grad)),
         clip(R::of(h.clip_gradient)), mom(R::of(h.momentum)), beta1(R::of(h.beta1)),
         beta2(R::of(h.beta2)), eps(R::of(h.epsilon)), gamma1(R::of(h.gamma1)),
         gamma2(R::of(h.gamma2)), clip_w(R::of(h.clip_weights)), lamda1(R::of(h.lamda1)),
         beta(R::of(h.beta)), wd_lh(R::of(h.wd_lh)), rho(R::of(h.rho)),
-        one_minus_rho(R::of(h.one_minus_rho)) {}
+        one_minus_rho(R::of(h.one_minus_rho)), beta1_t(R::of(h.beta1_t)),
+        beta2_t(R::of(h.beta2_t)) {}
   __device__ __forceinline__ bool clipping() const { return clip >= R::of(0.0); }
 };
 
@@ -303,6 +305,20 @@ __device__ void update(T* out, const T* wp, const T* gp, T* s0, T* s1, T* s2, rs
         s0[i] = N::store(acc_g);
         s1[i] = N::store(acc_d);
         put(out, i, w - (delta + w * h.wd), req);
+      }
+      break;
+    case RSMX_UPDATE_FTML:
+      RSMX_GRID_LOOP(i, n) {
+        R w = N::load(wp[i]);
+        R gr = rescaled_with_wd(h, w, N::load(gp[i]));
+        R one = R::of(1.0);
+        R v = h.beta2 * N::load(s1[i]) + (one - h.beta2) * (gr * gr);
+        R d = (one - h.beta1_t) / h.lr * ((v / (one - h.beta2_t)).sqrt() + h.eps);
+        R z = h.beta1 * N::load(s2[i]) + (one - h.beta1) * gr - (d - h.beta1 * N::load(s0[i])) * w;
+        s0[i] = N::store(d);
+        s1[i] = N::store(v);
+        s2[i] = N::store(z);
+        put(out, i, -z / d, req);
       }
       break;
     case RSMX_UPDATE_RMSPROPALEX:

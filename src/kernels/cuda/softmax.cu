@@ -312,6 +312,28 @@ __device__ void regression_backward(T* dx, const T* y, const T* label, rsmx_i64 
   }
 }
 
+// dx (=|+=) the SVM hinge loss's gradient at y, by rows of `cols` with one label each:
+// at the label's column -[m > y] (L1, `linear`) or -2(m - y)+ (L2), elsewhere
+// [m > -y] or 2(m + y)+; times `coef`.
+template <typename T>
+__device__ void svm_output_backward(T* dx, const T* y, const T* label, rsmx_i64 n,
+                                    rsmx_i64 cols, double margin, double coef, int linear,
+                                    int add) {
+  typedef typename rsmx_num<T>::compute F;
+  const F m = (F)margin;
+  RSMX_GRID_LOOP(i, n) {
+    const F v = (F)rsmx_num<T>::load(y[i]);
+    const rsmx_i64 k = (rsmx_i64)(F)rsmx_num<T>::load(label[i / cols]);
+    F d = (F)0;
+    if (i % cols == k) {
+      if (m > v) d = linear ? (F)-1 : (F)-2 * (m - v);
+    } else if (m > -v) {
+      d = linear ? (F)1 : (F)2 * (m + v);
+    }
+    sm_put(dx, i, d * (F)coef, add);
+  }
+}
+
 // ---- instantiations -------------------------------------------------------------------
 
 // softmax_<in>_<out> and softmax_backward_<out>_<grad>: one line per first dtype, the
@@ -376,6 +398,12 @@ RSMX_SOFTMAX_FROM(rsmx_half)
                                                rsmx_i64 n, int mae, double scale, int add) { \
     kernel<T>(dx, y, label, n, mae, scale, add);                                             \
   }
+#define RSMX_SVM_OUTPUT_BACKWARD(kernel, T, suffix)                                          \
+  extern "C" __global__ void kernel##_##suffix(T* dx, const T* y, const T* label,           \
+                                               rsmx_i64 n, rsmx_i64 cols, double margin,     \
+                                               double coef, int linear, int add) {           \
+    kernel<T>(dx, y, label, n, cols, margin, coef, linear, add);                             \
+  }
 
 RSMX_DTYPE_FLOAT(RSMX_SOFTMAX_F32, softmax_f32)
 RSMX_DTYPE_FLOAT(RSMX_SOFTMAX_F64, softmax_f64)
@@ -386,3 +414,4 @@ RSMX_DTYPE_FLOAT(RSMX_SOFTMAX_BACKWARD_F16, softmax_backward_f16)
 RSMX_DTYPE_FLOAT(RSMX_SOFTMAX_OUTPUT_BACKWARD, softmax_output_backward)
 RSMX_DTYPE_FLOAT(RSMX_REGRESSION, regression)
 RSMX_DTYPE_FLOAT(RSMX_REGRESSION_BACKWARD, regression_backward)
+RSMX_DTYPE_FLOAT(RSMX_SVM_OUTPUT_BACKWARD, svm_output_backward)

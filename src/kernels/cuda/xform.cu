@@ -1,7 +1,8 @@
 // Kernels of the operators that move or convert data unchanged in order: joining and
 // splitting along an axis (`Concat`, `stack`, `SliceChannel` and the backward of
 // `Concat`) as one batched copy over up to RSMX_JOIN_PARTS parts, `Cast` between every
-// dtype with MXNet's conversions, plain copies (reshapes) and `MakeLoss`'s gradient.
+// dtype with MXNet's conversions, plain copies (reshapes), `MakeLoss`'s gradient and the
+// triangle copies of `linalg.extracttrian` and `linalg.maketrian`.
 #include "common.cuh"
 
 // Parts one launch joins or splits.
@@ -112,6 +113,40 @@ __device__ void make_loss_grad(T* out, rsmx_i64 n, double scale, const rsmx_i64*
   RSMX_GRID_LOOP(i, n) { out[i] = add ? rsmx_acc<T>(out[i], v) : v; }
 }
 
+// One element of each n x n matrix per position: the triangle copy between the matrices
+// and their packed triangles (`extract`: matrix to packed; otherwise packed to matrix,
+// zeros outside the triangle). The triangle starts `k` diagonals off the main one; an
+// upper triangle (k > 0, or k = 0 and not `lower`) is packed as its transpose.
+template <typename T>
+__device__ void trian_copy(T* out, const T* in, rsmx_i64 total, rsmx_i64 n, rsmx_i64 k,
+                           int lower, int extract, int add) {
+  const rsmx_i64 a = k < 0 ? -k : k;
+  const rsmx_i64 t = n - a;
+  const rsmx_i64 m = t * (t + 1) / 2;
+  RSMX_GRID_LOOP(i, total) {
+    const rsmx_i64 b = i / (n * n);
+    rsmx_i64 row = (i / n) % n, col = i % n;
+    if (k > 0 || (k == 0 && !lower)) {
+      const rsmx_i64 tmp = row;
+      row = col;
+      col = tmp;
+    }
+    row -= a;
+    const bool inside = row >= 0 && row >= col;
+    const rsmx_i64 p = b * m + (inside ? row * (row + 1) / 2 + col : 0);
+    if (extract) {
+      if (inside) out[p] = add ? rsmx_acc<T>(out[p], in[i]) : in[i];
+    } else {
+      const T v = inside ? in[p] : rsmx_num<T>::store(0);
+      if (add) {
+        if (inside) out[i] = rsmx_acc<T>(out[i], v);
+      } else {
+        out[i] = v;
+      }
+    }
+  }
+}
+
 #define RSMX_JOIN(kernel, T, suffix)                                                  \
   extern "C" __global__ void kernel##_##suffix(T* out, rsmx_join d, int add) {       \
     kernel<T>(out, d, add);                                                           \
@@ -139,6 +174,13 @@ __device__ void make_loss_grad(T* out, rsmx_i64 n, double scale, const rsmx_i64*
 RSMX_DTYPE_ALL(RSMX_JOIN, join)
 RSMX_DTYPE_ALL(RSMX_SPLIT, split)
 RSMX_DTYPE_ALL(RSMX_COPY, copy)
+#define RSMX_TRIAN_COPY(kernel, T, suffix)                                            \
+  extern "C" __global__ void kernel##_##suffix(T* out, const T* in, rsmx_i64 total,  \
+                                               rsmx_i64 n, rsmx_i64 k, int lower,     \
+                                               int extract, int add) {                \
+    kernel<T>(out, in, total, n, k, lower, extract, add);                             \
+  }
+RSMX_DTYPE_ALL(RSMX_TRIAN_COPY, trian_copy)
 RSMX_DTYPE_FLOAT(RSMX_COUNT_ABOVE, count_above)
 RSMX_DTYPE_FLOAT(RSMX_MAKE_LOSS_GRAD, make_loss_grad)
 

@@ -18,7 +18,7 @@ const MODULE: &str = "optim";
 /// computes in (the weight's, float32 for the multi-precision kinds).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct HyperArg([f64; 16]);
+struct HyperArg([f64; 18]);
 
 impl HyperArg {
     fn of<T: Real>(h: &Hyper) -> HyperArg {
@@ -41,6 +41,8 @@ impl HyperArg {
             v(h.wd_lh),
             v(h.rho),
             v(h.one_minus_rho),
+            v(h.beta1_t),
+            v(h.beta2_t),
         ])
     }
 }
@@ -183,6 +185,6 @@ mod tests {
         assert_eq!(f.0[15], f16::from_f64(1.0 - 0.3).to_f64());
         assert_eq!(HyperArg::of::<f32>(&h).0[0], 0.1f32 as f64);
         assert_eq!(HyperArg::of::<f64>(&h).0[0], 0.1);
-        assert_eq!(std::mem::size_of::<HyperArg>(), 128);
+        assert_eq!(std::mem::size_of::<HyperArg>(), 144);
     }
 }

@@ -1,7 +1,7 @@
 //! GPU kernels of the softmax family (`softmax.cu`): `softmax` and `log_softmax` with
 //! their backward, `SoftmaxActivation`, `SoftmaxOutput` and `_backward_SoftmaxOutput`,
 //! and the regression output layers (`LinearRegressionOutput`,
-//! `LogisticRegressionOutput`, `MAERegressionOutput`) with their backward.
+//! `LogisticRegressionOutput`, `MAERegressionOutput`) and `SVMOutput` with their backward.
 //!
 //! A softmax launch tiles the (outer, n, inner) positions as the reductions do
 //! ([`tile_cols`]): the lanes of a position split its n elements and combine their
@@ -20,6 +20,7 @@ use crate::op::nn::softmax::{
     Layout, Softmax, SoftmaxActivation, SoftmaxActivationBackward, SoftmaxBackward,
 };
 use crate::op::nn::softmax_output::{SoftmaxOutput, SoftmaxOutputBackward};
+use crate::op::nn::svm_output::{SvmOutput, SvmOutputBackward};
 use crate::op::{OpContext, OpReq, Operator};
 use crate::shape::fmt_shape;
 
@@ -354,26 +355,61 @@ fn same_dtypes(op: &str, blobs: &[&TBlob]) -> Result<DType> {
     Ok(t)
 }
 
+/// out (=|+=) the data, or its sigmoid: the forward of the regression layers and of
+/// `SVMOutput`.
+fn pass_through(op: &str, ctx: &mut OpContext, io: &Blobs, logistic: bool) -> Result<()> {
+    let (x, out, req) = (&io.inputs[0], &io.outputs[0], io.req[0]);
+    if req == OpReq::Null {
+        return Ok(());
+    }
+    let t = same_dtypes(op, &[x, out])?;
+    if overlaps(x, out) && x.ptr() != out.ptr() {
+        return Err(Error::NotImplemented(format!(
+            "{op}: on the GPU the output must be the data itself or not share memory with it"
+        )));
+    }
+    let n = out.size();
+    let kernel = format!("regression_{}", float_suffix(op, t)?);
+    let args = Args::new()
+        .ptr(out.ptr())
+        .ptr(x.ptr())
+        .arg(n as i64)
+        .arg(i32::from(logistic))
+        .arg(add_flag(req));
+    launch_n(ctx, MODULE, &kernel, n, args)
+}
+
 impl super::GpuKernel for Regression {
     fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
-        let (x, out, req) = (&io.inputs[0], &io.outputs[0], io.req[0]);
-        if req == OpReq::Null {
+        pass_through(self.name(), ctx, &io, self.kind == Reg::Logistic)
+    }
+}
+
+impl super::GpuKernel for SvmOutput {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        pass_through(self.name(), ctx, &io, false)
+    }
+}
+
+impl super::GpuKernel for SvmOutputBackward {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        let (label, y, dx, req) = (&io.inputs[0], &io.inputs[1], &io.outputs[0], io.req[0]);
+        if req == OpReq::Null || dx.size() == 0 {
             return Ok(());
         }
-        let t = same_dtypes(self.name(), &[x, out])?;
-        if overlaps(x, out) && x.ptr() != out.ptr() {
-            return Err(Error::NotImplemented(format!(
-                "{}: on the GPU the output must be the data itself or not share memory with it",
-                self.name()
-            )));
-        }
-        let n = out.size();
-        let kernel = format!("regression_{}", float_suffix(self.name(), t)?);
+        let t = same_dtypes(self.name(), &[label, y, dx])?;
+        let cols = y.shape.last().copied().unwrap_or(1).max(1);
+        let n = dx.size();
+        let kernel = format!("svm_output_backward_{}", float_suffix(self.name(), t)?);
         let args = Args::new()
-            .ptr(out.ptr())
-            .ptr(x.ptr())
+            .ptr(dx.ptr())
+            .ptr(y.ptr())
+            .ptr(label.ptr())
             .arg(n as i64)
-            .arg(i32::from(self.kind == Reg::Logistic))
+            .arg(cols as i64)
+            .arg(self.0.margin)
+            .arg(self.0.regularization_coefficient)
+            .arg(i32::from(self.0.use_linear))
             .arg(add_flag(req));
         launch_n(ctx, MODULE, &kernel, n, args)
     }
@@ -415,6 +451,8 @@ pub(crate) fn register_kernels(k: &mut Kernels) {
     super::add::<SoftmaxOutputBackward>(k);
     super::add::<Regression>(k);
     super::add::<RegressionBackward>(k);
+    super::add::<SvmOutput>(k);
+    super::add::<SvmOutputBackward>(k);
 }
 
 #[cfg(test)]

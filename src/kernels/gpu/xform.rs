@@ -13,6 +13,7 @@ use crate::op::grad::indexing::CastBackward;
 use crate::op::grad::join::ConcatBackward;
 use crate::op::grad::view::ReshapeBackward;
 use crate::op::indexing::Cast;
+use crate::op::la_trian::Trian;
 use crate::op::nn::common::{check_float, Normalization};
 use crate::op::nn::make_loss::{MakeLoss, MakeLossBackward};
 use crate::op::transform::axis_in;
@@ -314,6 +315,32 @@ pub(super) fn copy_same(
     launch_n(ctx, MODULE, &kernel, n, args)
 }
 
+impl super::GpuKernel for Trian {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        let (src, dst, req) = (&io.inputs[0], &io.outputs[0], io.req[0]);
+        if req == OpReq::Null {
+            return Ok(());
+        }
+        let matrices = if self.extract { src } else { dst };
+        let n = matrices.shape.last().copied().unwrap_or(0);
+        let total = matrices.size();
+        if total == 0 {
+            return Ok(());
+        }
+        let kernel = format!("trian_copy_{}", store_suffix(self.name(), dst.dtype, req)?);
+        let args = Args::new()
+            .ptr(dst.ptr())
+            .ptr(src.ptr())
+            .arg(total as i64)
+            .arg(n as i64)
+            .arg(self.offset)
+            .arg(i32::from(self.lower))
+            .arg(i32::from(self.extract))
+            .arg(i32::from(req == OpReq::Add));
+        launch_n(ctx, MODULE, &kernel, total, args)
+    }
+}
+
 impl super::GpuKernel for SameData {
     fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
         copy_same(ctx, self.name, &io.inputs[0], &io.outputs[0], io.req[0])
@@ -379,6 +406,7 @@ impl super::GpuKernel for MakeLossBackward {
 
 /// Registers the GPU kernels of this module.
 pub(super) fn register_kernels(k: &mut Kernels) {
+    super::add::<Trian>(k);
     super::add::<Concat>(k);
     super::add::<Stack>(k);
     super::add::<SliceChannel>(k);

@@ -38,20 +38,35 @@ impl Kind {
     }
 }
 
-/// How a prelu `gamma` of shape `g` applies to data of shape `d`: one slope for all, or
-/// one per index of axis 1 (returns the channel count and the elements per channel run).
+/// How a prelu `gamma` of shape `g` applies to data of shape `d`, as MXNet broadcasts it:
+/// gamma's axes align, from its last, with the data's axes 1 and 0, each either equal
+/// or 1. Returns the slope count and the elements each slope covers in a row: slope
+/// `(i / inner) % count` applies to element `i`.
 pub(crate) fn prelu_layout(d: &[usize], g: &[usize]) -> Result<(usize, usize)> {
-    let channels = if d.len() >= 2 { d[1] } else { 1 };
-    let inner: usize = d.iter().skip(2).product();
-    match g {
-        [1] => Ok((1, d.iter().product::<usize>().max(1))),
-        [c] if *c == channels => Ok((channels, inner)),
-        _ => Err(Error::Value(format!(
-            "{NAME}: gamma must have shape (1,) or ({channels},) for data of shape {}, got {}",
-            fmt_shape(d),
-            fmt_shape(g)
-        ))),
+    let mut per_axis = [false; 2];
+    let mut rest = g.len();
+    for i in (0..d.len().min(2)).rev() {
+        if rest > 0 && (g[rest - 1] == d[i] || g[rest - 1] == 1) {
+            per_axis[i] = g[rest - 1] != 1;
+            rest -= 1;
+        }
     }
+    if rest != 0 || g.is_empty() {
+        let channels = if d.len() >= 2 { d[1] } else { 1 };
+        return Err(Error::Value(format!(
+            "{NAME}: gamma of shape {} does not broadcast to data of shape {}: it must be \
+             (1,), ({channels},) or cover the data's first two axes",
+            fmt_shape(g),
+            fmt_shape(d)
+        )));
+    }
+    let after = |axis: usize| d.iter().skip(axis + 1).product::<usize>();
+    Ok(match per_axis {
+        [false, false] => (1, d.iter().product::<usize>().max(1)),
+        [false, true] => (d[1], after(1)),
+        [true, false] => (d[0], after(0)),
+        [true, true] => (d[0] * d[1], after(1)),
+    })
 }
 
 /// The `LeakyReLU` operator.

@@ -24,6 +24,7 @@ pub mod regression;
 pub mod rnn;
 pub mod softmax;
 pub mod softmax_output;
+pub mod svm_output;
 pub mod upsampling;
 
 use super::grad::BackwardEntry;
@@ -121,6 +122,12 @@ pub(crate) const BACKWARD_OPS: &[BackwardEntry] = &[
     ),
     ("_backward_MakeLoss", "MakeLoss", &["output"], false),
     (
+        "_backward_SVMOutput",
+        "SVMOutput",
+        &["label", "output"],
+        false,
+    ),
+    (
         "_backward_RNN",
         "RNN",
         &["ograd", "data", "parameters", "state", "reserve"],
@@ -136,6 +143,7 @@ pub fn register(r: &mut Registry) {
     softmax::register(r);
     softmax_output::register(r);
     regression::register(r);
+    svm_output::register(r);
     make_loss::register(r);
     dropout::register(r);
     embedding::register(r);

@@ -1,5 +1,5 @@
 //! Definition of `Pooling` (max, average, sum and Lp over 1-D to 3-D windows, `valid`
-//! and `full` conventions, global pooling) and its backward.
+//! `full` and `same` conventions, global pooling) and its backward.
 
 use super::geometry::{check_layout, kernel_tuple, to3, window_tuple, Dims3};
 use crate::error::{Error, Result};
@@ -24,7 +24,10 @@ pub(crate) enum PoolType {
 pub(crate) struct Pooling {
     pub(crate) pool: PoolType,
     pub(crate) global: bool,
+    /// Windows may overhang the input's end (the `full` and `same` conventions).
     pub(crate) full: bool,
+    /// `same`: one output per stride of the input (1-D only, without padding).
+    pub(crate) same: bool,
     /// Empty for global pooling without a kernel.
     pub(crate) kernel: Vec<usize>,
     pub(crate) stride: Vec<usize>,
@@ -58,6 +61,12 @@ impl Pooling {
                 fmt_shape(data)
             )));
         }
+        if self.same && data.len() != 3 {
+            return Err(Error::Value(format!(
+                "Pooling: pooling_convention 'same' takes 3-D data (batch, channel, x), got shape {}",
+                fmt_shape(data)
+            )));
+        }
         let input = to3(&data[2..], 1);
         let (kernel, stride, pad) = if self.global {
             (input, [1; 3], [0; 3])
@@ -81,10 +90,12 @@ impl Pooling {
                 )));
             }
             let span = padded - kernel[i];
-            output[i] = 1 + if self.full {
-                span.div_ceil(stride[i])
+            output[i] = if self.same && !self.global {
+                padded.div_ceil(stride[i])
+            } else if self.full {
+                1 + span.div_ceil(stride[i])
             } else {
-                span / stride[i]
+                1 + span / stride[i]
             };
         }
         Ok(Plan {
@@ -258,35 +269,43 @@ fn create(attrs: &Attrs) -> Result<OpRef> {
             }
         },
     };
-    let full = match p.get_choice("pooling_convention", &["valid", "full", "same"])? {
-        "valid" => false,
-        "full" => true,
-        _ => {
-            return Err(Error::NotImplemented(
-                "Pooling: pooling_convention 'same' is not supported".into(),
-            ))
-        }
+    let (full, same) = match p.get_choice("pooling_convention", &["valid", "full", "same"])? {
+        "valid" => (false, false),
+        "full" => (true, false),
+        _ => (true, true),
     };
     p.get::<bool>("cudnn_off")?;
     if nd > 0 {
         check_layout(&p, nd)?;
     }
     let count_include_pad = p.get::<Option<bool>>("count_include_pad")?.unwrap_or(true);
+    let pad = if same {
+        // MXNet reads three pad entries here, so scripts pass (0, 0, 0) even for 1-D.
+        let given = p.get::<Option<Vec<i64>>>("pad")?.unwrap_or_default();
+        if given.iter().any(|&v| v != 0) {
+            return Err(Error::Value(format!(
+                "Pooling: pooling_convention 'same' takes no padding, got pad {}",
+                p.raw("pad").unwrap_or("")
+            )));
+        }
+        vec![0; nd]
+    } else if nd > 0 {
+        window_tuple(&p, "pad", nd, 0, 0)?
+    } else {
+        Vec::new()
+    };
     Ok(Arc::new(Pooling {
         pool,
         global,
         full,
+        same,
         // Global pooling ignores these; without a kernel they have nothing to match.
         stride: if nd > 0 {
             window_tuple(&p, "stride", nd, 1, 1)?
         } else {
             Vec::new()
         },
-        pad: if nd > 0 {
-            window_tuple(&p, "pad", nd, 0, 0)?
-        } else {
-            Vec::new()
-        },
+        pad,
         kernel,
         count_include_pad,
     }))

@@ -24,6 +24,7 @@ pub enum Kind {
     AdaDelta,
     AggSgd,
     AggMpSgd,
+    Ftml,
 }
 
 /// The static description of one update operator.
@@ -151,6 +152,8 @@ static SPECS: [Spec; Kind::ALL.len()] = [
     )
     .mixed_precision()
     .doc("Multi-precision SGD as MXNet's aggregated multi_mp_sgd_update computes it."),
+    Spec::new("ftml_update", &["weight", "grad", "d", "v", "z"], FTML)
+        .doc("The FTML optimizer's update (Follow the Moving Leader)."),
 ];
 
 const LR: Param = Param::required("lr", "float", "Learning rate");
@@ -288,6 +291,22 @@ const FTRL: &[Param] = &[
 
 const PLAIN: &[Param] = &[LR, WD, RESCALE_GRAD, CLIP_GRADIENT];
 
+const FTML: &[Param] = &[
+    LR,
+    Param::new("beta1", "float", "0.6", "Generally close to 0.5."),
+    Param::new("beta2", "float", "0.999", "Generally close to 1."),
+    Param::new("epsilon", "double", "1e-08", "Epsilon to prevent div 0."),
+    Param::required("t", "int", "Number of update."),
+    WD,
+    RESCALE_GRAD,
+    Param::new(
+        "clip_grad",
+        "float",
+        "-1",
+        "Clip gradient to the range of [-clip_gradient, clip_gradient] If clip_gradient <= 0, gradient clipping is turned off. grad = max(min(grad, clip_gradient), -clip_gradient).",
+    ),
+];
+
 const SIGNUM: &[Param] = &[
     LR,
     MOMENTUM,
@@ -354,7 +373,7 @@ const ADADELTA: &[Param] = &[
 ];
 
 /// The names of [`Hyper`]'s fields, in the order of [`Hyper::fields_mut`].
-const FIELDS: [&str; 15] = [
+const FIELDS: [&str; 16] = [
     "lr",
     "wd",
     "rescale_grad",
@@ -370,11 +389,15 @@ const FIELDS: [&str; 15] = [
     "beta",
     "wd_lh",
     "rho",
+    "t",
 ];
+
+/// The argument FTML names `clip_grad`, read into [`Hyper::clip_gradient`].
+const CLIP_GRAD: &str = "clip_grad";
 
 impl Kind {
     /// Every kind, in registration order.
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 17] = [
         Kind::Sgd,
         Kind::SgdMom,
         Kind::MpSgd,
@@ -391,6 +414,7 @@ impl Kind {
         Kind::AdaDelta,
         Kind::AggSgd,
         Kind::AggMpSgd,
+        Kind::Ftml,
     ];
 
     /// The kind's description.
@@ -425,6 +449,8 @@ pub struct Hyper {
     pub beta: f64,
     pub wd_lh: f64,
     pub rho: f64,
+    /// The update's count, from 1 (FTML).
+    pub t: f64,
 }
 
 impl Hyper {
@@ -447,6 +473,7 @@ impl Hyper {
             beta: 0.0,
             wd_lh: 0.0,
             rho: 0.0,
+            t: 1.0,
         };
         let decls = kind.spec().params;
         for (key, slot) in FIELDS.iter().zip(h.fields_mut()) {
@@ -472,7 +499,7 @@ impl Hyper {
         self
     }
 
-    pub(crate) fn fields_mut(&mut self) -> [&mut f64; 15] {
+    pub(crate) fn fields_mut(&mut self) -> [&mut f64; 16] {
         [
             &mut self.lr,
             &mut self.wd,
@@ -489,6 +516,7 @@ impl Hyper {
             &mut self.beta,
             &mut self.wd_lh,
             &mut self.rho,
+            &mut self.t,
         ]
     }
 
@@ -502,6 +530,9 @@ impl Hyper {
                 *slot = p.get(key)?;
             }
         }
+        if spec.params.iter().any(|d| d.name == CLIP_GRAD) {
+            h.clip_gradient = p.get(CLIP_GRAD)?;
+        }
         if spec.params.iter().any(|d| d.name == "lazy_update") {
             // Only row-sparse gradients update lazily; dense updates ignore it.
             p.get::<bool>("lazy_update")?;
@@ -513,12 +544,19 @@ impl Hyper {
     pub fn to_attrs(&self, kind: Kind) -> Attrs {
         let spec = kind.spec();
         let mut h = *self;
-        FIELDS
+        let mut attrs: Attrs = FIELDS
             .iter()
             .zip(h.fields_mut())
             .filter(|(k, _)| spec.params.iter().any(|d| d.name == **k))
             .map(|(k, v)| (k.to_string(), format!("{:?}", *v)))
-            .collect()
+            .collect();
+        if spec.params.iter().any(|d| d.name == CLIP_GRAD) {
+            attrs.insert(CLIP_GRAD.to_string(), format!("{:?}", self.clip_gradient));
+        }
+        if spec.params.iter().any(|d| d.name == "t") {
+            attrs.insert("t".to_string(), format!("{}", self.t as i64));
+        }
+        attrs
     }
 }
 

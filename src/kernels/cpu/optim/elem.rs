@@ -70,6 +70,9 @@ pub struct H<T> {
     pub rho: T,
     /// `1 - rho`, computed in double as MXNet's Python does before scaling an array.
     pub one_minus_rho: T,
+    /// `beta1` and `beta2` to the power `t`, in the element type (FTML).
+    pub beta1_t: T,
+    pub beta2_t: T,
 }
 
 impl<T: Real> H<T> {
@@ -92,6 +95,8 @@ impl<T: Real> H<T> {
             wd_lh: T::of(h.wd_lh),
             rho: T::of(h.rho),
             one_minus_rho: T::of(1.0 - h.rho),
+            beta1_t: T::of(h.beta1).powf(T::of(h.t)),
+            beta2_t: T::of(h.beta2).powf(T::of(h.t)),
         }
     }
 
@@ -276,4 +281,14 @@ pub fn adadelta<T: Real>(h: &H<T>, w: T, g: T, acc_g: T, acc_d: T) -> (T, T, T) 
     let delta = (acc_d + h.eps).sqrt() / (acc_g + h.eps).sqrt() * g;
     let acc_d = acc_d * h.rho + delta * h.one_minus_rho * delta;
     (acc_g, acc_d, w - (delta + w * h.wd))
+}
+
+/// `ftml_update`: (d, v, z, new weight).
+#[inline(always)]
+pub fn ftml<T: Real>(h: &H<T>, w: T, g: T, d: T, v: T, z: T) -> (T, T, T, T) {
+    let gr = rescaled_with_wd(h, w, g);
+    let v = h.beta2 * v + (T::one() - h.beta2) * (gr * gr);
+    let d_t = (T::one() - h.beta1_t) / h.lr * ((v / (T::one() - h.beta2_t)).sqrt() + h.eps);
+    let z = h.beta1 * z + (T::one() - h.beta1) * gr - (d_t - h.beta1 * d) * w;
+    (d_t, v, z, -z / d_t)
 }

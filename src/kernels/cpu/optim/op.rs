@@ -256,6 +256,17 @@ impl UpdateOp {
                     out.put(i, wi);
                 })
             }
+            Kind::Ftml => {
+                let (sd, sv, sz) = (p(2), p(3), p(4));
+                for_each_index(n, |i| {
+                    let (di, vi, zi, wi) =
+                        elem::ftml(h, w.get(i), g.get(i), sd.get(i), sv.get(i), sz.get(i));
+                    sd.set(i, di);
+                    sv.set(i, vi);
+                    sz.set(i, zi);
+                    out.put(i, wi);
+                })
+            }
             Kind::RmsPropAlex => {
                 let (sn, sg, sd) = (p(2), p(3), p(4));
                 for_each_index(n, |i| {

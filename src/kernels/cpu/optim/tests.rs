@@ -90,6 +90,40 @@ fn sgd_and_momentum_follow_the_textbook() {
 }
 
 #[test]
+fn ftml_follows_the_textbook() {
+    let (w, g) = (data(N, 4, -1., 1.), data(N, 5, -1., 1.));
+    let (d, v, z) = (
+        data(N, 8, 0., 0.5),
+        data(N, 7, 0., 0.5),
+        data(N, 6, -0.5, 0.5),
+    );
+    let a = [
+        ("lr", "0.05"),
+        ("wd", "0.1"),
+        ("beta1", "0.6"),
+        ("beta2", "0.9"),
+        ("t", "3"),
+        ("clip_grad", "0.4"),
+    ];
+    let got = step(
+        "ftml_update",
+        &a,
+        &[w.clone(), g.clone(), d.clone(), v.clone(), z.clone()],
+    );
+    for i in 0..N {
+        let gr = clip(g[i] + 0.1 * w[i], 0.4);
+        let vi = 0.9 * v[i] + 0.1 * gr * gr;
+        let dt = (1.0 - 0.6f64.powi(3)) / 0.05 * ((vi / (1.0 - 0.9f64.powi(3))).sqrt() + 1e-8);
+        let zi = 0.6 * z[i] + 0.4 * gr - (dt - 0.6 * d[i]) * w[i];
+        close(
+            &[got[1][i], got[2][i], got[3][i], got[0][i]],
+            &[dt, vi, zi, -zi / dt],
+            "ftml",
+        );
+    }
+}
+
+#[test]
 fn adam_rmsprop_ftrl_follow_the_textbook() {
     let (w, g) = (data(N, 4, -1., 1.), data(N, 5, -1., 1.));
     let (s1, s2) = (data(N, 6, -0.5, 0.5), data(N, 7, 0., 0.5));

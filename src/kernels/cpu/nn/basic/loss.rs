@@ -1,6 +1,6 @@
 //! CPU kernels of the loss heads whose backward ignores the head gradient:
 //! `LinearRegressionOutput`, `LogisticRegressionOutput`, `MAERegressionOutput` and
-//! `MakeLoss`.
+//! `MakeLoss` and `SVMOutput`.
 
 use super::common::{ld, st, unary};
 use crate::dispatch_float;
@@ -12,6 +12,8 @@ use crate::kernels::Kernels;
 use crate::op::nn::common::{check_float, Normalization};
 use crate::op::nn::make_loss::{MakeLoss, MakeLossBackward};
 use crate::op::nn::regression::{Reg, Regression, RegressionBackward};
+use crate::op::nn::svm_output::{Svm, SvmOutput, SvmOutputBackward};
+use crate::op::OpReq;
 use crate::op::{OpContext, Operator};
 use num_traits::Float;
 
@@ -99,8 +101,62 @@ impl CpuKernel for MakeLossBackward {
     }
 }
 
+impl CpuKernel for SvmOutput {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        dispatch_float!(self.name(), io.inputs[0].dtype, T, F => {
+            unary::<T>(&io.inputs[0], &io.outputs[0], io.req[0], |v| v)
+        });
+        Ok(())
+    }
+}
+
+impl Svm {
+    /// The gradient at output `y` of a column that is (`is_label`) or is not the row's
+    /// label.
+    #[inline(always)]
+    fn derivative<F: Float>(&self, y: F, is_label: bool, margin: F, coef: F) -> F {
+        let two = F::one() + F::one();
+        let d = match (self.use_linear, is_label) {
+            (true, true) if margin > y => -F::one(),
+            (true, false) if margin > -y => F::one(),
+            (false, true) if margin > y => -two * (margin - y),
+            (false, false) if margin > -y => two * (margin + y),
+            _ => F::zero(),
+        };
+        d * coef
+    }
+}
+
+impl CpuKernel for SvmOutputBackward {
+    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+        let (label, y, out, req) = (&io.inputs[0], &io.inputs[1], &io.outputs[0], io.req[0]);
+        if req == OpReq::Null {
+            return Ok(());
+        }
+        let cols = y.shape.last().copied().unwrap_or(1);
+        let svm = self.0;
+        dispatch_float!(self.name(), y.dtype, T, F => {
+            let (margin, coef) = (ld::<f64, F>(svm.margin), ld::<f64, F>(svm.regularization_coefficient));
+            let (ys, labels, dx) = (y.slice::<T>(), label.slice::<T>(), out.slice_mut::<T>());
+            for (r, (yr, dr)) in ys.chunks(cols.max(1)).zip(dx.chunks_mut(cols.max(1))).enumerate() {
+                // A label is cast to an integer as MXNet does; one out of range marks no column.
+                let lf = labels[r].to_f64();
+                let k = if lf.is_finite() { lf as i64 } else { -1 };
+                for (c, (&v, d)) in yr.iter().zip(dr.iter_mut()).enumerate() {
+                    let g = svm.derivative(ld::<T, F>(v), c as i64 == k, margin, coef);
+                    let g = if req == OpReq::Add { ld::<T, F>(*d) + g } else { g };
+                    *d = st::<F, T>(g);
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
 /// Registers the CPU kernels of the operators defined here.
 pub(crate) fn register_kernels(k: &mut Kernels) {
+    cpu::add::<SvmOutput>(k);
+    cpu::add::<SvmOutputBackward>(k);
     cpu::add::<Regression>(k);
     cpu::add::<RegressionBackward>(k);
     cpu::add::<MakeLoss>(k);

@@ -2,7 +2,7 @@
 //! bidirectional layer side by side.
 
 use super::cell::{self, Clip, StepFwd};
-use super::{interleave, mul_bt, step_time, store, RnnFloat};
+use super::{interleave, mul, mul_bt, step_time, store, RnnFloat};
 use crate::error::Result;
 use crate::kernels::cpu::nn::conv::workspace::Workspace;
 use crate::kernels::cpu::Blobs;
@@ -62,6 +62,9 @@ fn run_dir<F: RnnFloat>(op: &Rnn, dims: &RnnDims, a: DirIn<F>, chunk: &mut [F]) 
         row.copy_from_slice(&bias);
     }
     mul_bt(tn, i_l, gh, a.input, i_l, wx, gates, true, true);
+    // The step products read the hidden weights as an h×gh row-major matrix: in that
+    // layout the GEMM streams them as they are instead of repacking them at every step.
+    let wh_t = transposed(wh, gh, h);
     let blocks = row_blocks(dims, a.dir == 0 && dims.d == 1);
     let threads = blocks.len() == 1;
     let mut parts = split_rows(dims, &blocks, gates, extra, hs);
@@ -87,7 +90,7 @@ fn run_dir<F: RnnFloat>(op: &Rnn, dims: &RnnDims, a: DirIn<F>, chunk: &mut [F]) 
                 (RnnMode::Gru, _) => (&[], &mut *b.extra[t]),
                 _ => (&[], &mut []),
             };
-            mul_bt(m, h, gh, h_prev, h, wh, &mut q, false, threads);
+            mul(m, h, gh, h_prev, &wh_t, &mut q, false, threads);
             cell::forward(
                 op.mode,
                 m,
@@ -113,6 +116,20 @@ fn run_dir<F: RnnFloat>(op: &Rnn, dims: &RnnDims, a: DirIn<F>, chunk: &mut [F]) 
             .zip(parts.par_iter_mut())
             .for_each(run_block);
     }
+}
+
+/// `v` (rows × cols, row-major) transposed.
+fn transposed<F: RnnFloat>(v: &[F], rows: usize, cols: usize) -> Vec<F> {
+    let mut out = vec![F::zero(); rows * cols];
+    if cols == 0 {
+        return out;
+    }
+    for (r, row) in v.chunks_exact(cols).enumerate() {
+        for (c, &x) in row.iter().enumerate() {
+            out[c * rows + r] = x;
+        }
+    }
+    out
 }
 
 /// The batch rows each thread steps through the sequence on its own: the recurrence of a
