@@ -180,6 +180,16 @@ def test_activations_and_their_gradients_match_the_cpu(dtype):
             compare(mx.sym.LeakyReLU(x, act_type=kind, slope=0.2), inputs, dtype, kind)
 
 
+def test_relu_keeps_nan_on_the_gpu_as_on_the_cpu():
+    x = mx.sym.Variable("x")
+    inputs = {"x": np.array([np.nan, -1.0, 0.0, 2.0], np.float32)}
+    compare(mx.sym.Activation(x, act_type="relu"), inputs, "float32", "relu nan")
+    compare(mx.sym.relu(x), inputs, "float32", "relu op nan")
+    g = mx.nd.array(inputs["x"], ctx=mx.gpu(0))
+    for y in (mx.nd.relu(g), mx.nd.Activation(g, act_type="relu")):
+        np.testing.assert_array_equal(y.asnumpy(), [np.nan, 0, 0, 2])
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_prelu_and_its_gamma_gradient_match_the_cpu(dtype):
     x, gamma = mx.sym.Variable("x"), mx.sym.Variable("gamma")

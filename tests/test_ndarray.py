@@ -364,3 +364,15 @@ def test_cached_op_runs_a_symbol_under_autograd() -> None:
     assert d.grad.asnumpy().tolist() == [[33.75, -97.5, 202.5], [101.25, -178.5, 351.0]]
     with pytest.raises(ValueError):
         op(d, w)
+
+
+def test_relu_keeps_nan_and_gives_it_as_gradient():
+    # As MXNet: relu(NaN) is NaN, and so is its gradient there.
+    for f in (mx.nd.relu, lambda v: mx.nd.Activation(v, act_type="relu")):
+        x = mx.nd.array([np.nan, -1.0, 0.0, 2.0])
+        x.attach_grad()
+        with mx.autograd.record():
+            y = f(x)
+        y.backward()
+        np.testing.assert_array_equal(y.asnumpy(), [np.nan, 0, 0, 2])
+        np.testing.assert_array_equal(x.grad.asnumpy(), [np.nan, 0, 0, 1])

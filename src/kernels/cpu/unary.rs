@@ -67,7 +67,8 @@ fn float_kernel<F: Float + Num>(kind: UnaryKind, io: InOut<'_, F>, req: OpReq) {
         UnaryKind::Radians => m!(|v: F| v.to_radians()),
         UnaryKind::Sigmoid => m!(|v: F| one / (one + (-v).exp())),
         UnaryKind::Softsign => m!(|v: F| v / (one + v.abs())),
-        UnaryKind::Relu => m!(|v: F| if v > zero { v } else { zero }),
+        // NaN stays NaN, as MXNet's relu keeps it.
+        UnaryKind::Relu => m!(|v: F| if v <= zero { zero } else { v }),
         UnaryKind::Floor => m!(|v: F| v.floor()),
         UnaryKind::Ceil => m!(|v: F| v.ceil()),
         UnaryKind::Round => m!(|v: F| v.round()),

@@ -74,7 +74,7 @@ __device__ __forceinline__ C unary_op(int op, C v, double a, double b) {
     case RSMX_UNARY_RADIANS: return v * (pi / (C)180);
     case RSMX_UNARY_SIGMOID: return one / (one + m_exp(-v));
     case RSMX_UNARY_SOFTSIGN: return v / (one + m_fabs(v));
-    case RSMX_UNARY_RELU: return v > zero ? v : zero;
+    case RSMX_UNARY_RELU: return v <= zero ? zero : v;  // NaN stays NaN
     case RSMX_UNARY_FLOOR: return m_floor(v);
     case RSMX_UNARY_CEIL: return m_ceil(v);
     case RSMX_UNARY_ROUND: return m_round(v);

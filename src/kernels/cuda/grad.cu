@@ -166,7 +166,7 @@ __device__ __forceinline__ C unary_grad(int op, C g, C v, double lo, double hi) 
       C d = one + gm_fabs(v);
       return g / (d * d);
     }
-    case RSMX_UG_RELU: return v > zero ? g : zero;
+    case RSMX_UG_RELU: return v > zero ? g : (v != v ? v : zero);
     // The input lies in [lo, hi], bounds included, as MXNet's clip backward.
     case RSMX_UG_CLIP: return (v >= (C)lo && v <= (C)hi) ? g : zero;
     case RSMX_UG_ERF: return g * (C)1.12837916709551257390 * gm_exp(-v * v);

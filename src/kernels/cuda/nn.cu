@@ -25,7 +25,7 @@ template <typename C>
 __device__ __forceinline__ C act_forward(int act, C x) {
   const C one = (C)1, zero = (C)0;
   switch (act) {
-    case RSMX_ACT_RELU: return x > zero ? x : zero;
+    case RSMX_ACT_RELU: return x <= zero ? zero : x;  // NaN stays NaN
     case RSMX_ACT_SIGMOID: return one / (one + nn_exp(-x));
     case RSMX_ACT_TANH: return nn_tanh(x);
     // Above 20, log(1 + e^x) equals x in float precision and e^x could overflow.
@@ -40,7 +40,7 @@ template <typename C>
 __device__ __forceinline__ C act_backward(int act, C g, C v) {
   const C one = (C)1, zero = (C)0;
   switch (act) {
-    case RSMX_ACT_RELU: return v > zero ? g : zero;
+    case RSMX_ACT_RELU: return v > zero ? g : (v != v ? v : zero);
     case RSMX_ACT_SIGMOID: return g * (v * (one - v));
     case RSMX_ACT_TANH: return g * (one - v * v);
     case RSMX_ACT_SOFTRELU: return g * -nn_expm1(-v);

@@ -68,9 +68,12 @@ fn unary_grad<F: Float>(kind: UnaryKind, g: F, v: F) -> F {
             let d = one + v.abs();
             g / (d * d)
         }
+        // A NaN input gives a NaN gradient, as in MXNet.
         UnaryKind::Relu => {
             if v > zero {
                 g
+            } else if v.is_nan() {
+                v
             } else {
                 zero
             }

@@ -19,7 +19,14 @@ impl Act {
     fn apply<F: Float + 'static>(self, x: F) -> F {
         let one = F::one();
         match self {
-            Act::Relu => x.max(F::zero()),
+            // NaN stays NaN, as in MXNet.
+            Act::Relu => {
+                if x <= F::zero() {
+                    F::zero()
+                } else {
+                    x
+                }
+            }
             Act::Sigmoid => one / (one + (-x).exp()),
             Act::Tanh => x.tanh(),
             // Above 20, log(1 + e^x) equals x in float precision and e^x could overflow.
@@ -42,6 +49,8 @@ impl Act {
             Act::Relu => {
                 if v > F::zero() {
                     one
+                } else if v.is_nan() {
+                    v
                 } else {
                     F::zero()
                 }
@@ -61,7 +70,7 @@ impl Act {
 /// compiler vectorises; false for the others.
 fn forward_f32(act: Act, x: &TBlob, out: &TBlob, req: OpReq) -> bool {
     match act {
-        Act::Relu => unary::<f32>(x, out, req, |v| v.max(0.0)),
+        Act::Relu => unary::<f32>(x, out, req, |v| if v <= 0.0 { 0.0 } else { v }),
         Act::Tanh => unary::<f32>(x, out, req, tanh_f32),
         Act::Sigmoid => unary::<f32>(x, out, req, |v| v.fast_sigmoid()),
         _ => return false,
@@ -73,7 +82,15 @@ fn forward_f32(act: Act, x: &TBlob, out: &TBlob, req: OpReq) -> bool {
 fn backward_f32(act: Act, inputs: &[TBlob], out: &TBlob, req: OpReq) -> bool {
     let (g, v) = (&inputs[0], &inputs[1]);
     match act {
-        Act::Relu => map2_blobs(g, v, out, req, |g: f32, v| if v > 0.0 { g } else { 0.0 }),
+        Act::Relu => map2_blobs(g, v, out, req, |g: f32, v| {
+            if v > 0.0 {
+                g
+            } else if v.is_nan() {
+                v
+            } else {
+                0.0
+            }
+        }),
         Act::Tanh => map2_blobs(g, v, out, req, |g: f32, v| g * (1.0 - v * v)),
         Act::Sigmoid => map2_blobs(g, v, out, req, |g: f32, v| g * (v * (1.0 - v))),
         _ => return false,
