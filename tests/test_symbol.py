@@ -327,3 +327,12 @@ def test_cast_gives_its_dtype_before_its_input_is_known():
     assert arg == [None, np.float32, np.float32] and out == [np.float32]
     arg, out, _ = fc.infer_type(data=np.float16)
     assert arg == [np.float16, np.float32, np.float32] and out == [np.float32]
+
+
+def test_positional_none_leaves_an_input_out():
+    # As MXNet's generated functions: positional arguments fill the inputs in order.
+    x, w, b = mx.sym.Variable("x"), mx.sym.Variable("w"), mx.sym.Variable("b")
+    conv = mx.sym.Convolution(x, w, None, num_filter=1, kernel=(3,), no_bias=True)
+    assert conv.list_arguments() == ["x", "w"]
+    fc = mx.sym.FullyConnected(x, None, b, num_hidden=2, name="fc")
+    assert fc.list_arguments() == ["x", "fc_weight", "b"]

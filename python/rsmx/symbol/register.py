@@ -50,8 +50,19 @@ def make_sym_function(
         attr = kwargs.pop("attr", None)
         pos: list[Symbol] = []
         rest: list[Any] = []
+        slot, skipped = 0, False
         for a in args:
-            if isinstance(a, Symbol) and not rest:
+            if not variadic and not rest and slot < len(inputs) and (a is None or isinstance(a, Symbol)):
+                # Positional inputs fill the input slots in order; None leaves one out
+                # (`Convolution(x, w, None, ...)`), as in MXNet, and later ones go by name.
+                if a is None:
+                    skipped = True
+                elif skipped:
+                    kwargs[inputs[slot]] = a
+                else:
+                    pos.append(a)
+                slot += 1
+            elif isinstance(a, Symbol) and not rest:
                 pos.append(a)
             else:
                 rest.append(a)
