@@ -62,6 +62,26 @@ class MXBackend:
 
         return best_of(5, run) / n * 1e6, "us/op", False
 
+    def autograd_tiny_op(self, n: int = 20000) -> Result:
+        """``tiny_op`` while autograd records, on arrays with gradients attached."""
+        mx = self.mx
+        a = mx.nd.ones((10,))
+        b = mx.nd.ones((10,))
+        a.attach_grad()
+        b.attach_grad()
+        mx.nd.waitall()
+
+        def run() -> float:
+            t = time.perf_counter()
+            with mx.autograd.record():
+                for _ in range(n):
+                    c = a + b
+            mx.nd.waitall()
+            del c
+            return time.perf_counter() - t
+
+        return best_of(5, run) / n * 1e6, "us/op", False
+
     def parallel_chains(self) -> Result:
         mx = self.mx
         x = mx.nd.ones((65536,)) * 0.5
@@ -186,6 +206,20 @@ class TorchBackend:
 
         return best_of(5, run) / n * 1e6, "us/op", False
 
+    def autograd_tiny_op(self, n: int = 20000) -> Result:
+        torch = self.torch
+        a = torch.ones(10, requires_grad=True)
+        b = torch.ones(10, requires_grad=True)
+
+        def run() -> float:
+            t = time.perf_counter()
+            for _ in range(n):
+                c = a + b
+            del c
+            return time.perf_counter() - t
+
+        return best_of(5, run) / n * 1e6, "us/op", False
+
     def parallel_chains(self) -> Result:
         return float("nan"), "x speed-up", True
 
@@ -284,6 +318,7 @@ class NumpyBackend:
 
 WORKLOADS = [
     "tiny_op",
+    "autograd_tiny_op",
     "parallel_chains",
     "elemwise",
     "dot",

@@ -22,6 +22,7 @@ pub mod testing;
 pub mod transform;
 pub mod trian;
 pub mod unary;
+pub mod vmath;
 
 use crate::context::DeviceType;
 use crate::error::{Error, Result};

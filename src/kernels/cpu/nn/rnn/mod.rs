@@ -5,6 +5,7 @@
 
 mod backward;
 mod cell;
+mod cell_avx2;
 mod forward;
 #[cfg(test)]
 mod tests;
@@ -21,7 +22,7 @@ use crate::op::{OpContext, OpReq, Operator};
 use num_traits::Float;
 
 /// The float types the kernels compute in.
-pub trait RnnFloat: Num + Float + FastMath + Send + Sync + 'static {}
+pub trait RnnFloat: Num + Float + FastMath + cell::WideCell + Send + Sync + 'static {}
 impl RnnFloat for f32 {}
 impl RnnFloat for f64 {}
 

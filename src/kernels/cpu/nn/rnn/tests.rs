@@ -147,3 +147,92 @@ fn bad_input_is_an_error_naming_the_op() {
         .to_string();
     assert!(e.contains("mode"), "{e}");
 }
+
+/// Runs one forward and one backward step of `mode` in `F` over `n` rows of `h` units,
+/// with a NaN in the previous cell state, and returns every output of both.
+fn one_step<F: super::RnnFloat>(
+    mode: crate::op::nn::rnn::RnnMode,
+    n: usize,
+    h: usize,
+    clip: Option<(f64, f64, bool)>,
+) -> Vec<Vec<f64>> {
+    use super::cell::{self, Clip, StepBwd, StepFwd};
+    let gh = mode.gates() * h;
+    let conv = |v: Vec<f64>| -> Vec<F> { v.into_iter().map(|x| F::from(x).unwrap()).collect() };
+    let back = |v: &[F]| -> Vec<f64> { v.iter().map(|x| x.to_f64().unwrap()).collect() };
+    let clip = clip.map(|(lo, hi, nan_to_lo)| Clip {
+        lo: F::from(lo).unwrap(),
+        hi: F::from(hi).unwrap(),
+        nan_to_lo,
+    });
+    let mut gates = conv(values(n * gh, 1, 5.0));
+    let hidden = conv(values(n * gh, 2, 5.0));
+    let bias_h = conv(values(gh, 3, 1.0));
+    let h_prev = conv(values(n * h, 4, 2.0));
+    let mut c_prev = conv(values(n * h, 5, 3.0));
+    c_prev[h + 2] = F::nan();
+    let (mut extra, mut hs) = (vec![F::zero(); n * h], vec![F::zero(); n * h]);
+    let lstm_or_gru = matches!(
+        mode,
+        crate::op::nn::rnn::RnnMode::Lstm | crate::op::nn::rnn::RnnMode::Gru
+    );
+    let step = StepFwd {
+        gates: &mut gates,
+        hidden: &hidden,
+        bias_h: &bias_h,
+        h_prev: &h_prev,
+        c_prev: &c_prev,
+        extra: if lstm_or_gru { &mut extra } else { &mut [] },
+        h: &mut hs,
+    };
+    cell::forward(mode, n, h, step, clip);
+    let dh = conv(values(n * h, 6, 2.0));
+    let mut dc = conv(values(n * h, 7, 2.0));
+    let (mut dgx, mut dgh, mut direct) = (
+        vec![F::zero(); n * gh],
+        vec![F::zero(); n * gh],
+        vec![F::zero(); n * h],
+    );
+    let gru = mode == crate::op::nn::rnn::RnnMode::Gru;
+    let step = StepBwd {
+        gates: &gates,
+        extra: if lstm_or_gru { &extra } else { &[] },
+        h_prev: &h_prev,
+        c_prev: &c_prev,
+        dh: &dh,
+        dc: &mut dc,
+        dgx: &mut dgx,
+        dgh: if gru { &mut dgh } else { &mut [] },
+        dh_direct: if gru { &mut direct } else { &mut [] },
+    };
+    cell::backward(mode, n, h, step, clip);
+    [&gates, &extra, &hs, &dc, &dgx, &dgh, &direct]
+        .iter()
+        .map(|v| back(v))
+        .collect()
+}
+
+#[test]
+fn float32_steps_agree_with_float64() {
+    use crate::op::nn::rnn::RnnMode;
+    // 21 units: two blocks of eight lanes and a tail of five computed one by one.
+    let (n, h) = (3, 21);
+    for mode in [
+        RnnMode::RnnTanh,
+        RnnMode::RnnRelu,
+        RnnMode::Lstm,
+        RnnMode::Gru,
+    ] {
+        for clip in [None, Some((-0.4, 0.5, true)), Some((-0.4, 0.5, false))] {
+            let wide = one_step::<f32>(mode, n, h, clip);
+            let exact = one_step::<f64>(mode, n, h, clip);
+            for (k, (a, b)) in wide.iter().zip(&exact).enumerate() {
+                for (j, (x, y)) in a.iter().zip(b).enumerate() {
+                    let same =
+                        (x.is_nan() && y.is_nan()) || (x - y).abs() <= 2e-6 * (1.0 + y.abs());
+                    assert!(same, "{mode:?} {clip:?}: output {k}[{j}]: {x} against {y}");
+                }
+            }
+        }
+    }
+}
