@@ -22,6 +22,7 @@ pub const MODULES: &[(&str, &str)] = &[
     ("xform", include_str!("../kernels/cuda/xform.cu")),
     ("sort", include_str!("../kernels/cuda/sort.cu")),
     ("rnn", include_str!("../kernels/cuda/rnn.cu")),
+    ("scan", include_str!("../kernels/cuda/scan.cu")),
 ];
 
 /// The source of module `name`.

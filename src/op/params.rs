@@ -85,6 +85,7 @@ from_attr! {
     f64 => "a number", parse_float;
     bool => "a boolean", parse_bool;
     Vec<i64> => "a tuple of integers", |s| parse_tuple(s).flatten();
+    Vec<f64> => "a tuple of numbers", |s| tuple_entries(s.trim()).map(parse_float).collect();
     DType => "a dtype name such as float32", |s| DType::from_name(unquote(s)).ok();
     String => "a string", |s| Some(unquote(s).to_string());
     // A tuple whose entries may be `None` (slice begin, end and step).

@@ -60,6 +60,9 @@ fn table() -> &'static Table {
         super::init::register(&mut r);
         super::array_info::register(&mut r);
         super::reduce::register(&mut r);
+        super::cumsum::register(&mut r);
+        super::histogram::register(&mut r);
+        super::khatri_rao::register(&mut r);
         super::linalg::register(&mut r);
         super::transform::register(&mut r);
         super::indexing::register(&mut r);

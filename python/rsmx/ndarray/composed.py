@@ -11,7 +11,7 @@ from .. import _composed
 from ..base import MXNetValueError
 from .ndarray import NDArray, _ctx, mx_real_t
 
-__all__ = ["linspace", "split_v2", "fill_element_0index"]
+__all__ = ["linspace", "split_v2", "fill_element_0index", "histogram"]
 INTERNAL = ["_slice_assign", "_slice_assign_scalar", "_crop_assign", "_crop_assign_scalar"]
 
 
@@ -43,6 +43,25 @@ def split_v2(ary: NDArray, indices_or_sections: Any, axis: int = 0,
     or those starting at each index of a tuple; one piece is returned bare."""
     return _composed.split_v2(_op(), ary, indices_or_sections, axis, squeeze_axis,
                               axis_size=ary.shape[axis])
+
+
+def histogram(a: NDArray, bins: Any = 10, range: Any = None) -> tuple[NDArray, NDArray]:  # noqa: A002
+    """The counts of ``a``'s elements (flattened) in each bin, and the bin edges: ``bins``
+    equal-width bins over ``range`` (an int), or the bins between the edges of an
+    NDArray. Without a range, numpy computes the bins over the data and both results are
+    float32, as in MXNet."""
+    from .ndarray import array
+
+    op = _op()
+    if isinstance(bins, NDArray):
+        return op._histogram(a, bins)
+    if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
+        if range is None:
+            # As MXNet: numpy's result, as float32 arrays.
+            counts, edges = np.histogram(a.asnumpy(), bins=int(bins))
+            return array(counts, ctx=a.context), array(edges, ctx=a.context)
+        return op._histogram(a, bin_cnt=int(bins), range=tuple(range))
+    raise MXNetValueError("histogram: bins should be either an integer or an NDArray")
 
 
 def fill_element_0index(lhs: NDArray, mhs: NDArray, rhs: NDArray, out: NDArray | None = None,

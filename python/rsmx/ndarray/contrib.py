@@ -14,7 +14,17 @@ from ..context import current_context
 from .ndarray import NDArray, concatenate, empty, logical_and
 from .register import register_namespace
 
-__all__ = ["rand_zipfian", "foreach", "while_loop", "cond", "isinf", "isfinite", "isnan"]
+__all__ = [
+    "rand_zipfian",
+    "foreach",
+    "while_loop",
+    "cond",
+    "isinf",
+    "isfinite",
+    "isnan",
+    "adamw_update",
+    "mp_adamw_update",
+]
 
 
 def isinf(data: NDArray) -> NDArray:
@@ -53,6 +63,75 @@ def rand_zipfian(
         return ((k + 2.0) / (k + 1.0)).log() / log_range * num_sampled
 
     return sampled, expected_count(true_classes), expected_count(sampled)
+
+
+# ------------------------------------------------------- AdamW
+
+
+def _rescale_grad_array(rescale_grad: Any, ctx: Any) -> NDArray:
+    """``rescale_grad`` as the one-element float32 array the AdamW updates read."""
+    from .ndarray import full
+
+    if isinstance(rescale_grad, NDArray):
+        return rescale_grad.as_in_context(ctx)
+    return full((1,), rescale_grad, ctx=ctx, dtype="float32")
+
+
+def adamw_update(
+    weight: NDArray,
+    grad: NDArray,
+    mean: NDArray,
+    var: NDArray,
+    rescale_grad: Any,
+    lr: float,
+    eta: float,
+    beta1: float = 0.9,
+    beta2: float = 0.999,
+    epsilon: float = 1e-8,
+    wd: float = 0,
+    clip_gradient: float = -1,
+    out: Any = None,
+    name: Any = None,
+    **kwargs: Any,
+) -> Any:
+    """AdamW (Adam with decoupled weight decay): updates ``mean`` and ``var`` in place
+    and writes the new weight to ``out``. ``rescale_grad`` is a number or a one-element
+    array; when it is zero or not finite the update is skipped."""
+    from . import _internal
+
+    return _internal._adamw_update(
+        weight, grad, mean, var, _rescale_grad_array(rescale_grad, weight.context),
+        lr=lr, eta=eta, beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd,
+        clip_gradient=clip_gradient, out=out, name=name, **kwargs,
+    )
+
+
+def mp_adamw_update(
+    weight: NDArray,
+    grad: NDArray,
+    mean: NDArray,
+    var: NDArray,
+    weight32: NDArray,
+    rescale_grad: Any,
+    lr: float,
+    eta: float,
+    beta1: float = 0.9,
+    beta2: float = 0.999,
+    epsilon: float = 1e-8,
+    wd: float = 0,
+    clip_gradient: float = -1,
+    out: Any = None,
+    name: Any = None,
+    **kwargs: Any,
+) -> Any:
+    """:func:`adamw_update` on the float32 master copy ``weight32`` of a float16 weight."""
+    from . import _internal
+
+    return _internal._mp_adamw_update(
+        weight, grad, mean, var, weight32, _rescale_grad_array(rescale_grad, weight.context),
+        lr=lr, eta=eta, beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd,
+        clip_gradient=clip_gradient, out=out, name=name, **kwargs,
+    )
 
 
 # ------------------------------------------------------- nested outputs

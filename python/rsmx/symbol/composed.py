@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 
 from .. import _composed
+from ..base import MXNetValueError
 from .register import make_sym_function
 from .symbol import Symbol
 
-__all__ = ["linspace", "split_v2"]
+__all__ = ["linspace", "split_v2", "histogram"]
 
 
 def _op() -> types.ModuleType:
@@ -41,6 +42,19 @@ def split_v2(ary: Symbol, indices_or_sections: Any, axis: int = 0, squeeze_axis:
     ``indices_or_sections`` equal ones (an int) or those starting at each index of a
     tuple."""
     return _composed.split_v2(_op(), ary, indices_or_sections, axis, squeeze_axis, name=name)
+
+
+def histogram(a: Symbol, bins: Any = 10, range: Any = None, **kwargs: Any) -> Symbol:  # noqa: A002
+    """The histogram of ``a`` as a two-output symbol (counts, bin edges): ``bins``
+    equal-width bins over ``range``, or the bins between the edges of a symbol."""
+    op = _op()
+    if isinstance(bins, Symbol):
+        return op._histogram(data=a, bins=bins, **kwargs)
+    if isinstance(bins, int) and not isinstance(bins, bool):
+        if range is None:
+            raise MXNetValueError("histogram: a range is needed in symbol mode")
+        return op._histogram(data=a, bin_cnt=bins, range=tuple(range), **kwargs)
+    raise MXNetValueError("histogram: bins should be either an integer or a Symbol")
 
 
 def install(public: types.ModuleType, op: types.ModuleType) -> None:

@@ -3,8 +3,10 @@
 pub mod add_n;
 pub mod array_info;
 pub mod binary;
+pub mod cumsum;
 pub mod fastmath;
 pub mod grad;
+pub mod histogram;
 pub mod indexing;
 pub mod init;
 pub mod linalg;
@@ -54,6 +56,8 @@ pub fn register_kernels(k: &mut Kernels) {
     add_n::register_kernels(k);
     array_info::register_kernels(k);
     binary::register_kernels(k);
+    cumsum::register_kernels(k);
+    histogram::register_kernels(k);
     grad::register_kernels(k);
     indexing::register_kernels(k);
     init::register_kernels(k);

@@ -14,13 +14,14 @@ enum rsmx_update {
   RSMX_UPDATE_NAG_MOM, RSMX_UPDATE_MP_NAG_MOM, RSMX_UPDATE_ADAM, RSMX_UPDATE_RMSPROP,
   RSMX_UPDATE_RMSPROPALEX, RSMX_UPDATE_FTRL, RSMX_UPDATE_SIGNSGD, RSMX_UPDATE_SIGNUM,
   RSMX_UPDATE_ADAGRAD, RSMX_UPDATE_ADADELTA, RSMX_UPDATE_AGG_SGD, RSMX_UPDATE_AGG_MP_SGD,
-  RSMX_UPDATE_FTML
+  RSMX_UPDATE_FTML, RSMX_UPDATE_ADAMW, RSMX_UPDATE_MP_ADAMW
 };
 
 // The hyperparameters, each already rounded to the type the update computes in.
 struct rsmx_hyper {
   double lr, wd, rescale_grad, clip_gradient, momentum, beta1, beta2, epsilon, gamma1,
-      gamma2, clip_weights, lamda1, beta, wd_lh, rho, one_minus_rho, beta1_t, beta2_t;
+      gamma2, clip_weights, lamda1, beta, wd_lh, rho, one_minus_rho, beta1_t, beta2_t, eta,
+      one_minus_beta1, one_minus_beta2;
 };
 
 // IEEE operations rounded one by one: the device intrinsics keep NVRTC from contracting
@@ -118,7 +119,7 @@ template <> struct real_of<rsmx_half> {
 template <typename R>
 struct hyper {
   R lr, wd, rg, clip, mom, beta1, beta2, eps, gamma1, gamma2, clip_w, lamda1, beta, wd_lh,
-      rho, one_minus_rho, beta1_t, beta2_t;
+      rho, one_minus_rho, beta1_t, beta2_t, eta, one_minus_beta1, one_minus_beta2;
   __device__ __forceinline__ explicit hyper(const rsmx_hyper& h)
       : lr(R::of(h.lr)), wd(R::of(h.wd)), rg(R::of(h.rescale_grad)),
         clip(R::of(h.clip_gradient)), mom(R::of(h.momentum)), beta1(R::of(h.beta1)),
@@ -126,7 +127,8 @@ struct hyper {
         gamma2(R::of(h.gamma2)), clip_w(R::of(h.clip_weights)), lamda1(R::of(h.lamda1)),
         beta(R::of(h.beta)), wd_lh(R::of(h.wd_lh)), rho(R::of(h.rho)),
         one_minus_rho(R::of(h.one_minus_rho)), beta1_t(R::of(h.beta1_t)),
-        beta2_t(R::of(h.beta2_t)) {}
+        beta2_t(R::of(h.beta2_t)), eta(R::of(h.eta)), one_minus_beta1(R::of(h.one_minus_beta1)),
+        one_minus_beta2(R::of(h.one_minus_beta2)) {}
   __device__ __forceinline__ bool clipping() const { return clip >= R::of(0.0); }
 };
 
@@ -185,6 +187,25 @@ template <typename R>
 __device__ __forceinline__ R python_rescaled(const hyper<R>& h, R g) {
   g = g * h.rg;
   return h.clipping() ? clip_to(g, h.clip) : g;
+}
+
+// AdamW's step: updates `mean` and `var` and returns the new weight; the weight decay
+// is applied to the weight directly, outside the adaptive step.
+template <typename R>
+__device__ __forceinline__ R adamw(const hyper<R>& h, R w, R g, R& mean, R& var) {
+  g = h.rg * g;
+  if (h.clipping()) g = clip_to(g, h.clip);
+  mean = h.beta1 * mean + h.one_minus_beta1 * g;
+  var = h.beta2 * var + h.one_minus_beta2 * (g * g);
+  return w - h.eta * (h.lr * mean / (var.sqrt() + h.eps) + h.wd * w);
+}
+
+// A `rescale_grad` array's value; false when the update is to be skipped (zero or not
+// finite), as MXNet skips it.
+__device__ __forceinline__ bool scale_of(const float* scale, double* v) {
+  float s = *scale;
+  *v = (double)s;
+  return s == s && s != 0.0f && s - s == 0.0f;
 }
 
 // Writes `v` to out[i], adds it, or (req null) leaves out[i].
@@ -380,6 +401,43 @@ __device__ void mp_update(T* out, const T* gp, float* mom, float* w32, rsmx_i64 
   }
 }
 
+// `_adamw_update`: weight, gradient, mean and var share the weight's dtype; the
+// gradient scale is read from `scale` on the device.
+template <typename T>
+__device__ void adamw_update(T* out, const T* wp, const T* gp, T* mean, T* var,
+                             const float* scale, rsmx_i64 n, int req, rsmx_hyper hp) {
+  typedef real_of<T> N;
+  typedef typename N::R R;
+  if (!scale_of(scale, &hp.rescale_grad)) return;
+  const hyper<R> h(hp);
+  RSMX_GRID_LOOP(i, n) {
+    R m = N::load(mean[i]), v = N::load(var[i]);
+    R w = adamw(h, N::load(wp[i]), N::load(gp[i]), m, v);
+    mean[i] = N::store(m);
+    var[i] = N::store(v);
+    put(out, i, w, req);
+  }
+}
+
+// `_mp_adamw_update`: the float32 master weight, mean and var are updated in float32.
+template <typename T>
+__device__ void mp_adamw_update(T* out, const T* gp, float* mean, float* var, float* w32,
+                                const float* scale, rsmx_i64 n, int req, rsmx_hyper hp) {
+  typedef real_of<float> F;
+  typedef real_of<T> N;
+  typedef ieee<float> R;
+  if (!scale_of(scale, &hp.rescale_grad)) return;
+  const hyper<R> h(hp);
+  RSMX_GRID_LOOP(i, n) {
+    R m = F::load(mean[i]), v = F::load(var[i]);
+    R w = adamw(h, F::load(w32[i]), R::raw((float)rsmx_num<T>::load(gp[i])), m, v);
+    mean[i] = m.v;
+    var[i] = v.v;
+    w32[i] = w.v;
+    put(out, i, N::from_f32(w.v), req);
+  }
+}
+
 #define RSMX_UPDATE(kernel, T, suffix)                                                   \
   extern "C" __global__ void kernel##_##suffix(T* out, const T* w, const T* g, T* s0,     \
                                                T* s1, T* s2, rsmx_i64 n, int kind,       \
@@ -395,3 +453,17 @@ __device__ void mp_update(T* out, const T* gp, float* mom, float* w32, rsmx_i64 
 
 RSMX_DTYPE_FLOAT(RSMX_UPDATE, update)
 RSMX_DTYPE_FLOAT(RSMX_MP_UPDATE, mp_update)
+#define RSMX_ADAMW(kernel, T, suffix)                                                    \
+  extern "C" __global__ void kernel##_##suffix(T* out, const T* w, const T* g, T* mean,  \
+                                               T* var, const float* scale, rsmx_i64 n,   \
+                                               int req, rsmx_hyper h) {                  \
+    kernel<T>(out, w, g, mean, var, scale, n, req, h);                                    \
+  }
+#define RSMX_MP_ADAMW(kernel, T, suffix)                                                 \
+  extern "C" __global__ void kernel##_##suffix(T* out, const T* g, float* mean,          \
+                                               float* var, float* w32, const float* scale, \
+                                               rsmx_i64 n, int req, rsmx_hyper h) {        \
+    kernel<T>(out, g, mean, var, w32, scale, n, req, h);                                  \
+  }
+RSMX_DTYPE_FLOAT(RSMX_ADAMW, adamw_update)
+RSMX_DTYPE_FLOAT(RSMX_MP_ADAMW, mp_adamw_update)

@@ -16,6 +16,7 @@ mod pool;
 mod random;
 mod reduce;
 mod rnn;
+mod scan;
 mod softmax;
 mod sort;
 mod temp;
@@ -64,6 +65,7 @@ pub fn register_kernels(k: &mut Kernels) {
     add::<FcBackward>(k);
     add::<Random>(k);
     add::<crate::op::optim::UpdateOp>(k);
+    add::<crate::op::optim::MultiUpdateOp>(k);
     add::<crate::op::nn::activation::Activation>(k);
     add::<crate::op::nn::activation::ActivationBackward>(k);
     add::<crate::op::nn::leaky_relu::LeakyRelu>(k);
@@ -84,6 +86,7 @@ pub fn register_kernels(k: &mut Kernels) {
     sort::register_kernels(k);
     random::register_kernels(k);
     xform::register_kernels(k);
+    scan::register_kernels(k);
     rnn::register_kernels(k);
     add::<crate::op::grad::linalg::DotBackward>(k);
 }

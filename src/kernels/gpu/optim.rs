@@ -8,7 +8,7 @@ use crate::kernels::cpu::optim::elem::{Real, H};
 use crate::kernels::cpu::Blobs;
 use crate::ndarray::TBlob;
 use crate::op::optim::spec::{Hyper, Kind};
-use crate::op::optim::UpdateOp;
+use crate::op::optim::{MultiUpdateOp, UpdateOp};
 use crate::op::{OpContext, OpReq, Operator};
 use half::f16;
 
@@ -18,7 +18,7 @@ const MODULE: &str = "optim";
 /// computes in (the weight's, float32 for the multi-precision kinds).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct HyperArg([f64; 18]);
+struct HyperArg([f64; 21]);
 
 impl HyperArg {
     fn of<T: Real>(h: &Hyper) -> HyperArg {
@@ -43,6 +43,9 @@ impl HyperArg {
             v(h.one_minus_rho),
             v(h.beta1_t),
             v(h.beta2_t),
+            v(h.eta),
+            v(h.one_minus_beta1),
+            v(h.one_minus_beta2),
         ])
     }
 }
@@ -59,7 +62,7 @@ fn req_code(req: OpReq) -> i32 {
 fn is_mixed_precision(kind: Kind) -> bool {
     matches!(
         kind,
-        Kind::MpSgd | Kind::MpSgdMom | Kind::MpNagMom | Kind::AggMpSgd
+        Kind::MpSgd | Kind::MpSgdMom | Kind::MpNagMom | Kind::AggMpSgd | Kind::MpAdamW
     )
 }
 
@@ -94,7 +97,9 @@ impl super::GpuKernel for UpdateOp {
         let name = self.name();
         let out = &io.outputs[0];
         let n = io.inputs[0].size();
-        let all: Vec<&TBlob> = io.inputs.iter().chain(std::iter::once(out)).collect();
+        let scaled = self.kind.spec().scale_input;
+        let (ins, scale) = io.inputs.split_at(io.inputs.len() - scaled as usize);
+        let all: Vec<&TBlob> = ins.iter().chain(std::iter::once(out)).collect();
         check_blobs(name, &all, n)?;
         let types: Vec<DType> = io.inputs.iter().map(|b| b.dtype).collect();
         if self.infer_type(&types)?[0] != out.dtype {
@@ -104,9 +109,11 @@ impl super::GpuKernel for UpdateOp {
             )));
         }
         let sfx = float_suffix(name, out.dtype)?;
-        let ins = io.inputs;
         let code = self.kind as i32;
         let req = req_code(io.req[0]);
+        if let Some(scale) = scale.first() {
+            return self.adamw(ctx, ins, scale, out, req, sfx);
+        }
         if is_mixed_precision(self.kind) {
             // (momentum, master weight); the momentum-free kinds have no momentum.
             let (mom, w32) = match ins.len() {
@@ -145,6 +152,60 @@ impl super::GpuKernel for UpdateOp {
     }
 }
 
+impl super::GpuKernel for MultiUpdateOp {
+    /// Each weight in turn, by the single-weight update of the same formula.
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        for t in 0..self.count() {
+            let (op, ins) = self.weight_update(t, io.outputs[t].dtype);
+            let blobs = Blobs::new(&io.inputs[ins], &io.outputs[t..t + 1], &io.req[t..t + 1]);
+            super::GpuKernel::forward(&op, ctx, blobs).map_err(|e| e.in_op(self.name()))?;
+        }
+        Ok(())
+    }
+}
+
+impl UpdateOp {
+    /// AdamW, whose gradient scale is an array the kernel reads on the device.
+    fn adamw(
+        &self,
+        ctx: &mut OpContext,
+        ins: &[TBlob],
+        scale: &TBlob,
+        out: &TBlob,
+        req: i32,
+        sfx: &str,
+    ) -> Result<()> {
+        let name = self.name();
+        if scale.dtype != DType::F32 || scale.size() != 1 {
+            return Err(Error::Value(format!(
+                "{name}: rescale_grad must be one float32 value, got {} elements of {}",
+                scale.size(),
+                scale.dtype
+            )));
+        }
+        let n = out.size();
+        let args = Args::new().ptr(out.ptr());
+        let (kernel, args, hyper) = if self.kind == Kind::MpAdamW {
+            let args = args
+                .ptr(ins[1].ptr())
+                .ptr(ins[2].ptr())
+                .ptr(ins[3].ptr())
+                .ptr(ins[4].ptr());
+            ("mp_adamw_update", args, HyperArg::of::<f32>(&self.h))
+        } else {
+            let args = (0..4).fold(args, |a, i| a.ptr(ins[i].ptr()));
+            let hyper = match out.dtype {
+                DType::F64 => HyperArg::of::<f64>(&self.h),
+                DType::F16 => HyperArg::of::<f16>(&self.h),
+                _ => HyperArg::of::<f32>(&self.h),
+            };
+            ("adamw_update", args, hyper)
+        };
+        let args = args.ptr(scale.ptr()).arg(n as i64).arg(req).arg(hyper);
+        launch_n(ctx, MODULE, &format!("{kernel}_{sfx}"), n, args)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,6 +231,7 @@ mod tests {
                 .spec()
                 .name
                 .trim_start_matches("_rsmx_")
+                .trim_start_matches('_')
                 .trim_end_matches("_update");
             assert_eq!(names[kind as usize], spec_name, "{kind:?}");
         }
@@ -185,6 +247,6 @@ mod tests {
         assert_eq!(f.0[15], f16::from_f64(1.0 - 0.3).to_f64());
         assert_eq!(HyperArg::of::<f32>(&h).0[0], 0.1f32 as f64);
         assert_eq!(HyperArg::of::<f64>(&h).0[0], 0.1);
-        assert_eq!(std::mem::size_of::<HyperArg>(), 144);
+        assert_eq!(std::mem::size_of::<HyperArg>(), 168);
     }
 }

@@ -1,11 +1,13 @@
 //! Definitions of the fused optimizer updates: one element-wise pass that updates a
 //! weight and its optimizer states in place, as MXNet 1.9.1 computes them.
 
+pub mod multi;
 pub mod op;
 pub mod spec;
 
 use crate::error::Result;
 use crate::op::{Attrs, OpDef, OpRef, Registry};
+pub use multi::{MultiKind, MultiUpdateOp};
 pub use op::UpdateOp;
 pub use spec::{Hyper, Kind};
 use std::sync::Arc;
@@ -31,6 +33,18 @@ pub fn register(r: &mut Registry) {
             params: spec.params,
             doc: spec.doc,
             create: Box::new(move |a| create(kind, a)),
+        });
+    }
+    for kind in MultiKind::ALL {
+        let spec = kind.spec();
+        r.add(OpDef {
+            name: spec.name,
+            aliases: &[],
+            inputs: &["data"],
+            variadic: true,
+            params: spec.params,
+            doc: spec.doc,
+            create: Box::new(move |a| Ok(Arc::new(MultiUpdateOp::parse(kind, a)?) as OpRef)),
         });
     }
 }

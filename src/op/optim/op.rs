@@ -35,6 +35,20 @@ impl Operator for UpdateOp {
                 inputs.len()
             )));
         }
+        let (inputs, scale) = inputs.split_at_mut(spec.inputs.len() - spec.scale_input as usize);
+        if let Some(slot) = scale.first_mut() {
+            match slot {
+                Some(s) if s.iter().product::<usize>() != 1 => {
+                    return Err(Error::Value(format!(
+                        "{}: rescale_grad must hold one value, got shape {}",
+                        spec.name,
+                        fmt_shape(s)
+                    )))
+                }
+                Some(_) => {}
+                None => *slot = Some(crate::shape::Shape::from_slice(&[1])),
+            }
+        }
         let Some((known_name, known)) = spec
             .inputs
             .iter()
@@ -64,10 +78,13 @@ impl Operator for UpdateOp {
     infer_from_partial!(shape);
 
     /// The weight's type is a float type, shared by the gradient, the states and the
-    /// output; mixed-precision copies are float32.
+    /// output; mixed-precision copies and `rescale_grad` are float32.
     fn infer_type_partial(&self, inputs: &mut TypeSlots, outputs: &mut TypeSlots) -> Result<()> {
         let spec = self.kind.spec();
-        let mp = spec.mp_from.unwrap_or(spec.inputs.len()).min(inputs.len());
+        let mp = spec
+            .mp_from
+            .unwrap_or(spec.inputs.len() - spec.scale_input as usize)
+            .min(inputs.len());
         let Some(w) = infer::first_known(&inputs[..mp], outputs) else {
             for slot in inputs.iter_mut().skip(mp) {
                 slot.get_or_insert(DType::F32);

@@ -25,6 +25,8 @@ pub enum Kind {
     AggSgd,
     AggMpSgd,
     Ftml,
+    AdamW,
+    MpAdamW,
 }
 
 /// The static description of one update operator.
@@ -43,6 +45,9 @@ pub struct Spec {
     /// True if the arguments are MXNet `float` fields (rounded to float32 when parsed);
     /// false for the Python-side optimizers whose scalars are doubles.
     pub f32_params: bool,
+    /// True if the last input is `rescale_grad`, a one-element float32 array read when
+    /// the update runs (the update is skipped when it is zero or not finite).
+    pub scale_input: bool,
     /// One-line description.
     pub doc: &'static str,
 }
@@ -63,6 +68,7 @@ impl Spec {
             aux: INDICES.split_at(inputs.len()).0.split_at(2).1,
             mp_from: None,
             f32_params: true,
+            scale_input: false,
             doc: "",
         }
     }
@@ -75,6 +81,15 @@ impl Spec {
     const fn mixed_precision(self) -> Spec {
         Spec {
             mp_from: Some(2),
+            ..self
+        }
+    }
+
+    /// The last input is the `rescale_grad` array, which is neither a state nor updated.
+    const fn scaled(self) -> Spec {
+        Spec {
+            scale_input: true,
+            aux: self.aux.split_at(self.aux.len() - 1).0,
             ..self
         }
     }
@@ -154,6 +169,21 @@ static SPECS: [Spec; Kind::ALL.len()] = [
     .doc("Multi-precision SGD as MXNet's aggregated multi_mp_sgd_update computes it."),
     Spec::new("ftml_update", &["weight", "grad", "d", "v", "z"], FTML)
         .doc("The FTML optimizer's update (Follow the Moving Leader)."),
+    Spec::new(
+        "_adamw_update",
+        &["weight", "grad", "mean", "var", "rescale_grad"],
+        ADAMW,
+    )
+    .scaled()
+    .doc("Update function for AdamW optimizer (Adam with decoupled weight decay)."),
+    Spec::new(
+        "_mp_adamw_update",
+        &["weight", "grad", "mean", "var", "weight32", "rescale_grad"],
+        ADAMW,
+    )
+    .scaled()
+    .mixed_precision()
+    .doc("Update function for multi-precision AdamW optimizer."),
 ];
 
 const LR: Param = Param::required("lr", "float", "Learning rate");
@@ -289,6 +319,26 @@ const FTRL: &[Param] = &[
     CLIP_GRADIENT,
 ];
 
+const ADAMW: &[Param] = &[
+    LR,
+    Param::new(
+        "beta1",
+        "float",
+        "0.9",
+        "The decay rate for the 1st moment estimates.",
+    ),
+    Param::new(
+        "beta2",
+        "float",
+        "0.999",
+        "The decay rate for the 2nd moment estimates.",
+    ),
+    EPSILON,
+    WD,
+    Param::required("eta", "float", "Learning rate schedule multiplier"),
+    CLIP_GRADIENT,
+];
+
 const PLAIN: &[Param] = &[LR, WD, RESCALE_GRAD, CLIP_GRADIENT];
 
 const FTML: &[Param] = &[
@@ -373,7 +423,7 @@ const ADADELTA: &[Param] = &[
 ];
 
 /// The names of [`Hyper`]'s fields, in the order of [`Hyper::fields_mut`].
-const FIELDS: [&str; 16] = [
+const FIELDS: [&str; 17] = [
     "lr",
     "wd",
     "rescale_grad",
@@ -390,6 +440,7 @@ const FIELDS: [&str; 16] = [
     "wd_lh",
     "rho",
     "t",
+    "eta",
 ];
 
 /// The argument FTML names `clip_grad`, read into [`Hyper::clip_gradient`].
@@ -397,7 +448,7 @@ const CLIP_GRAD: &str = "clip_grad";
 
 impl Kind {
     /// Every kind, in registration order.
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 19] = [
         Kind::Sgd,
         Kind::SgdMom,
         Kind::MpSgd,
@@ -415,6 +466,8 @@ impl Kind {
         Kind::AggSgd,
         Kind::AggMpSgd,
         Kind::Ftml,
+        Kind::AdamW,
+        Kind::MpAdamW,
     ];
 
     /// The kind's description.
@@ -451,6 +504,8 @@ pub struct Hyper {
     pub rho: f64,
     /// The update's count, from 1 (FTML).
     pub t: f64,
+    /// The learning-rate schedule multiplier (AdamW).
+    pub eta: f64,
 }
 
 impl Hyper {
@@ -474,6 +529,7 @@ impl Hyper {
             wd_lh: 0.0,
             rho: 0.0,
             t: 1.0,
+            eta: 1.0,
         };
         let decls = kind.spec().params;
         for (key, slot) in FIELDS.iter().zip(h.fields_mut()) {
@@ -499,7 +555,7 @@ impl Hyper {
         self
     }
 
-    pub(crate) fn fields_mut(&mut self) -> [&mut f64; 16] {
+    pub(crate) fn fields_mut(&mut self) -> [&mut f64; 17] {
         [
             &mut self.lr,
             &mut self.wd,
@@ -517,6 +573,7 @@ impl Hyper {
             &mut self.wd_lh,
             &mut self.rho,
             &mut self.t,
+            &mut self.eta,
         ]
     }
 
@@ -569,12 +626,15 @@ mod tests {
         for (i, k) in Kind::ALL.into_iter().enumerate() {
             assert_eq!(k as usize, i);
             let s = k.spec();
-            assert_eq!(s.mp_from.is_some(), s.inputs.last() == Some(&"weight32"));
+            assert_eq!(s.mp_from.is_some(), s.inputs.contains(&"weight32"));
         }
         assert_eq!(Kind::Sgd.spec().name, "sgd_update");
         assert_eq!(Kind::MpNagMom.spec().name, "mp_nag_mom_update");
         assert_eq!(Kind::AdaGrad.spec().name, "_rsmx_adagrad_update");
         assert_eq!(Kind::AggMpSgd.spec().name, "_rsmx_agg_mp_sgd_update");
         assert_eq!(Kind::RmsPropAlex.spec().aux, &[2, 3, 4]);
+        assert_eq!(Kind::AdamW.spec().aux, &[2, 3]);
+        assert_eq!(Kind::MpAdamW.spec().aux, &[2, 3, 4]);
+        assert!(Kind::MpAdamW.spec().scale_input && !Kind::Adam.spec().scale_input);
     }
 }

@@ -73,6 +73,11 @@ pub struct H<T> {
     /// `beta1` and `beta2` to the power `t`, in the element type (FTML).
     pub beta1_t: T,
     pub beta2_t: T,
+    /// The learning-rate schedule multiplier (AdamW).
+    pub eta: T,
+    /// `1 - beta1` and `1 - beta2` computed in float32, as MXNet's AdamW does.
+    pub one_minus_beta1: T,
+    pub one_minus_beta2: T,
 }
 
 impl<T: Real> H<T> {
@@ -97,6 +102,9 @@ impl<T: Real> H<T> {
             one_minus_rho: T::of(1.0 - h.rho),
             beta1_t: T::of(h.beta1).powf(T::of(h.t)),
             beta2_t: T::of(h.beta2).powf(T::of(h.t)),
+            eta: T::of(h.eta),
+            one_minus_beta1: T::of((1.0f32 - h.beta1 as f32) as f64),
+            one_minus_beta2: T::of((1.0f32 - h.beta2 as f32) as f64),
         }
     }
 
@@ -291,4 +299,18 @@ pub fn ftml<T: Real>(h: &H<T>, w: T, g: T, d: T, v: T, z: T) -> (T, T, T, T) {
     let d_t = (T::one() - h.beta1_t) / h.lr * ((v / (T::one() - h.beta2_t)).sqrt() + h.eps);
     let z = h.beta1 * z + (T::one() - h.beta1) * gr - (d_t - h.beta1 * d) * w;
     (d_t, v, z, -z / d_t)
+}
+
+/// `_adamw_update` and its multi-precision form: (mean, var, weight). The weight decay is
+/// applied to the weight directly, outside the adaptive step.
+#[inline(always)]
+pub fn adamw<T: Real>(h: &H<T>, w: T, g: T, mean: T, var: T) -> (T, T, T) {
+    let mut g = h.rg * g;
+    if h.clipping() {
+        g = clip(g, h.clip);
+    }
+    let mean = h.beta1 * mean + h.one_minus_beta1 * g;
+    let var = h.beta2 * var + h.one_minus_beta2 * (g * g);
+    let w = w - h.eta * (h.lr * mean / (var.sqrt() + h.eps) + h.wd * w);
+    (mean, var, w)
 }

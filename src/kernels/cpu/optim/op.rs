@@ -11,6 +11,7 @@ use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
 use crate::op::optim::op::UpdateOp;
 use crate::op::optim::spec::Kind;
+use crate::op::optim::MultiUpdateOp;
 use crate::op::{OpContext, OpReq, Operator};
 use half::f16;
 use rayon::prelude::*;
@@ -242,11 +243,12 @@ impl UpdateOp {
                     out.put(i, wi);
                 })
             }
-            Kind::Adam | Kind::Ftrl | Kind::AdaDelta => {
+            Kind::Adam | Kind::Ftrl | Kind::AdaDelta | Kind::AdamW => {
                 let (a, b) = (p(2), p(3));
                 let f = match self.kind {
                     Kind::Adam => elem::adam::<T>,
                     Kind::Ftrl => elem::ftrl::<T>,
+                    Kind::AdamW => elem::adamw::<T>,
                     _ => elem::adadelta::<T>,
                 };
                 for_each_index(n, |i| {
@@ -282,7 +284,9 @@ impl UpdateOp {
                 let wi = w.get(i);
                 out.put(i, wi + elem::sgd_mom(h, wi, g.get(i), T::zero()));
             }),
-            Kind::MpSgd | Kind::MpSgdMom | Kind::MpNagMom | Kind::AggMpSgd => self.run_mp(ins, out),
+            Kind::MpSgd | Kind::MpSgdMom | Kind::MpNagMom | Kind::AggMpSgd | Kind::MpAdamW => {
+                self.run_mp(ins, out)
+            }
         }
     }
 
@@ -322,6 +326,21 @@ impl UpdateOp {
                     out.put(i, T::from_f32(wi));
                 })
             }
+            Kind::MpAdamW => {
+                let (mean, var, w32) = (
+                    Ptr::<f32>::of(&ins[2]),
+                    Ptr::<f32>::of(&ins[3]),
+                    Ptr::<f32>::of(&ins[4]),
+                );
+                for_each_index(n, |i| {
+                    let (mi, vi, wi) =
+                        elem::adamw(h, w32.get(i), g.get(i).as_f32(), mean.get(i), var.get(i));
+                    mean.set(i, mi);
+                    var.set(i, vi);
+                    w32.set(i, wi);
+                    out.put(i, T::from_f32(wi));
+                })
+            }
             _ => {
                 let (m, w32) = (Ptr::<f32>::of(&ins[2]), Ptr::<f32>::of(&ins[3]));
                 for_each_index(n, |i| {
@@ -338,14 +357,48 @@ impl UpdateOp {
     }
 }
 
+/// The value of a `rescale_grad` input (a one-element float32 array).
+fn scale_value(op: &str, b: &TBlob) -> Result<f32> {
+    if b.dtype != DType::F32 || b.size() != 1 {
+        return Err(Error::Value(format!(
+            "{op}: rescale_grad must be one float32 value, got {} elements of {}",
+            b.size(),
+            b.dtype
+        )));
+    }
+    Ok(b.slice::<f32>()[0])
+}
+
 impl CpuKernel for UpdateOp {
-    fn forward(&self, _: &mut OpContext, io: Blobs) -> Result<()> {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        let name = self.name();
+        if self.kind.spec().scale_input {
+            // MXNet skips the whole update when the scale is zero or not finite (an
+            // overflowed loss scale).
+            let (ins, scale) = io.inputs.split_at(io.inputs.len() - 1);
+            let v = scale_value(name, &scale[0])?;
+            if !v.is_finite() || v == 0.0 {
+                return check_blobs(name, &ins.iter().collect::<Vec<_>>(), ins[0].size());
+            }
+            let mut h = self.h;
+            h.rescale_grad = v as f64;
+            let op = UpdateOp { kind: self.kind, h };
+            return op.forward_states(ctx, Blobs::new(ins, io.outputs, io.req), io.inputs);
+        }
+        self.forward_states(ctx, io, io.inputs)
+    }
+}
+
+impl UpdateOp {
+    /// The update over weight, gradient and states (`io.inputs`, without the scale);
+    /// `declared` are every input, for the type check.
+    fn forward_states(&self, _: &mut OpContext, io: Blobs, declared: &[TBlob]) -> Result<()> {
         let name = self.name();
         let out = &io.outputs[0];
         let n = io.inputs[0].size();
         let all: Vec<&TBlob> = io.inputs.iter().chain(std::iter::once(out)).collect();
         check_blobs(name, &all, n)?;
-        let types: Vec<DType> = io.inputs.iter().map(|b| b.dtype).collect();
+        let types: Vec<DType> = declared.iter().map(|b| b.dtype).collect();
         if self.infer_type(&types)?[0] != out.dtype {
             return Err(Error::Type(format!(
                 "{name}: output has dtype {} but weight has dtype {}",
@@ -389,7 +442,20 @@ impl CpuKernel for UpdateOp {
     }
 }
 
+impl CpuKernel for MultiUpdateOp {
+    /// Each weight in turn, by the single-weight update of the same formula.
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        for t in 0..self.count() {
+            let (op, ins) = self.weight_update(t, io.outputs[t].dtype);
+            let blobs = Blobs::new(&io.inputs[ins], &io.outputs[t..t + 1], &io.req[t..t + 1]);
+            CpuKernel::forward(&op, ctx, blobs).map_err(|e| e.in_op(self.name()))?;
+        }
+        Ok(())
+    }
+}
+
 /// Registers the CPU kernels of the operators defined here.
 pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<UpdateOp>(k);
+    cpu::add::<MultiUpdateOp>(k);
 }
