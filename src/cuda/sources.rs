@@ -23,6 +23,7 @@ pub const MODULES: &[(&str, &str)] = &[
     ("sort", include_str!("../kernels/cuda/sort.cu")),
     ("rnn", include_str!("../kernels/cuda/rnn.cu")),
     ("scan", include_str!("../kernels/cuda/scan.cu")),
+    ("la", include_str!("../kernels/cuda/la.cu")),
 ];
 
 /// The source of module `name`.

@@ -15,6 +15,7 @@ pub mod infer;
 pub mod init;
 pub mod khatri_rao;
 pub mod la;
+pub mod la_factor;
 pub mod la_trian;
 pub mod linalg;
 pub mod nn;

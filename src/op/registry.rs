@@ -69,6 +69,7 @@ fn table() -> &'static Table {
         super::sorting::register(&mut r);
         super::contrib::register(&mut r);
         super::la::register(&mut r);
+        super::la_factor::register(&mut r);
         super::la_trian::register(&mut r);
         super::attention::register(&mut r);
         super::random::register(&mut r);

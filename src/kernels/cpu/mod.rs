@@ -9,6 +9,8 @@ pub mod grad;
 pub mod histogram;
 pub mod indexing;
 pub mod init;
+pub mod la_dense;
+pub mod la_factor;
 pub mod linalg;
 pub mod map;
 pub mod nn;
@@ -61,6 +63,7 @@ pub fn register_kernels(k: &mut Kernels) {
     grad::register_kernels(k);
     indexing::register_kernels(k);
     init::register_kernels(k);
+    la_factor::register_kernels(k);
     linalg::register_kernels(k);
     nn::register_kernels(k);
     optim::register_kernels(k);

@@ -7,6 +7,7 @@ mod elemwise;
 mod grad;
 mod index;
 mod init;
+mod la;
 pub mod launch;
 mod linalg;
 mod nn;
@@ -87,6 +88,7 @@ pub fn register_kernels(k: &mut Kernels) {
     random::register_kernels(k);
     xform::register_kernels(k);
     scan::register_kernels(k);
+    la::register_kernels(k);
     rnn::register_kernels(k);
     add::<crate::op::grad::linalg::DotBackward>(k);
 }

@@ -253,20 +253,23 @@ pub(crate) const SGD_MOM: &[Param] = &[
 
 pub(crate) const NAG: &[Param] = &[LR, MOMENTUM, WD, RESCALE_GRAD, CLIP_GRADIENT];
 
+const ADAM_BETA1: Param = Param::new(
+    "beta1",
+    "float",
+    "0.9",
+    "The decay rate for the 1st moment estimates.",
+);
+const ADAM_BETA2: Param = Param::new(
+    "beta2",
+    "float",
+    "0.999",
+    "The decay rate for the 2nd moment estimates.",
+);
+
 const ADAM: &[Param] = &[
     LR,
-    Param::new(
-        "beta1",
-        "float",
-        "0.9",
-        "The decay rate for the 1st moment estimates.",
-    ),
-    Param::new(
-        "beta2",
-        "float",
-        "0.999",
-        "The decay rate for the 2nd moment estimates.",
-    ),
+    ADAM_BETA1,
+    ADAM_BETA2,
     EPSILON,
     WD,
     RESCALE_GRAD,
@@ -321,18 +324,8 @@ const FTRL: &[Param] = &[
 
 const ADAMW: &[Param] = &[
     LR,
-    Param::new(
-        "beta1",
-        "float",
-        "0.9",
-        "The decay rate for the 1st moment estimates.",
-    ),
-    Param::new(
-        "beta2",
-        "float",
-        "0.999",
-        "The decay rate for the 2nd moment estimates.",
-    ),
+    ADAM_BETA1,
+    ADAM_BETA2,
     EPSILON,
     WD,
     Param::required("eta", "float", "Learning rate schedule multiplier"),
