@@ -578,3 +578,29 @@ def test_broadcast_like_refuses_empty_axes():
     with pytest.raises(mx.MXNetError, match="must not be empty"):
         mx.nd.broadcast_like(lhs, rhs, lhs_axes=(), rhs_axes=())
     assert mx.nd.broadcast_like(lhs, rhs, lhs_axes=(0,), rhs_axes=(0,)).shape == (4, 3)
+
+
+def test_legacy_crop(ctx):
+    # Expectations printed by MXNet 1.9.1.
+    x = mx.nd.array(np.arange(2 * 1 * 5 * 6).reshape(2, 1, 5, 6), ctx=ctx)
+    assert mx.nd.Crop(x, h_w=(2, 3), offset=(1, 2)).asnumpy().tolist() == [
+        [[[8, 9, 10], [14, 15, 16]]], [[[38, 39, 40], [44, 45, 46]]]]
+    like = mx.nd.zeros((1, 1, 3, 2), ctx=ctx)
+    got = mx.nd.Crop(x, like, num_args=2, center_crop=True).asnumpy()[0].tolist()
+    assert got == [[[8, 9], [14, 15], [20, 21]]]
+    s = mx.sym.Crop(mx.sym.var("a"), mx.sym.var("b"), num_args=2)
+    assert s.list_arguments() == ["a", "b"]
+    assert s.infer_shape(a=(2, 3, 8, 8), b=(1, 1, 4, 5))[1] == [(2, 3, 4, 5)]
+    a = mx.nd.array(np.random.rand(1, 1, 4, 4), ctx=ctx)
+    b = mx.nd.ones((1, 1, 2, 2), ctx=ctx)
+    a.attach_grad()
+    b.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Crop(a, b, num_args=2, center_crop=True)
+    y.backward(mx.nd.ones((1, 1, 2, 2), ctx=ctx))
+    assert a.grad.asnumpy()[0, 0].tolist() == [[0, 0, 0, 0], [0, 1, 1, 0], [0, 1, 1, 0], [0, 0, 0, 0]]
+    assert not b.grad.asnumpy().any()
+    with pytest.raises(mx.base.MXNetError, match=r"Crop.*6x3 does not fit.*5x6"):
+        mx.nd.Crop(x, h_w=(6, 3))
+    with pytest.raises(mx.base.MXNetError, match=r"Crop.*offset \(3, 0\)"):
+        mx.nd.Crop(x, h_w=(3, 3), offset=(3, 0))

@@ -6,6 +6,7 @@ pub mod array_info;
 pub mod attention;
 pub mod composite;
 pub mod contrib;
+pub mod crop;
 pub mod cumsum;
 pub mod elemwise;
 pub mod grad;

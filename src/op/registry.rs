@@ -63,6 +63,7 @@ fn table() -> &'static Table {
         super::cumsum::register(&mut r);
         super::histogram::register(&mut r);
         super::khatri_rao::register(&mut r);
+        super::crop::register(&mut r);
         super::linalg::register(&mut r);
         super::transform::register(&mut r);
         super::indexing::register(&mut r);
