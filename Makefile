@@ -56,7 +56,7 @@ test-python: build mxref
 	rerun=0; for e in $(ENGINES); do \
 		echo "== pytest under $$e"; \
 		RSMX_TEST_ENGINE_RERUN=$$rerun RSMX_CHECK_BORROWS=1 RSMX_ENGINE_TYPE=$$e \
-			$(PY) -m pytest -q -p no:cacheprovider tests || exit 1; \
+			$(PY) -m pytest -q -p no:cacheprovider --durations=40 tests || exit 1; \
 		echo "== GPU tests on two fake GPUs under $$e"; \
 		RSMX_FAKE_GPU=2 RSMX_ENGINE_TYPE=$$e $(PY) -m pytest -q -p no:cacheprovider -m gpu tests || exit 1; \
 		rerun=1; \

@@ -24,6 +24,8 @@ pub const MODULES: &[(&str, &str)] = &[
     ("rnn", include_str!("../kernels/cuda/rnn.cu")),
     ("scan", include_str!("../kernels/cuda/scan.cu")),
     ("la", include_str!("../kernels/cuda/la.cu")),
+    ("vision", include_str!("../kernels/cuda/vision.cu")),
+    ("ctc", include_str!("../kernels/cuda/ctc.cu")),
 ];
 
 /// The source of module `name`.

@@ -3,6 +3,7 @@
 
 mod array_info;
 mod conv;
+mod ctc;
 mod elemwise;
 mod grad;
 mod index;
@@ -21,6 +22,7 @@ mod scan;
 mod softmax;
 mod sort;
 mod temp;
+mod vision;
 mod xform;
 
 use crate::context::DeviceType;
@@ -90,5 +92,7 @@ pub fn register_kernels(k: &mut Kernels) {
     scan::register_kernels(k);
     la::register_kernels(k);
     rnn::register_kernels(k);
+    vision::register_kernels(k);
+    ctc::register_kernels(k);
     add::<crate::op::grad::linalg::DotBackward>(k);
 }

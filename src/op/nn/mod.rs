@@ -6,15 +6,18 @@ pub mod activation;
 pub mod adaptive_pool;
 pub mod batch_norm;
 pub mod batch_norm_forms;
+pub mod bilinear_sampler;
 pub mod common;
 pub mod conv_layer;
 pub mod convolution;
 pub mod correlation;
+pub mod ctc_loss;
 pub mod deconvolution;
 pub mod dense;
 pub mod dropout;
 pub mod embedding;
 pub mod geometry;
+pub mod grid_generator;
 pub mod im2col;
 pub mod leaky_relu;
 pub mod make_loss;
@@ -22,8 +25,10 @@ pub mod normalization;
 pub mod pooling;
 pub mod regression;
 pub mod rnn;
+pub mod roi_pooling;
 pub mod softmax;
 pub mod softmax_output;
+pub mod spatial_transformer;
 pub mod svm_output;
 pub mod upsampling;
 
@@ -133,6 +138,25 @@ pub(crate) const BACKWARD_OPS: &[BackwardEntry] = &[
         &["ograd", "data", "parameters", "state", "reserve"],
         false,
     ),
+    (
+        "_backward_GridGenerator",
+        "GridGenerator",
+        &["ograd"],
+        false,
+    ),
+    (
+        "_backward_BilinearSampler",
+        "BilinearSampler",
+        &["ograd", "data", "grid"],
+        false,
+    ),
+    ("_backward_ctc_loss", "CTCLoss", &["ograd", "grad"], false),
+    (
+        "_backward_ROIPooling",
+        "ROIPooling",
+        &["ograd", "data", "maxidx"],
+        false,
+    ),
 ];
 
 /// Registers the network layers, then their backward operators.
@@ -158,6 +182,11 @@ pub fn register(r: &mut Registry) {
     im2col::register(r);
     adaptive_pool::register(r);
     rnn::register(r);
+    grid_generator::register(r);
+    bilinear_sampler::register(r);
+    spatial_transformer::register(r);
+    roi_pooling::register(r);
+    ctc_loss::register(r);
     super::grad::register_backward(r, BACKWARD_OPS);
 }
 
@@ -175,6 +204,8 @@ pub(crate) mod tests {
             "Activation" => &[("act_type", "relu")],
             "Embedding" => &[("input_dim", "4"), ("output_dim", "2")],
             "RNN" => &[("state_size", "2"), ("num_layers", "1"), ("mode", "gru")],
+            "GridGenerator" => &[("transform_type", "warp")],
+            "ROIPooling" => &[("pooled_size", "(2, 2)"), ("spatial_scale", "1")],
             _ => &[],
         };
         crate::op::testutil::attrs(pairs)

@@ -4,6 +4,7 @@
 #[macro_use]
 pub mod common;
 pub mod activation;
+pub mod ctc;
 pub mod dense;
 pub mod dropout;
 pub mod embedding;
@@ -17,6 +18,7 @@ pub mod special;
 /// Registers the CPU kernels of this family.
 pub(crate) fn register_kernels(k: &mut crate::kernels::Kernels) {
     activation::register_kernels(k);
+    ctc::register_kernels(k);
     dense::register_kernels(k);
     dropout::register_kernels(k);
     embedding::register_kernels(k);
