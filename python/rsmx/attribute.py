@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 
+from ._classproperty import ClassPropertyMeta, classproperty
 from .base import MXNetValueError
 
 __all__ = ["AttrScope"]
 
 
-class AttrScope:
+class AttrScope(metaclass=ClassPropertyMeta):
     """``with mx.AttrScope(ctx_group='dev1'):`` gives the symbols made inside the block
     these attributes (values must be strings)."""
 
@@ -32,7 +33,7 @@ class AttrScope:
         return ret
 
     def __enter__(self) -> AttrScope:
-        self._old_scope = AttrScope.current()
+        self._old_scope = AttrScope.current
         attr = self._old_scope._attr.copy()
         attr.update(self._attr)
         self._attr = attr
@@ -42,9 +43,13 @@ class AttrScope:
     def __exit__(self, *exc: object) -> None:
         AttrScope._local.value = self._old_scope
 
-    @staticmethod
-    def current() -> AttrScope:
-        """The scope in effect on this thread."""
-        if not hasattr(AttrScope._local, "value") or AttrScope._local.value is None:
+    @classproperty
+    def current(cls) -> AttrScope:
+        """The scope in effect on this thread (assignable: ``AttrScope.current = scope``)."""
+        if getattr(AttrScope._local, "value", None) is None:
             AttrScope._local.value = AttrScope()
         return AttrScope._local.value
+
+    @current.setter
+    def current(cls, scope: AttrScope) -> None:
+        AttrScope._local.value = scope

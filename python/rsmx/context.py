@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 
+from ._classproperty import ClassPropertyMeta, classproperty
+
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus"]
 
 
-class Context:
+class Context(metaclass=ClassPropertyMeta):
     """A device: its type (``cpu``, ``gpu``, ``cpu_pinned``, ``cpu_shared``) and id.
 
     Used with ``with``, a context becomes the default for new arrays in that block.
@@ -62,6 +64,15 @@ class Context:
 
     def __exit__(self, *exc: object) -> None:
         Context._default_ctx.value = self._old_ctx
+
+    @classproperty
+    def default_ctx(cls) -> Context:
+        """This thread's default context (assignable: ``Context.default_ctx = mx.gpu(0)``)."""
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, ctx: Context) -> None:
+        Context._default_ctx.value = ctx
 
     def empty_cache(self) -> None:
         """Gives the pooled free memory of this device back to the system."""

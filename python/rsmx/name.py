@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 
+from ._classproperty import ClassPropertyMeta, classproperty
+
 __all__ = ["NameManager", "Prefix"]
 
 
-class NameManager:
+class NameManager(metaclass=ClassPropertyMeta):
     """Gives each unnamed symbol its operator's name followed by a counter.
 
     Used as a context manager, it becomes the current manager for the ``with`` block.
@@ -28,19 +30,23 @@ class NameManager:
         return f"{hint}{n}"
 
     def __enter__(self) -> NameManager:
-        self._old_manager = NameManager.current()
+        self._old_manager = NameManager.current
         NameManager._local.value = self
         return self
 
     def __exit__(self, *exc: object) -> None:
         NameManager._local.value = self._old_manager
 
-    @staticmethod
-    def current() -> NameManager:
-        """The manager in effect on this thread."""
-        if not hasattr(NameManager._local, "value") or NameManager._local.value is None:
+    @classproperty
+    def current(cls) -> NameManager:
+        """The manager in effect on this thread (assignable: ``NameManager.current = m``)."""
+        if getattr(NameManager._local, "value", None) is None:
             NameManager._local.value = NameManager()
         return NameManager._local.value
+
+    @current.setter
+    def current(cls, manager: NameManager) -> None:
+        NameManager._local.value = manager
 
 
 class Prefix(NameManager):

@@ -88,9 +88,9 @@ def make_sym_function(
                 hidden[k] = str(v)
             else:
                 attrs[k] = attr_str(k, v)
-        attrs.update(_stored_attrs(AttrScope.current().get(attr)))
+        attrs.update(_stored_attrs(AttrScope.current.get(attr)))
         attrs.update(_stored_attrs(hidden))
-        node_name = NameManager.current().get(name, hint)
+        node_name = NameManager.current.get(name, hint)
         handle = _core.SymbolHandle.create(op_name, attrs, [s.handle for s in pos], named, node_name)
         if op_name in _INPUT_VAR_INIT:
             _init_input_vars(handle, _INPUT_VAR_INIT[op_name])

@@ -471,7 +471,7 @@ def Variable(
     """A variable: an input of the graph, given a value at bind time."""
     if not isinstance(name, str):
         raise MXNetTypeError("Expect a string for variable `name`")
-    attrs = _stored_attrs(AttrScope.current().get(attr))
+    attrs = _stored_attrs(AttrScope.current.get(attr))
     if shape is not None:
         attrs["__shape__"] = str((int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape))
     if lr_mult is not None:
@@ -572,7 +572,7 @@ def load(fname: str) -> Symbol:
 
 
 def _name(name: str | None, hint: str) -> str:
-    return NameManager.current().get(name, hint)
+    return NameManager.current.get(name, hint)
 
 
 def _default_ctx(ctx: Context | None) -> Context:
