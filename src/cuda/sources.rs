@@ -26,6 +26,7 @@ pub const MODULES: &[(&str, &str)] = &[
     ("la", include_str!("../kernels/cuda/la.cu")),
     ("vision", include_str!("../kernels/cuda/vision.cu")),
     ("ctc", include_str!("../kernels/cuda/ctc.cu")),
+    ("lamb", include_str!("../kernels/cuda/lamb.cu")),
 ];
 
 /// The source of module `name`.

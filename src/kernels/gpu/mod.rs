@@ -9,6 +9,7 @@ mod grad;
 mod index;
 mod init;
 mod la;
+mod lamb;
 pub mod launch;
 mod linalg;
 mod nn;
@@ -94,5 +95,6 @@ pub fn register_kernels(k: &mut Kernels) {
     rnn::register_kernels(k);
     vision::register_kernels(k);
     ctc::register_kernels(k);
+    lamb::register_kernels(k);
     add::<crate::op::grad::linalg::DotBackward>(k);
 }

@@ -1,6 +1,8 @@
 //! Definitions of the fused optimizer updates: one element-wise pass that updates a
 //! weight and its optimizer states in place, as MXNet 1.9.1 computes them.
 
+pub mod lamb;
+pub mod lars;
 pub mod multi;
 pub mod op;
 pub mod spec;
@@ -47,4 +49,6 @@ pub fn register(r: &mut Registry) {
             create: Box::new(move |a| Ok(Arc::new(MultiUpdateOp::parse(kind, a)?) as OpRef)),
         });
     }
+    lamb::register(r);
+    lars::register(r);
 }

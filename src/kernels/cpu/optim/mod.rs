@@ -4,6 +4,7 @@
 pub use crate::op::optim::{update_op, Hyper, Kind, UpdateOp};
 
 pub mod elem;
+mod lamb;
 mod op;
 #[cfg(test)]
 mod tests;
@@ -11,4 +12,5 @@ mod tests;
 /// Registers the CPU kernels of this family.
 pub(crate) fn register_kernels(k: &mut crate::kernels::Kernels) {
     op::register_kernels(k);
+    lamb::register_kernels(k);
 }
