@@ -58,27 +58,38 @@ fn wanted(io: &Blobs, i: usize) -> *mut u8 {
     }
 }
 
+/// Launches grid kernel `kernel` over `out`'s elements: `out (=|+=) f(input)` for grids of
+/// `grid_shape` (batch, 2, height, width).
+fn launch_grid(
+    ctx: &OpContext,
+    kernel: &str,
+    out: &TBlob,
+    input: &TBlob,
+    grid_shape: &[usize],
+    req: OpReq,
+) -> Result<()> {
+    let sfx = float_suffix(kernel, out.dtype)?;
+    let args = Args::new()
+        .ptr(out.ptr())
+        .ptr(input.ptr())
+        .arg((grid_shape[0] * 2) as i64)
+        .arg(grid_shape[2] as i64)
+        .arg(grid_shape[3] as i64)
+        .arg(i32::from(req == OpReq::Add));
+    launch_n(ctx, MODULE, &format!("{kernel}_{sfx}"), out.size(), args)
+}
+
 impl super::GpuKernel for GridGenerator {
     fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
         let (data, out, req) = (&io.inputs[0], &io.outputs[0], io.req[0]);
         if req == OpReq::Null {
             return Ok(());
         }
-        let sfx = float_suffix(self.name(), out.dtype)?;
         let kernel = match self.transform {
             Transform::Affine { .. } => "grid_affine",
             Transform::Warp => "grid_warp",
         };
-        let (h, w) = (out.shape[2], out.shape[3]);
-        let rows = out.shape[0] * 2;
-        let args = Args::new()
-            .ptr(out.ptr())
-            .ptr(data.ptr())
-            .arg(rows as i64)
-            .arg(h as i64)
-            .arg(w as i64)
-            .arg(i32::from(req == OpReq::Add));
-        launch_n(ctx, MODULE, &format!("{kernel}_{sfx}"), out.size(), args)
+        launch_grid(ctx, kernel, out, data, &out.shape, req)
     }
 }
 
@@ -88,21 +99,11 @@ impl super::GpuKernel for GridGeneratorBackward {
         if req == OpReq::Null {
             return Ok(());
         }
-        let sfx = float_suffix(self.name(), gd.dtype)?;
-        let (h, w) = (og.shape[2], og.shape[3]);
-        let rows = og.shape[0] * 2;
         let kernel = match self.0.transform {
             Transform::Affine { .. } => "grid_affine_backward",
             Transform::Warp => "grid_warp_backward",
         };
-        let args = Args::new()
-            .ptr(gd.ptr())
-            .ptr(og.ptr())
-            .arg(rows as i64)
-            .arg(h as i64)
-            .arg(w as i64)
-            .arg(i32::from(req == OpReq::Add));
-        launch_n(ctx, MODULE, &format!("{kernel}_{sfx}"), gd.size(), args)
+        launch_grid(ctx, kernel, gd, og, &og.shape, req)
     }
 }
 
