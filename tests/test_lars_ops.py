@@ -6,29 +6,18 @@ it) with MXNet 1.9.1.
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 import pytest
 import rsmx as mx
+from mxnet_cases import load_cases
 from rsmx.base import MXNetError
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "update_ops", "lars_ops.npz")
 
 
-def _cases() -> list[tuple[str, dict]]:
-    data = np.load(FIXTURE)
-    out = []
-    for i, c in enumerate(json.loads(str(data["meta"]))):
-        c = dict(c)
-        c["inputs"] = [data[f"c{i}_in{j}"] for j in range(c["n"])]
-        c["out"] = data[f"c{i}_out"]
-        out.append((f"{c['op']}-{c['inputs'][0].dtype.name}-{i}", c))
-    return out
-
-
-CASES = _cases()
+CASES = load_cases(FIXTURE)
 
 
 @pytest.mark.parametrize("case", [c for _, c in CASES], ids=[n for n, _ in CASES])

@@ -7,12 +7,12 @@ its arguments, and every input after one update.
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 import pytest
 import rsmx as mx
+from mxnet_cases import load_cases
 from rsmx.base import MXNetError
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "update_ops", "multi_update_ops.npz")
@@ -20,18 +20,7 @@ STRIDE = {"multi_sgd_update": 2, "multi_sgd_mom_update": 3, "multi_mp_sgd_update
           "multi_mp_sgd_mom_update": 4}
 
 
-def _cases() -> list[tuple[str, dict]]:
-    data = np.load(FIXTURE)
-    out = []
-    for i, c in enumerate(json.loads(str(data["meta"]))):
-        c = dict(c)
-        c["inputs"] = [data[f"c{i}_in{j}"] for j in range(c["n"])]
-        c["after"] = [data[f"c{i}_after{j}"] for j in range(c["n"])]
-        out.append((f"{c['op']}-{c['inputs'][0].dtype.name}-{i}", c))
-    return out
-
-
-CASES = _cases()
+CASES = load_cases(FIXTURE)
 
 
 def _tol(dtype: np.dtype) -> dict:
