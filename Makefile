@@ -52,7 +52,8 @@ test-python: build mxref
 	# RSMX_CHECK_BORROWS: every kernel's slices of its blobs are checked for in-place
 	# soundness (a shared and a mutable slice over the same bytes is an error).
 	# RSMX_TEST_ENGINE_RERUN: after the first engine, tests that run no engine op
-	# (marked engine_free: the CUDA sources compiled and run by themselves) are left out.
+	# (marked engine_free: the CUDA sources compiled and run by themselves) and those that
+	# run MXNet's own processes (marked mxnet_interop) are left out.
 	rerun=0; for e in $(ENGINES); do \
 		echo "== pytest under $$e"; \
 		RSMX_TEST_ENGINE_RERUN=$$rerun RSMX_CHECK_BORROWS=1 RSMX_ENGINE_TYPE=$$e \

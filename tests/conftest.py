@@ -30,9 +30,12 @@ def pytest_collection_modifyitems(config, items) -> None:
     With `RSMX_TEST_ENGINE_RERUN=1` (set by `make test` for its runs under the second and
     third engine), tests marked `engine_free`, which compile and run the CUDA sources
     without the engine, are left out: they ran under the first one, and an engine cannot
-    change what they check."""
+    change what they check. So are those marked `mxnet_interop`, which check the wire
+    protocol against MXNet's own processes: the all-rsmx clusters, which run under every
+    engine, cover the worker's engine path."""
+    once = ("engine_free", "mxnet_interop")
     if os.environ.get("RSMX_TEST_ENGINE_RERUN") == "1":
-        kept = [i for i in items if i.get_closest_marker("engine_free") is None]
+        kept = [i for i in items if not any(i.get_closest_marker(m) for m in once)]
         if len(kept) < len(items):
             config.hook.pytest_deselected(items=[i for i in items if i not in kept])
             items[:] = kept

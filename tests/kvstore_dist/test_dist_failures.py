@@ -104,6 +104,7 @@ def test_a_taken_scheduler_port_fails_at_once_naming_it():
     assert f"127.0.0.1:{port}" in r.stderr, r.stderr
 
 
+@pytest.mark.mxnet_interop
 def test_rsmx_workers_fail_when_an_mxnet_server_dies(tmp_path):
     if mxnet_python()[0] is None:
         pytest.skip(f"MXNet 1.9.1 is not available: {mxnet_python()[1]}")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from dist_cluster import Cluster, mxnet_python
 
-pytestmark = [pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.timeout(240), pytest.mark.mxnet_interop]
 
 MXNET, WHY = mxnet_python()
 if MXNET is None:
