@@ -204,8 +204,13 @@ def get_operator_arguments(op_name: str) -> OperatorArguments:
 
 def _make_prop(op_type: str, kwargs: dict[str, str]) -> tuple[Any, list[str], list[str], list[str], list[int]]:
     """The property object of ``op_type`` for a node, with its lists."""
-    with _registry_lock:
-        cls = _registry.get(op_type)
+    if op_type in ("_foreach", "_while_loop", "_cond"):
+        from ._control_flow import PROPS
+
+        cls = PROPS[op_type]
+    else:
+        with _registry_lock:
+            cls = _registry.get(op_type)
     if cls is None:
         raise MXNetError(f"Cannot find custom operator {op_type}")
     prop = cls(**kwargs)

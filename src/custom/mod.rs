@@ -11,6 +11,7 @@
 //! a thread of its own, never run on an engine worker, and what it pushes on the op's
 //! arrays completes the op when it has finished.
 
+pub mod control_flow;
 mod op;
 mod run;
 #[cfg(test)]

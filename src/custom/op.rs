@@ -46,11 +46,7 @@ fn create(attrs: &Attrs) -> Result<OpRef> {
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let prop = provider()?.create(op_type, &kwargs)?;
-    Ok(Arc::new(CustomOp {
-        op_type: op_type.as_str().into(),
-        prop,
-        instance: Arc::new(Mutex::new(None)),
-    }))
+    Ok(Arc::new(CustomOp::new("Custom", op_type, prop)))
 }
 
 /// The instance a node's forward and backward share, made when the node is bound (or
@@ -59,15 +55,36 @@ type Slot = Arc<Mutex<Option<Arc<dyn CustomInstance>>>>;
 
 /// A custom operator: a node of type `op_type`.
 pub struct CustomOp {
+    /// The operator's name: `Custom`, or a built-in operator the front end runs.
+    name: &'static str,
     op_type: Arc<str>,
     prop: Arc<dyn CustomProp>,
     instance: Slot,
 }
 
 impl CustomOp {
+    /// Operator `name` running the front end's properties `prop` of `op_type`.
+    pub fn new(name: &'static str, op_type: &str, prop: Arc<dyn CustomProp>) -> CustomOp {
+        CustomOp {
+            name,
+            op_type: op_type.into(),
+            prop,
+            instance: Arc::new(Mutex::new(None)),
+        }
+    }
+
     /// The registered name the node runs.
     pub fn op_type(&self) -> &str {
         &self.op_type
+    }
+
+    /// How errors name the operator: `Custom 'my_op'`, or the built-in's name.
+    fn label(&self) -> String {
+        if self.name == "Custom" {
+            format!("Custom '{}'", self.op_type)
+        } else {
+            self.name.to_string()
+        }
     }
 
     fn n_args(&self) -> usize {
@@ -90,8 +107,8 @@ impl CustomOp {
         let n = self.n_args();
         if inputs.len() != n + self.n_aux() {
             return Err(Error::Value(format!(
-                "Custom '{}': takes {} input(s) ({}), got {}",
-                self.op_type,
+                "{}: takes {} input(s) ({}), got {}",
+                self.label(),
                 n + self.n_aux(),
                 self.input_names().unwrap_or_default().join(", "),
                 inputs.len()
@@ -113,11 +130,21 @@ impl CustomOp {
             Err(_) if !complete => return Ok(()),
             Err(e) => return Err(e),
         };
-        let op = format!("Custom '{}'", self.op_type);
+        let op = self.label();
         let (arg_slots, aux_slots) = inputs.split_at_mut(n);
         merge(&op, "argument", arg_slots, &a, assign)?;
         merge(&op, "output", outputs, &o, assign)?;
         merge(&op, "auxiliary state", aux_slots, &aux, assign)
+    }
+}
+
+/// The backward's name of built-in operator `name` (`_foreach` → `_backward_foreach`).
+fn backward_name(name: &'static str) -> &'static str {
+    match name {
+        "_foreach" => "_backward_foreach",
+        "_while_loop" => "_backward_while_loop",
+        "_cond" => "_backward_cond",
+        _ => "_backward_Custom",
     }
 }
 
@@ -176,7 +203,7 @@ fn assign_type(op: &str, what: &str, slot: &mut Option<DType>, t: &DType) -> Res
 
 impl Operator for CustomOp {
     fn name(&self) -> &'static str {
-        "Custom"
+        self.name
     }
 
     fn num_outputs(&self) -> usize {
@@ -231,8 +258,15 @@ impl Operator for CustomOp {
             .filter(|&&d| d >= n_out + n_args && d < 2 * n_out + n_args)
             .map(|&d| d - n_out - n_args)
             .collect();
+        let (name, scope) = if self.name == "Custom" {
+            ("_backward_Custom", format!("_backward_{}", self.op_type))
+        } else {
+            let name = backward_name(self.name);
+            (name, name.to_string())
+        };
         let backward = BackwardCustom {
-            scope: format!("_backward_{}", self.op_type).into(),
+            name,
+            scope: scope.into(),
             prop: self.prop.clone(),
             instance: self.instance.clone(),
             ograds: ograds.clone(),
@@ -256,6 +290,7 @@ impl Operator for CustomOp {
     ) -> Result<Option<OpRef>> {
         let instance = self.prop.create_operator(ctx, shapes, types)?;
         Ok(Some(Arc::new(CustomOp {
+            name: self.name,
             op_type: self.op_type.clone(),
             prop: self.prop.clone(),
             instance: Arc::new(Mutex::new(Some(instance))),
@@ -298,6 +333,8 @@ impl AsyncOperator for CustomOp {
 /// (declared arguments, then every auxiliary state) and the forward outputs in `outputs`;
 /// its outputs the arguments' gradients.
 pub struct BackwardCustom {
+    /// `_backward_Custom`, or the built-in's backward (`_backward_foreach`).
+    name: &'static str,
     /// `_backward_<op_type>`, as the profiler names its code.
     scope: Arc<str>,
     prop: Arc<dyn CustomProp>,
@@ -309,7 +346,7 @@ pub struct BackwardCustom {
 
 impl Operator for BackwardCustom {
     fn name(&self) -> &'static str {
-        "_backward_Custom"
+        self.name
     }
 
     fn num_outputs(&self) -> usize {

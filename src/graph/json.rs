@@ -3,6 +3,7 @@
 
 use super::compose::{build_op, input_names};
 use super::{stored_key, Entry, Node, Symbol};
+use crate::custom::control_flow::SUBGRAPHS_KEY;
 use crate::error::{Error, Result};
 use crate::op::{self, Attrs};
 use parking_lot::RwLock;
@@ -60,6 +61,18 @@ fn write_items(
 
 /// The symbol as MXNet's JSON.
 pub fn to_json(sym: &Symbol) -> String {
+    let mut out = String::new();
+    write_graph(&mut out, sym, 0);
+    let _ = write!(
+        out,
+        ", \n  \"attrs\": {{\"mxnet_version\": [\"int\", {MXNET_VERSION}]}}\n}}"
+    );
+    out
+}
+
+/// Writes the graph of `sym` as an object whose braces sit at column `base`, up to its
+/// `heads` (the caller closes it: the top level adds MXNet's version, a subgraph not).
+fn write_graph(out: &mut String, sym: &Symbol, base: usize) {
     let nodes = sym.topo_nodes();
     let index: HashMap<*const Node, usize> = nodes
         .iter()
@@ -67,20 +80,24 @@ pub fn to_json(sym: &Symbol) -> String {
         .map(|(i, n)| (Arc::as_ptr(n), i))
         .collect();
     let entry = |e: &Entry| format!("[{}, {}, 0]", index[&Arc::as_ptr(&e.node)], e.index);
+    let key = " ".repeat(base + 2);
+    let node_pad = " ".repeat(base + 4);
+    let field = " ".repeat(base + 6);
     // A variable an op mutates (an auxiliary state) is read at a new version each time.
     let mut versions: HashMap<*const Node, usize> = HashMap::new();
-    let mut out = String::from("{\n  \"nodes\": [\n");
+    let _ = writeln!(out, "{{\n{key}\"nodes\": [");
     for (i, n) in nodes.iter().enumerate() {
-        out.push_str("    {\n");
-        let _ = writeln!(out, "      \"op\": {}, ", quote(n.op_name()));
-        let _ = writeln!(out, "      \"name\": {}, ", quote(&n.name));
-        let attrs = n.attrs.read();
+        let _ = writeln!(out, "{node_pad}{{");
+        let _ = writeln!(out, "{field}\"op\": {}, ", quote(n.op_name()));
+        let _ = writeln!(out, "{field}\"name\": {}, ", quote(&n.name));
+        let mut attrs = n.attrs.read().clone();
+        let subgraphs = attrs.remove(SUBGRAPHS_KEY);
         if !attrs.is_empty() {
-            out.push_str("      \"attrs\": ");
-            write_map(&mut out, &attrs, 6);
+            let _ = write!(out, "{field}\"attrs\": ");
+            write_map(out, &attrs, base + 6);
             out.push_str(", \n");
         }
-        out.push_str("      \"inputs\": ");
+        let _ = write!(out, "{field}\"inputs\": ");
         let aux = n.aux_inputs();
         let inputs: Vec<String> = n
             .inputs
@@ -96,41 +113,65 @@ pub fn to_json(sym: &Symbol) -> String {
                 }
             })
             .collect();
-        write_list(&mut out, &inputs, 6);
+        write_list(out, &inputs, base + 6);
+        if let Some(text) = subgraphs {
+            write_subgraphs(out, &text, base + 6);
+        }
         out.push('\n');
-        out.push_str(if i + 1 < nodes.len() {
-            "    }, \n"
-        } else {
-            "    }\n"
-        });
+        out.push_str(&node_pad);
+        out.push_str(if i + 1 < nodes.len() { "}, \n" } else { "}\n" });
     }
-    out.push_str("  ], \n");
+    out.push_str(&key);
+    out.push_str("], \n");
     let arg_nodes: Vec<String> = nodes
         .iter()
         .enumerate()
         .filter(|(_, n)| n.is_variable())
         .map(|(i, _)| i.to_string())
         .collect();
-    out.push_str("  \"arg_nodes\": ");
-    write_list(&mut out, &arg_nodes, 2);
+    let _ = write!(out, "{key}\"arg_nodes\": ");
+    write_list(out, &arg_nodes, base + 2);
     out.push_str(", \n");
     let mut row = vec![0usize];
     for n in &nodes {
         row.push(row.last().unwrap() + n.mxnet_num_outputs());
     }
     let row: Vec<String> = row.iter().map(|r| r.to_string()).collect();
-    out.push_str("  \"node_row_ptr\": ");
-    write_list(&mut out, &row, 2);
+    let _ = write!(out, "{key}\"node_row_ptr\": ");
+    write_list(out, &row, base + 2);
     out.push_str(", \n");
     let heads: Vec<String> = sym.outputs.iter().map(entry).collect();
-    out.push_str("  \"heads\": ");
-    write_list(&mut out, &heads, 2);
-    out.push_str(", \n");
-    let _ = write!(
-        out,
-        "  \"attrs\": {{\"mxnet_version\": [\"int\", {MXNET_VERSION}]}}\n}}"
-    );
-    out
+    let _ = write!(out, "{key}\"heads\": ");
+    write_list(out, &heads, base + 2);
+}
+
+/// Writes a node's `subgraphs` key (after its inputs) from the JSON list it keeps, each
+/// graph in MXNet's layout; a list that does not parse is written as it is.
+fn write_subgraphs(out: &mut String, text: &str, indent: usize) {
+    let graphs: Option<Vec<Symbol>> =
+        serde_json::from_str::<Vec<Value>>(text)
+            .ok()
+            .and_then(|list| {
+                list.iter()
+                    .map(|g| from_json(&g.to_string()).ok())
+                    .collect()
+            });
+    let pad = " ".repeat(indent);
+    let _ = write!(out, ", \n{pad}\"subgraphs\": ");
+    let Some(graphs) = graphs else {
+        out.push_str(text);
+        return;
+    };
+    out.push_str("[\n");
+    for (i, g) in graphs.iter().enumerate() {
+        out.push_str(&" ".repeat(indent + 2));
+        write_graph(out, g, indent + 2);
+        out.push('\n');
+        out.push_str(&" ".repeat(indent + 2));
+        out.push_str(if i + 1 < graphs.len() { "}, \n" } else { "}\n" });
+    }
+    out.push_str(&pad);
+    out.push(']');
 }
 
 fn bad(msg: impl Into<String>) -> Error {
@@ -220,6 +261,12 @@ pub fn from_json(text: &str) -> Result<Symbol> {
         attrs.extend(string_map(nv.get("param"), "param", &name)?);
         for (k, v) in string_map(nv.get("attr"), "attr", &name)? {
             attrs.insert(stored_key(&k), v);
+        }
+        if let Some(list) = nv.get("subgraphs") {
+            if !list.is_array() {
+                return Err(bad(format!("node '{name}': 'subgraphs' is not a list")));
+            }
+            attrs.insert(SUBGRAPHS_KEY.to_string(), list.to_string());
         }
         let inputs_v = match nv.get("inputs") {
             None => Vec::new(),

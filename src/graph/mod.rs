@@ -2,6 +2,7 @@
 //! passes over them (inference, gradient, memory planning), with MXNet's JSON format.
 
 pub mod compose;
+pub mod cut;
 pub mod expand;
 pub mod gradient;
 pub mod indexed;
@@ -271,6 +272,21 @@ impl Symbol {
         }
     }
 
+    /// MXNet's `_value_index` attribute: the output indices (`0`, `1, 2`) when every
+    /// output is of one node, else `None`.
+    pub fn value_index(&self) -> Option<String> {
+        let first = self.outputs.first()?;
+        if self
+            .outputs
+            .iter()
+            .any(|e| !Arc::ptr_eq(&e.node, &first.node))
+        {
+            return None;
+        }
+        let indices: Vec<String> = self.outputs.iter().map(|e| e.index.to_string()).collect();
+        Some(indices.join(", "))
+    }
+
     /// The symbol's name: its single output node's name.
     pub fn name(&self) -> Option<String> {
         match self.outputs.as_slice() {
@@ -315,6 +331,8 @@ pub fn stored_key(key: &str) -> String {
 /// A node's attributes as `list_attr` shows them: hidden keys under both spellings.
 pub fn listed_attrs(attrs: &Attrs) -> Attrs {
     let mut out = attrs.clone();
+    // A control-flow node's subgraphs are part of its structure, not an attribute.
+    out.remove(crate::custom::control_flow::SUBGRAPHS_KEY);
     for (k, v) in attrs {
         if let Some(inner) = k.strip_prefix("__").and_then(|k| k.strip_suffix("__")) {
             if HIDDEN_KEYS.contains(&inner) {

@@ -79,6 +79,7 @@ fn table() -> &'static Table {
         super::optim::register(&mut r);
         super::grad::register(&mut r);
         crate::custom::register(&mut r);
+        crate::custom::control_flow::register(&mut r);
         let mut defs = Vec::new();
         let mut by_name = HashMap::new();
         for def in r.defs {

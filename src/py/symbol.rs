@@ -150,6 +150,15 @@ impl PySymbol {
         guard("get_internals", || Ok(wrap(self.inner.internals())))
     }
 
+    /// MXNet's subgraph cut: the nodes marked with the first output's
+    /// `__subgraph_name__`, outside entries made variables, and those outside entries.
+    fn cut_subgraph(&self) -> PyResult<(PySymbol, Vec<PySymbol>)> {
+        guard("cut_subgraph", || {
+            let (sub, cut) = crate::graph::cut::cut_subgraph(&self.inner);
+            Ok((wrap(sub), cut.into_iter().map(wrap).collect()))
+        })
+    }
+
     fn children(&self) -> PyResult<Option<PySymbol>> {
         guard("get_children", || Ok(self.inner.children().map(wrap)))
     }
@@ -184,6 +193,9 @@ impl PySymbol {
     /// One attribute of the single output node (as stored, or by its hidden spelling).
     fn attr(&self, key: &str) -> PyResult<Option<String>> {
         guard("attr", || {
+            if key == "_value_index" {
+                return Ok(self.inner.value_index());
+            }
             let node = self.inner.single_node("attr").py()?;
             Ok(listed_attrs(&node.attrs.read()).get(key).cloned())
         })

@@ -16,9 +16,13 @@ __all__ = ["CachedOp"]
 
 
 def _op_attrs(node: dict) -> dict[str, str]:
-    """The operator parameters of a node (hidden ``__key__`` attributes left out)."""
+    """The operator parameters of a node (hidden ``__key__`` attributes left out), with
+    a control-flow node's subgraphs."""
     attrs = node.get("attrs") or node.get("attr") or node.get("param") or {}
-    return {k: v for k, v in attrs.items() if not k.startswith("__")}
+    params = {k: v for k, v in attrs.items() if not k.startswith("__")}
+    if "subgraphs" in node:
+        params["__subgraphs__"] = json.dumps(node["subgraphs"])
+    return params
 
 
 class CachedOp:

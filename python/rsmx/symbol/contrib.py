@@ -6,10 +6,11 @@ import math
 import sys
 from typing import Any
 
+from .control_flow import cond, foreach, while_loop
 from .register import register_namespace
 from .symbol import Symbol
 
-__all__ = ["rand_zipfian", "adamw_update", "mp_adamw_update"]
+__all__ = ["rand_zipfian", "adamw_update", "mp_adamw_update", "foreach", "while_loop", "cond"]
 
 
 def rand_zipfian(true_classes: Symbol, num_sampled: int, range_max: int) -> tuple[Symbol, Symbol, Symbol]:

@@ -214,7 +214,9 @@ class Symbol:
             args = (other, self) if reverse else (self, other)
             return getattr(_op, op)(*args)
         if isinstance(other, (int, float, np.number, bool)):
-            return getattr(_op, scalar_op)(self, scalar=float(other))
+            # As MXNet, the scalar is written as Python writes it (`2`, `2.5`).
+            scalar = other if type(other) in (int, float) else float(other)
+            return getattr(_op, scalar_op)(self, scalar=scalar)
         raise MXNetTypeError(f"type {type(other).__name__} not supported with Symbol")
 
     def __add__(self, o: Any) -> Symbol:
@@ -251,7 +253,7 @@ class Symbol:
         return self._binary(o, "_Power", "_PowerScalar")
 
     def __rpow__(self, o: Any) -> Symbol:
-        return self._binary(o, "_Power", "_RPowerScalar", reverse=True)
+        return self._binary(o, "_Power", "_rpower_scalar", reverse=True)
 
     def __neg__(self) -> Symbol:
         return self.__mul__(-1.0)
@@ -262,22 +264,22 @@ class Symbol:
         return _op.abs(self)
 
     def __eq__(self, o: Any) -> Symbol:  # type: ignore[override]
-        return self._binary(o, "_equal", "_EqualScalar")
+        return self._binary(o, "_equal", "_equal_scalar")
 
     def __ne__(self, o: Any) -> Symbol:  # type: ignore[override]
-        return self._binary(o, "_not_equal", "_NotEqualScalar")
+        return self._binary(o, "_not_equal", "_not_equal_scalar")
 
     def __gt__(self, o: Any) -> Symbol:
-        return self._binary(o, "_greater", "_GreaterScalar")
+        return self._binary(o, "_greater", "_greater_scalar")
 
     def __ge__(self, o: Any) -> Symbol:
-        return self._binary(o, "_greater_equal", "_GreaterEqualScalar")
+        return self._binary(o, "_greater_equal", "_greater_equal_scalar")
 
     def __lt__(self, o: Any) -> Symbol:
-        return self._binary(o, "_lesser", "_LesserScalar")
+        return self._binary(o, "_lesser", "_lesser_scalar")
 
     def __le__(self, o: Any) -> Symbol:
-        return self._binary(o, "_lesser_equal", "_LesserEqualScalar")
+        return self._binary(o, "_lesser_equal", "_lesser_equal_scalar")
 
     __hash__ = object.__hash__
 
