@@ -143,7 +143,9 @@ class _ControlFlowProp(CustomOpProp):
         return _output_names(self.num_outputs)
 
     def declare_backward_dependency(self, out_grad: list[int], in_data: list[int], out_data: list[int]) -> list[int]:
-        return list(out_grad)
+        # The backward runs what the forward recorded; reading the forward's outputs
+        # orders it after the forward on the engine.
+        return list(out_grad) + list(out_data)
 
     def create_operator(self, ctx: Any, in_shapes: list[list[int]], in_dtypes: list[int]) -> CustomOp:
         return _ControlFlowOp(self)

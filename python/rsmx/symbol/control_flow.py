@@ -18,6 +18,11 @@ from .symbol import Symbol, _stored_attrs
 
 __all__ = ["foreach", "while_loop", "cond"]
 
+
+class _LoopBodyError(MXNetValueError, AssertionError):
+    """A loop body MXNet refuses with an assertion: caught as either."""
+
+
 _SUBGRAPH_NAME = "__subgraph_name__"
 # How many subgraphs of each name were made (MXNet's AttrScope._subgraph_names).
 _subgraph_counts: defaultdict[str, int] = defaultdict(int)
@@ -133,19 +138,19 @@ def foreach(body: Callable[[Any, Any], tuple[Any, Any]], data: Any, init_states:
         sym_out, out_layout = _flatten(sym_out, "foreach output")
         sym_states, body_state_layout = _flatten(sym_states, "foreach loop_vars")
         if body_state_layout != state_layout:
-            raise MXNetValueError("foreach: the input and output loop_vars have different format")
+            raise _LoopBodyError("foreach: the input and output loop_vars have different format")
         num_out_data = len(sym_out)
         num_states = len(sym_states)
         graph = _outputs_of(sym_out, sym_states, name)
     sub, outside, sub_inputs = _cut(graph)
     names = sub.list_inputs()
     if len(set(names)) != len(names):
-        raise MXNetValueError(f"foreach: the inputs of the body don't have unique names: {names}")
+        raise _LoopBodyError(f"foreach: the inputs of the body don't have unique names: {names}")
     data_names = [_unique_name(s) for s in flat_data]
     state_names = [_unique_name(s) for s in flat_states]
     for what, wanted in (("data arrays", data_names), ("state arrays", state_names)):
         if any(n not in names for n in wanted):
-            raise MXNetValueError(f"foreach: the {what} have to be used in the loop body")
+            raise _LoopBodyError(f"foreach: the {what} have to be used in the loop body")
     ordered = list(flat_data) + list(flat_states)
     remain_locs = []
     for i, n in enumerate(names):
@@ -183,7 +188,7 @@ def _union_inputs(graphs: list[Symbol], loop_vars: dict[str, Symbol] | None
         cut_graphs.append(sub)
         names = sub.list_inputs()
         if len(set(names)) != len(names):
-            raise MXNetValueError(f"The inputs of the subgraph don't have unique names: {names}")
+            raise _LoopBodyError(f"The inputs of the subgraph don't have unique names: {names}")
         locs = []
         for n in names:
             if n in known:
