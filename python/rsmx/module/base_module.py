@@ -310,6 +310,7 @@ class BaseModule:
 
         for epoch in range(begin_epoch, num_epoch):
             tic = time.time()
+            self._fit_epoch_begins(epoch, train_data)
             eval_metric.reset()
             progress = Progress(self.logger, epoch, train_data)
             nbatch = 0
@@ -361,6 +362,9 @@ class BaseModule:
                 for name, val in res:
                     self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
             train_data.reset()
+
+    def _fit_epoch_begins(self, epoch: int, train_data: Any) -> None:
+        """Called by ``fit`` as each epoch begins, before its first batch."""
 
     # ------------------------------------------------------------------ symbol information
     @property
