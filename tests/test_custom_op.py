@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import pathlib
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -361,3 +362,42 @@ def test_operator_listing() -> None:
     args = mx.operator.get_operator_arguments("FullyConnected")
     assert args.names[:3] == ["data", "weight", "bias"]
     assert args.types[3] == "int, required" and args.narg == len(args.names)
+
+
+class _Remember(mx.operator.CustomOp):
+    """Keeps what its forward saw for its backward, which declares no forward array."""
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        time.sleep(0.05)
+        self.seen = in_data[0].asnumpy()
+        self.assign(out_data[0], req[0], in_data[0] * 2)
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        self.assign(in_grad[0], req[0], out_grad[0] * mx.nd.array(self.seen))
+
+
+@mx.operator.register("test_remember")
+class _RememberProp(mx.operator.CustomOpProp):
+    def __init__(self):
+        super().__init__(need_top_grad=True)
+
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0]], []
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):
+        return out_grad
+
+    def create_operator(self, ctx, shapes, dtypes):
+        return _Remember()
+
+
+def test_the_backward_runs_after_the_forward_whatever_it_declares() -> None:
+    # The output's gradient reaches the backward without reading any forward array, so
+    # only the op's own ordering keeps the backward after the forward.
+    y = mx.sym.Custom(mx.sym.var("x"), op_type="test_remember") * 3
+    x = np.arange(4, dtype="float32")
+    for _ in range(3):
+        ex = y.bind(mx.cpu(), {"x": mx.nd.array(x)}, args_grad={"x": mx.nd.zeros(4)})
+        ex.forward(is_train=True)
+        ex.backward(mx.nd.ones(4))
+        np.testing.assert_array_equal(ex.grad_dict["x"].asnumpy(), 3 * x)

@@ -143,9 +143,8 @@ class _ControlFlowProp(CustomOpProp):
         return _output_names(self.num_outputs)
 
     def declare_backward_dependency(self, out_grad: list[int], in_data: list[int], out_data: list[int]) -> list[int]:
-        # The backward runs what the forward recorded; reading the forward's outputs
-        # orders it after the forward on the engine.
-        return list(out_grad) + list(out_data)
+        # The backward runs what the forward recorded, so it reads no forward array.
+        return list(out_grad)
 
     def create_operator(self, ctx: Any, in_shapes: list[list[int]], in_dtypes: list[int]) -> CustomOp:
         return _ControlFlowOp(self)

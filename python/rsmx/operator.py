@@ -225,6 +225,9 @@ def _make_prop(op_type: str, kwargs: dict[str, str]) -> tuple[Any, list[str], li
     for d in deps:
         if not 0 <= d < 2 * n_out + n_in:
             raise MXNetError(f"declare_backward_dependency: {d} is not one of the given ids")
+    # The backward always reads the forward's outputs: that orders it after the forward on
+    # the engine, so whatever the forward kept on the operator is there.
+    deps += [d for d in out_data if d not in deps]
     return prop, args, outs, aux, deps
 
 
