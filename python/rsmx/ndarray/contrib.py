@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._nesting import flatten, regroup
 from ..base import MXNetValueError
 from ..context import current_context
 from .ndarray import NDArray, concatenate, empty, logical_and
@@ -139,28 +140,10 @@ def mp_adamw_update(
 
 def _flatten(args: Any, what: str) -> tuple[list[NDArray], Any]:
     """The NDArrays of a nested list, and its layout (0 for a bare NDArray)."""
-    if isinstance(args, NDArray):
-        return [args], 0
-    if not isinstance(args, (list, tuple)):
-        raise MXNetValueError(f"{what} must be an NDArray or a (nested) list of NDArrays, got {type(args).__name__}")
-    flat: list[NDArray] = []
-    layout = []
-    for item in args:
-        items, sub = _flatten(item, what)
-        flat.extend(items)
-        layout.append(sub)
-    return flat, layout
+    return flatten(args, NDArray, what)
 
 
-def _regroup(flat: list[Any], layout: Any) -> tuple[Any, list[Any]]:
-    """The nesting ``layout`` rebuilt from the front of ``flat``, and what is left."""
-    if layout == 0:
-        return flat[0], flat[1:]
-    out = []
-    for sub in layout:
-        item, flat = _regroup(flat, sub)
-        out.append(item)
-    return out, flat
+_regroup = regroup
 
 
 def _as_bool(value: Any, what: str) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _core
+from .._nesting import flatten, regroup
 from ..attribute import AttrScope
 from ..base import MXNetValueError
 from ..name import NameManager
@@ -29,31 +30,11 @@ _subgraph_counts: defaultdict[str, int] = defaultdict(int)
 
 
 def _flatten(args: Any, what: str) -> tuple[list[Symbol], Any]:
-    """The symbols of a nested list, and its layout for :func:`_regroup`."""
-    if isinstance(args, Symbol):
-        n = len(args.list_outputs())
-        return [args], n if n > 1 else 0
-    if not isinstance(args, (list, tuple)):
-        raise MXNetValueError(f"{what} must be a (nested) list of Symbol, but got {args!r} of type {type(args)}")
-    flat: list[Symbol] = []
-    layout = []
-    for a in args:
-        f, sub_layout = _flatten(a, what)
-        flat.extend(f)
-        layout.append(sub_layout)
-    return flat, layout
+    """The symbols of a nested list, and its layout; a symbol of n > 1 outputs is a list."""
+    return flatten(args, Symbol, what, lambda s: len(s.list_outputs()) if len(s.list_outputs()) > 1 else 0)
 
 
-def _regroup(args: list[Any], layout: Any) -> tuple[Any, list[Any]]:
-    if isinstance(layout, int):
-        if layout == 0:
-            return args[0], args[1:]
-        return args[:layout], args[layout:]
-    ret = []
-    for item in layout:
-        res, args = _regroup(args, item)
-        ret.append(res)
-    return ret, args
+_regroup = regroup
 
 
 def _unique_name(sym: Symbol) -> str:
