@@ -188,14 +188,7 @@ pub fn compose(sym: &Symbol, args: &[Symbol], kwargs: &[(String, Symbol)]) -> Re
             continue;
         }
         let inputs: Vec<Entry> = n.inputs.iter().map(|e| copied.entry(e)).collect();
-        let copy = Arc::new(Node {
-            name: n.name.clone(),
-            op: n.op.clone(),
-            attrs: RwLock::new(n.attrs.read().clone()),
-            inputs,
-            input_names: n.input_names.clone(),
-            backward_of: None,
-        });
+        let copy = n.with_inputs(inputs);
         copied.copies.insert(key, copy);
     }
     let outputs = sym.outputs.iter().map(|e| copied.entry(e)).collect();

@@ -3,7 +3,6 @@
 //! entry they read from outside replaced by a variable named after that entry.
 
 use super::{node_key, topo_order, Entry, Node, Symbol};
-use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -51,14 +50,7 @@ pub fn cut_subgraph(sym: &Symbol) -> (Symbol, Vec<Symbol>) {
                 }
             })
             .collect();
-        let copy = Arc::new(Node {
-            name: node.name.clone(),
-            op: node.op.clone(),
-            attrs: RwLock::new(node.attrs.read().clone()),
-            inputs,
-            input_names: node.input_names.clone(),
-            backward_of: None,
-        });
+        let copy = node.with_inputs(inputs);
         copies.insert(node_key(&node), copy);
     }
     let outputs = sym

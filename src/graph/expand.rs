@@ -89,14 +89,7 @@ pub fn expand(
                 let node = if unchanged {
                     node.clone()
                 } else {
-                    Arc::new(Node {
-                        name: node.name.clone(),
-                        op: node.op.clone(),
-                        attrs: RwLock::new(node.attrs.read().clone()),
-                        inputs,
-                        input_names: node.input_names.clone(),
-                        backward_of: None,
-                    })
+                    node.with_inputs(inputs)
                 };
                 (0..node.num_outputs())
                     .map(|index| Entry {

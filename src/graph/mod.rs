@@ -128,6 +128,18 @@ impl Node {
     pub fn attr(&self, key: &str) -> Option<String> {
         self.attrs.read().get(key).cloned()
     }
+
+    /// A copy of this node (its name, operator and attributes) reading `inputs`.
+    pub fn with_inputs(&self, inputs: Vec<Entry>) -> Arc<Node> {
+        Arc::new(Node {
+            name: self.name.clone(),
+            op: self.op.clone(),
+            attrs: RwLock::new(self.attrs.read().clone()),
+            inputs,
+            input_names: self.input_names.clone(),
+            backward_of: None,
+        })
+    }
 }
 
 /// A list of nodes.
