@@ -2,8 +2,8 @@
 //! planning) run once, ending in the list of steps forward and backward push.
 
 use super::step::{CopyStep, OpStep, Step};
-use super::{bulk_groups, Executor};
-use crate::context::Context;
+use super::{bulk_groups, fuse, Executor};
+use crate::context::{Context, DeviceType};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::graph::infer::{infer_shapes, infer_types};
@@ -59,22 +59,35 @@ fn expanded(
         if !expand::has_composites(&g) {
             return Ok(Symbol { outputs: heads });
         }
-        let mut shapes: Vec<Option<Shape>> = vec![None; g.num_entries()];
-        let mut types: Vec<Option<DType>> = vec![None; g.num_entries()];
-        for (node, a) in arg_nodes
-            .iter()
-            .zip(&b.args)
-            .chain(aux_nodes.iter().zip(&b.aux))
-        {
-            if let Some(i) = g.node_index(node) {
-                shapes[g.entry_base[i]] = Some(Shape::from_slice(a.shape()));
-                types[g.entry_base[i]] = Some(a.dtype());
-            }
-        }
-        infer_shapes(&g, &mut shapes)?;
-        infer_types(&g, &mut types)?;
+        let (shapes, types) = bound_inference(&g, arg_nodes, aux_nodes, b)?;
         heads = expand::expand(&g, &shapes, &types)?;
     }
+}
+
+/// The shapes and types of `g`'s entries inferred from the bound arrays.
+type Inferred = (Vec<Option<Shape>>, Vec<Option<DType>>);
+
+fn bound_inference(
+    g: &IndexedGraph,
+    arg_nodes: &[Arc<Node>],
+    aux_nodes: &[Arc<Node>],
+    b: &BindArgs,
+) -> Result<Inferred> {
+    let mut shapes: Vec<Option<Shape>> = vec![None; g.num_entries()];
+    let mut types: Vec<Option<DType>> = vec![None; g.num_entries()];
+    for (node, a) in arg_nodes
+        .iter()
+        .zip(&b.args)
+        .chain(aux_nodes.iter().zip(&b.aux))
+    {
+        if let Some(i) = g.node_index(node) {
+            shapes[g.entry_base[i]] = Some(Shape::from_slice(a.shape()));
+            types[g.entry_base[i]] = Some(a.dtype());
+        }
+    }
+    infer_shapes(g, &mut shapes)?;
+    infer_types(g, &mut types)?;
+    Ok((shapes, types))
 }
 
 /// Binds `sym` to arrays. With `shared`, its storage blocks are reused where they are
@@ -108,13 +121,21 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
         }
     }
 
-    let exec_sym = expanded(sym, &arg_nodes, &aux_nodes, &b)?;
+    let mut exec_sym = expanded(sym, &arg_nodes, &aux_nodes, &b)?;
     let wrt: Vec<Arc<Node>> = arg_nodes
         .iter()
         .zip(&b.grad_reqs)
         .filter(|(_, r)| **r != OpReq::Null)
         .map(|(n, _)| n.clone())
         .collect();
+    let on_cpu = |c: &Context| c.dev_type == DeviceType::Cpu;
+    if wrt.is_empty() && on_cpu(&b.ctx) && b.group2ctx.values().all(on_cpu) && fuse::enabled() {
+        let g = IndexedGraph::new(&exec_sym.outputs);
+        let (_, types) = bound_inference(&g, &arg_nodes, &aux_nodes, &b)?;
+        if let Some(heads) = fuse::fuse(&g, &types) {
+            exec_sym = Symbol { outputs: heads };
+        }
+    }
     let grad_graph = if wrt.is_empty() {
         None
     } else {

@@ -3,6 +3,7 @@
 
 mod bind;
 mod debug;
+mod fuse;
 mod pace;
 pub mod step;
 

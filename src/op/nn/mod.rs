@@ -16,6 +16,7 @@ pub mod deconvolution;
 pub mod dense;
 pub mod dropout;
 pub mod embedding;
+pub mod fused_conv;
 pub mod geometry;
 pub mod grid_generator;
 pub mod im2col;

@@ -134,47 +134,83 @@ fn store<T: Num>(out: &TBlob, req: OpReq, v: impl Iterator<Item = T>) {
     }
 }
 
+/// The batch's `(mean, biased variance)` of every channel of `x`, in f64.
+pub(crate) fn batch_moments<T: Num + Float>(l: &Layout, x: &[T]) -> (Vec<f64>, Vec<f64>) {
+    let m = l.per_channel().max(1) as f64;
+    per_channel(l, |c| {
+        vectorized(
+            #[inline(always)]
+            || {
+                let mut sum = 0.0;
+                for b in l.blocks(x, c) {
+                    sum += lane_sum(b, |v| v);
+                }
+                let (mean, mut dev) = (sum / m, 0.0);
+                let mu = T::from_f64(mean);
+                for b in l.blocks(x, c) {
+                    dev += lane_sum(b, |v| (v - mu) * (v - mu));
+                }
+                (mean, dev / m)
+            },
+        )
+    })
+    .into_iter()
+    .unzip()
+}
+
+/// The normalisation as `y = x · scale + shift` per channel, from the statistics `mean`
+/// and `var`; with `bias`, of `x + bias` (a convolution's bias folded in). Also the
+/// inverse standard deviations, which the forward pass saves.
+pub(crate) fn affine<T: Num + Float>(
+    op: &BatchNorm,
+    gamma: &[T],
+    beta: &[T],
+    (mean, var): (&[f64], &[f64]),
+    bias: Option<&[T]>,
+) -> (Vec<T>, Vec<T>, Vec<f64>) {
+    let invstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + op.eps).sqrt()).collect();
+    let (scale, shift) = (0..invstd.len())
+        .map(|c| {
+            let g = if op.fix_gamma { 1.0 } else { wide(gamma[c]) };
+            let s = g * invstd[c];
+            let b = bias.map_or(0.0, |b| wide(b[c]));
+            (
+                T::from_f64(s),
+                T::from_f64(wide(beta[c]) - mean[c] * s + b * s),
+            )
+        })
+        .unzip();
+    (scale, shift, invstd)
+}
+
+/// Moves the moving statistics toward the batch's, by the momentum.
+pub(crate) fn update_moving<T: Num + Float>(
+    op: &BatchNorm,
+    moving: [&mut [T]; 2],
+    (mean, var): (&[f64], &[f64]),
+) {
+    let mom = op.momentum;
+    for (aux, stat) in moving.into_iter().zip([mean, var]) {
+        for (m, &s) in aux.iter_mut().zip(stat) {
+            *m = T::from_f64(wide(*m) * mom + s * (1.0 - mom));
+        }
+    }
+}
+
 fn forward_kernel<T: Num + Float>(op: &BatchNorm, is_train: bool, io: Blobs) -> Result<()> {
     let l = op.layout(&io.inputs[0].shape)?;
     let x = io.inputs[0].slice::<T>();
     let (gamma, beta) = (io.inputs[1].slice::<T>(), io.inputs[2].slice::<T>());
-    let eps = op.eps;
     // (mean, biased variance) per channel, in f64.
     let (mean, var): (Vec<f64>, Vec<f64>) = if op.batch_stats(is_train) {
-        let m = l.per_channel().max(1) as f64;
-        per_channel(&l, |c| {
-            vectorized(
-                #[inline(always)]
-                || {
-                    let mut sum = 0.0;
-                    for b in l.blocks(x, c) {
-                        sum += lane_sum(b, |v| v);
-                    }
-                    let (mean, mut dev) = (sum / m, 0.0);
-                    let mu = T::from_f64(mean);
-                    for b in l.blocks(x, c) {
-                        dev += lane_sum(b, |v| (v - mu) * (v - mu));
-                    }
-                    (mean, dev / m)
-                },
-            )
-        })
-        .into_iter()
-        .unzip()
+        batch_moments(&l, x)
     } else {
         let mm = io.inputs[3].slice::<T>().iter().map(|&v| wide(v));
         let mv = io.inputs[4].slice::<T>().iter().map(|&v| wide(v));
         (mm.collect(), mv.collect())
     };
-    let invstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
     // y = x * scale + shift per channel.
-    let (scale, shift): (Vec<T>, Vec<T>) = (0..l.channels)
-        .map(|c| {
-            let g = if op.fix_gamma { 1.0 } else { wide(gamma[c]) };
-            let s = g * invstd[c];
-            (T::from_f64(s), T::from_f64(wide(beta[c]) - mean[c] * s))
-        })
-        .unzip();
+    let (scale, shift, invstd) = affine(op, gamma, beta, (&mean, &var), None);
     if io.req[0] != OpReq::Null {
         let add = io.req[0] == OpReq::Add;
         let y = io.outputs[0].slice_mut::<T>();
@@ -208,12 +244,8 @@ fn forward_kernel<T: Num + Float>(op: &BatchNorm, is_train: bool, io: Blobs) -> 
         invstd.iter().map(|&v| T::from_f64(v)),
     );
     if op.batch_stats(is_train) {
-        let mom = op.momentum;
-        for (aux, stat) in [(&io.inputs[3], &mean), (&io.inputs[4], &var)] {
-            for (m, &s) in aux.slice_mut::<T>().iter_mut().zip(stat.iter()) {
-                *m = T::from_f64(wide(*m) * mom + s * (1.0 - mom));
-            }
-        }
+        let moving = [io.inputs[3].slice_mut::<T>(), io.inputs[4].slice_mut::<T>()];
+        update_moving(op, moving, (&mean, &var));
     }
     Ok(())
 }

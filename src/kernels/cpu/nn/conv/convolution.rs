@@ -149,7 +149,11 @@ impl ColumnLayer for Convolution {
         if winograd::applies::<T>(p) {
             return winograd::forward(p, a, scratch);
         }
-        let Forward { x, w, bias, y, add } = a;
+        let Forward { x, w, post, y, add } = a;
+        assert!(
+            !add || post.is_bias_only(),
+            "Convolution: an epilogue over added outputs"
+        );
         let (in_len, out_len, cols) = (p.in_len(), p.out_len(), p.geom.cols());
         let (fg, kg, rows) = (p.f_group(), p.k_group(), p.geom.rows());
         let identity = p.geom.win.is_identity();
@@ -197,12 +201,12 @@ impl ColumnLayer for Convolution {
                     );
                 }
             }
-            if let Some(bias) = bias {
-                for (f, &bv) in bias.iter().enumerate() {
+            if !post.is_identity() {
+                for f in 0..p.filters {
+                    let at = first + f * cols;
                     // SAFETY: as above, one row of this tile alone.
-                    let row =
-                        unsafe { std::slice::from_raw_parts_mut(out.at(first + f * cols), tc) };
-                    row.iter_mut().for_each(|v| *v = v.add(bv));
+                    let row = unsafe { std::slice::from_raw_parts_mut(out.at(at), tc) };
+                    post.apply(f, at, row);
                 }
             }
         };

@@ -3,6 +3,7 @@
 //! dispatching on the element type and honouring the output requests is done here once.
 
 use super::batch::{tasks, Sink};
+use super::epilogue::Epilogue;
 use super::workspace::Workspace;
 use crate::dispatch_float;
 use crate::error::Result;
@@ -32,8 +33,8 @@ pub(crate) trait ColumnLayer: ConvLayer {
         tasks(batch, work)
     }
 
-    /// `y (=|+=) layer(x, w) + b` over the whole batch, with `scratch` split between the
-    /// runs of samples.
+    /// `y (=|+=) post(layer(x, w))` over the whole batch, with `scratch` split between
+    /// the runs of samples.
     fn forward_loop<T: Num>(p: &Self::Plan, a: Forward<'_, T>, scratch: &mut [T]);
 
     /// The gradients of data, weight and bias from the output gradient, with `scratch`
@@ -41,11 +42,13 @@ pub(crate) trait ColumnLayer: ConvLayer {
     fn backward_loop<T: Num>(p: &Self::Plan, a: Backward<'_, T>, scratch: &mut [T]);
 }
 
-/// The arrays of a forward pass: data, weight, bias and the output, written or added to.
+/// The arrays of a forward pass: data, weight, what is done to the products as they are
+/// finished (the bias added, or a fused layer's epilogue), and the output, written or
+/// added to (only with a bias-only epilogue).
 pub(crate) struct Forward<'a, T> {
     pub x: &'a [T],
     pub w: &'a [T],
-    pub bias: Option<&'a [T]>,
+    pub post: Epilogue<'a, T>,
     pub y: &'a mut [T],
     pub add: bool,
 }
@@ -73,7 +76,8 @@ impl<L: ColumnLayer> CpuKernel for L {
             let bias = (!self.args().no_bias).then(|| io.inputs[2].slice::<T>());
             let mut ws = Workspace::<T>::new(ctx, L::NAME, len)?;
             let (x, w, y) = (io.inputs[0].slice(), io.inputs[1].slice(), io.outputs[0].slice_mut());
-            L::forward_loop::<T>(&p, Forward { x, w, bias, y, add }, ws.slice_mut());
+            let post = Epilogue::bias(bias);
+            L::forward_loop::<T>(&p, Forward { x, w, post, y, add }, ws.slice_mut());
         });
         Ok(())
     }

@@ -6,11 +6,14 @@ mod batch_norm;
 mod convolution;
 mod deconvolution;
 mod depthwise;
+mod epilogue;
+mod fused;
 mod im2col;
 mod layer;
 mod pooling;
 #[cfg(test)]
 mod tests;
+mod wide;
 mod winograd;
 pub mod workspace;
 
@@ -19,5 +22,6 @@ pub(crate) fn register_kernels(k: &mut crate::kernels::Kernels) {
     batch_norm::register_kernels(k);
     convolution::register_kernels(k);
     deconvolution::register_kernels(k);
+    fused::register_kernels(k);
     pooling::register_kernels(k);
 }

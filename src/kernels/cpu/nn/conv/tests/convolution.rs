@@ -1,6 +1,6 @@
 use super::{build, close, error_text, f64s, run_backward, run_error, seq, seq32, seq64};
 use crate::kernels::cpu::testing::run_with;
-use crate::op::testutil::{array, gradcheck, run, try_run};
+use crate::op::testutil::{array, f32a, gradcheck, run, try_run};
 use crate::op::OpReq;
 use crate::shape::Shape;
 
@@ -184,6 +184,8 @@ fn forward_matches_direct_loops() {
         (&[1, 2, 10, 9], &[3, 2], &[1, 1], &[2, 0], &[2, 3], 2, 4),
         (&[2, 3, 11], &[3], &[1], &[2], &[1], 3, 3),
         (&[2, 32, 40, 40], &[3, 3], &[1, 1], &[1, 1], &[1, 1], 32, 32),
+        (&[1, 8, 75, 75], &[3, 3], &[2, 2], &[1, 1], &[1, 1], 8, 8),
+        (&[1, 3, 20, 43], &[3, 3], &[3, 3], &[1, 2], &[2, 1], 3, 3),
         // 3×3 windows at stride 1 by Winograd's F(2×2, 3×3): odd output sizes (a last
         // tile cut short), no padding and a padding of 2, and blocks of tile rows shared
         // between threads.
@@ -224,6 +226,20 @@ fn forward_matches_direct_loops() {
             .map(|(i, v)| v + bv[(i / per) % f])
             .collect();
         close(&f64s(o), &with_bias, 1e-12);
+        if g == xs[1] {
+            // Depthwise: float32 takes vectors of another width through the same code.
+            let f32s = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
+            let o = &run(
+                "Convolution",
+                &attrs,
+                &[
+                    f32a(xs, &f32s(&xv)),
+                    f32a(&ws, &f32s(&wv)),
+                    f32a(&[f], &f32s(&bv)),
+                ],
+            )[0];
+            close(&f64s(o), &with_bias, 1e-5);
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 mod batch_norm;
 mod convolution;
 mod deconvolution;
+mod fused;
 mod pooling;
 mod timing;
 

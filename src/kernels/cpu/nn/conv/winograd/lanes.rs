@@ -2,80 +2,10 @@
 //! vector register at a time with explicit SIMD: the tile transforms read and write 16
 //! or 20 streams at once, more than the compiler's own vectoriser will take on.
 
+use super::super::wide::Wide;
 use crate::kernels::cpu::num::Num;
 use pulp::{Simd, WithSimd};
 use std::any::TypeId;
-
-/// The element types the maps run on, with their vectors for an instruction set `S`.
-pub(super) trait Wide: Copy + 'static {
-    type V<S: Simd>: Copy;
-    fn width<S: Simd>() -> usize;
-    fn of(v: f64) -> Self;
-    fn add<S: Simd>(s: S, a: Self::V<S>, b: Self::V<S>) -> Self::V<S>;
-    fn sub<S: Simd>(s: S, a: Self::V<S>, b: Self::V<S>) -> Self::V<S>;
-    fn splat<S: Simd>(s: S, v: Self) -> Self::V<S>;
-    /// The first `x.len()` (at most a vector's width) lanes from `x`, the rest zero.
-    fn load_part<S: Simd>(s: S, x: &[Self]) -> Self::V<S>;
-    /// The first `x.len()` (at most a vector's width) lanes into `x`.
-    fn store_part<S: Simd>(s: S, x: &mut [Self], v: Self::V<S>);
-}
-
-macro_rules! wide {
-    ($t:ty, $lanes:ident, $v:ident, $add:ident, $sub:ident, $splat:ident, $load:ident, $store:ident) => {
-        impl Wide for $t {
-            type V<S: Simd> = S::$v;
-            #[inline(always)]
-            fn width<S: Simd>() -> usize {
-                S::$lanes
-            }
-            #[inline(always)]
-            fn of(v: f64) -> Self {
-                v as $t
-            }
-            #[inline(always)]
-            fn add<S: Simd>(s: S, a: S::$v, b: S::$v) -> S::$v {
-                s.$add(a, b)
-            }
-            #[inline(always)]
-            fn sub<S: Simd>(s: S, a: S::$v, b: S::$v) -> S::$v {
-                s.$sub(a, b)
-            }
-            #[inline(always)]
-            fn splat<S: Simd>(s: S, v: $t) -> S::$v {
-                s.$splat(v)
-            }
-            #[inline(always)]
-            fn load_part<S: Simd>(s: S, x: &[$t]) -> S::$v {
-                s.$load(x)
-            }
-            #[inline(always)]
-            fn store_part<S: Simd>(s: S, x: &mut [$t], v: S::$v) {
-                s.$store(x, v)
-            }
-        }
-    };
-}
-
-wide!(
-    f32,
-    F32_LANES,
-    f32s,
-    add_f32s,
-    sub_f32s,
-    splat_f32s,
-    partial_load_f32s,
-    partial_store_f32s
-);
-wide!(
-    f64,
-    F64_LANES,
-    f64s,
-    add_f64s,
-    sub_f64s,
-    splat_f64s,
-    partial_load_f64s,
-    partial_store_f64s
-);
 
 /// A map from `I` values to `O` values, applied lane by lane to whole vectors.
 pub(super) trait LaneMap<const I: usize, const O: usize>: Sync {

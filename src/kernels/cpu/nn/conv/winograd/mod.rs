@@ -20,6 +20,7 @@ use transform::{put_output, transform_input, transform_output, transform_output_
 
 use super::batch::{for_units, unit_runs};
 use super::convolution::TileOut;
+use super::epilogue::Epilogue;
 use super::layer::Forward;
 use crate::kernels::cpu::linalg::{gemm_type, matmul_rows, MatMul};
 use crate::kernels::cpu::num::Num;
@@ -337,7 +338,7 @@ impl Job {
         &self,
         x: &[T],
         kernel: impl Fn(usize, usize) -> [T; 9] + Sync,
-        bias: Option<&[T]>,
+        post: Epilogue<'_, T>,
         y: &mut [T],
         add: bool,
         scratch: &mut [T],
@@ -354,7 +355,7 @@ impl Job {
             g,
             x,
             u,
-            bias,
+            post,
             out: TileOut(y.as_mut_ptr()),
             add,
         };
@@ -380,7 +381,11 @@ pub fn scratch_per_run(p: &Plan) -> usize {
 /// `y (=|+=) conv(x, w) + b` for a plan that [`applies`], with `scratch` of at least
 /// `runs(p) * scratch_per_run(p)` elements.
 pub fn forward<T: Num>(p: &Plan, a: Forward<'_, T>, scratch: &mut [T]) {
-    let Forward { x, w, bias, y, add } = a;
+    let Forward { x, w, post, y, add } = a;
+    assert!(
+        !add || post.is_bias_only(),
+        "Convolution: an epilogue over added outputs"
+    );
     let c = p.geom.channels;
     assert!(
         w.len() >= 9 * p.filters * c,
@@ -390,7 +395,7 @@ pub fn forward<T: Num>(p: &Plan, a: Forward<'_, T>, scratch: &mut [T]) {
         let k = &w[(f * c + i) * 9..][..9];
         std::array::from_fn(|t| k[t])
     };
-    Job::new(Geometry::of(p), p).run(x, kernel, bias, y, add, scratch);
+    Job::new(Geometry::of(p), p).run(x, kernel, post, y, add, scratch);
 }
 
 /// Scratch elements of the data gradient of a plan that [`applies_to_data_gradient`].
@@ -421,7 +426,8 @@ pub fn data_gradient<T: Num>(
         let k = &w[(f * channels + c) * 9..][..9];
         std::array::from_fn(|t| k[8 - t])
     };
-    Job::new(Geometry::of_data_gradient(p), p).run(dy, kernel, None, dx, add, scratch);
+    let post = Epilogue::bias(None);
+    Job::new(Geometry::of_data_gradient(p), p).run(dy, kernel, post, dx, add, scratch);
 }
 
 /// Scratch elements of the weight gradient of a plan that [`applies_to_weight_gradient`].
@@ -594,7 +600,7 @@ struct Pass<'a, T> {
     /// The transformed weights, `u[f][k][c]` with `k` the element of the 4×4 transform
     /// domain.
     u: &'a [T],
-    bias: Option<&'a [T]>,
+    post: Epilogue<'a, T>,
     out: TileOut<T>,
     add: bool,
 }
@@ -623,12 +629,22 @@ impl<T: Num> Pass<'_, T> {
         f: usize,
         buf: &mut [T],
     ) {
-        let b = self.bias.map_or(T::ZERO, |b| b[f]);
-        transform_output(m, (f * ld, ms), block.tiles(&self.g), b, buf);
+        let g = &self.g;
+        // A bias goes in with the output transform; a fused epilogue over the finished
+        // output lines.
+        let plain = self.post.is_bias_only();
+        let b = if plain { self.post.bias_of(f) } else { T::ZERO };
+        transform_output(m, (f * ld, ms), block.tiles(g), b, buf);
+        let lines = (2 * block.rows.start).min(g.oh)..(2 * block.rows.end).min(g.oh);
         for s in 0..block.samples {
             // SAFETY: this block's tile rows of the plane are its own.
             let y = unsafe { self.out_plane(block.n0 + s, f) };
-            put_output(&self.g, block, s, buf, y, self.add);
+            put_output(g, block, s, buf, y, self.add);
+            if !plain {
+                let at = ((block.n0 + s) * g.filters + f) * g.oh * g.ow + lines.start * g.ow;
+                self.post
+                    .apply(f, at, &mut y[lines.start * g.ow..lines.end * g.ow]);
+            }
         }
     }
 

@@ -8,7 +8,8 @@
 //! whose output gradient is zero: it lets the input transform read each of the 16
 //! elements of every tile of the block as one run of consecutive elements.
 
-use super::lanes::{lanes, LaneMap, Wide};
+use super::super::wide::Wide;
+use super::lanes::{lanes, LaneMap};
 use super::{Block, Geometry};
 use crate::kernels::cpu::nn::conv::convolution::TileOut;
 use crate::kernels::cpu::num::Num;
