@@ -91,6 +91,8 @@ CASES = {
     "winograd": (lambda x: relu(bn(conv(x, "c", filters=16), "b"), "r"), (3, 16, 20, 20), 1),
     "one_by_one": (lambda x: relu(bn(conv(x, "c", filters=8, kernel=1), "b"), "r"), (2, 5, 6, 6), 1),
     "conv1d": (lambda x: relu(bn(conv(x, "c", nd=1), "b"), "r"), (2, 3, 11), 1),
+    "conv3d": (lambda x: relu(bn(conv(x, "c", nd=3), "b"), "r"), (2, 3, 5, 6, 4), 1),
+    "grouped": (lambda x: relu(bn(conv(x, "c", filters=6, groups=3), "b"), "r"), (2, 6, 9, 8), 1),
     "global_stats_fix_gamma": (
         lambda x: relu(bn(conv(x, "c"), "b", use_global_stats=True, fix_gamma=True), "r"), (2, 3, 9, 8), 1),
     "residual_left": (
