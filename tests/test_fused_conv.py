@@ -168,6 +168,19 @@ def test_module_predict_is_fused_and_matches_training_bind(unfused):
     np.testing.assert_allclose(infer.predict(it).asnumpy(), train.predict(it).asnumpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_shapes_flow_back_through_the_residual(unfused):
+    """A residual of unknown batch size (a zero state, as recurrent cells begin with) takes
+    the output's shape, as it does through the unfused `elemwise_add`."""
+    x = mx.sym.Variable("data")
+    state = mx.sym.zeros(shape=(0, 6, 9, 8))
+    sym = relu(conv(x, "c", no_bias=False) + conv(state, "h", no_bias=False), "r")
+    fused, plain = bind_pair(sym, unfused, data=(2, 3, 9, 8))
+    assert fused_nodes(fused) == 1
+    np.testing.assert_allclose(fused.forward(is_train=False)[0].asnumpy(),
+                               plain.forward(is_train=False)[0].asnumpy(), rtol=1e-5, atol=1e-6)
+    assert fused.outputs[0].shape == (2, 6, 9, 8)
+
+
 def test_errors_name_the_layer():
     sym = relu(bn(conv(mx.sym.Variable("data"), "c"), "b"), "r")
     with pytest.raises(mx.MXNetError, match="Convolution|c"):

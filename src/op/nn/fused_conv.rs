@@ -6,10 +6,10 @@
 use super::activation::{Act, Activation};
 use super::batch_norm::BatchNorm;
 use super::convolution::Convolution;
-use crate::error::{Error, Result};
-use crate::op::infer::check_count;
-use crate::op::{Grad, Operator, ResourceRequest};
-use crate::shape::{fmt_shape, Shape};
+use crate::error::Result;
+use crate::op::infer::{check_count, infer_from_partial};
+use crate::op::{assign_shape, Grad, Operator, ResourceRequest, ShapeSlots};
+use crate::shape::Shape;
 
 /// The operator's name, as profiles and errors show it.
 pub(crate) const NAME: &str = "_sg_rsmx_conv";
@@ -65,29 +65,33 @@ impl Operator for FusedConv {
         }
     }
 
-    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+    /// The convolution's inference, in both directions; the residual and the output
+    /// share one shape, and the BatchNorm's parameters have one value per filter.
+    fn infer_shape_partial(&self, inputs: &mut ShapeSlots, outputs: &mut ShapeSlots) -> Result<()> {
         check_count(NAME, inputs.len(), self.num_inputs())?;
-        let out = Operator::infer_shape(&self.conv, &inputs[..self.bn_at()])?.remove(0);
-        let channels = Shape::from_slice(&[self.conv.args.num_filter]);
-        let wrong = |what: &str, got: &Shape, want: &Shape| {
-            Error::Value(format!(
-                "{NAME}: {what} has shape {}, expected {}",
-                fmt_shape(got),
-                fmt_shape(want)
-            ))
-        };
-        if self.bn.is_some() {
-            for s in &inputs[self.bn_at()..self.bn_at() + 4] {
-                if *s != channels {
-                    return Err(wrong("a BatchNorm parameter", s, &channels));
-                }
+        let (k, r) = (self.bn_at(), self.residual_at());
+        if self.residual {
+            if let Some(s) = inputs[r].clone() {
+                assign_shape(NAME, "output", &mut outputs[0], &s)?;
             }
         }
-        if self.residual && inputs[self.residual_at()] != out {
-            return Err(wrong("the residual", &inputs[self.residual_at()], &out));
+        self.conv.infer_shape_partial(&mut inputs[..k], outputs)?;
+        if self.residual {
+            if let Some(s) = outputs[0].clone() {
+                assign_shape(NAME, "residual", &mut inputs[r], &s)?;
+            }
         }
-        Ok(vec![out])
+        if self.bn.is_some() {
+            let channels = Shape::from_slice(&[self.conv.args.num_filter]);
+            let names = ["gamma", "beta", "moving_mean", "moving_var"];
+            for (slot, name) in inputs[k..k + 4].iter_mut().zip(names) {
+                assign_shape(NAME, name, slot, &channels)?;
+            }
+        }
+        Ok(())
     }
+
+    infer_from_partial!(shape);
 
     fn gradient(&self) -> Grad {
         Grad::Undefined

@@ -50,7 +50,8 @@ fn forward<T: Num + Float>(op: &FusedConv, ctx: &mut OpContext, io: Blobs) -> Re
     let (scratch, apart) = ws.slice_mut().split_at_mut(conv_len);
     let y: &mut [T] = if add { apart } else { &mut *out };
     let batch_stats = op.bn.as_ref().filter(|bn| bn.batch_stats(ctx.is_train));
-    match (&op.bn, batch_stats) {
+    // Outside training the BatchNorm is folded into the convolution's epilogue.
+    let folded = match (&op.bn, batch_stats) {
         (Some(bn), None) => {
             let k = op.bn_at();
             let stat = |i: usize| -> Vec<f64> {
@@ -62,83 +63,65 @@ fn forward<T: Num + Float>(op: &FusedConv, ctx: &mut OpContext, io: Blobs) -> Re
             let (mean, var) = (stat(2), stat(3));
             let (gamma, beta) = (io.inputs[k].slice::<T>(), io.inputs[k + 1].slice::<T>());
             let (scale, shift, _) = affine(bn, gamma, beta, (&mean, &var), bias);
-            let post = Epilogue {
-                scale: Some(&scale),
-                shift: Some(&shift),
-                residual,
-                relu: op.relu,
-            };
-            Convolution::forward_loop(
-                &p,
-                Forward {
-                    x,
-                    w,
-                    post,
-                    y,
-                    add: false,
-                },
-                scratch,
-            );
+            Some((scale, shift))
         }
-        (None, _) => {
-            let post = Epilogue {
-                scale: None,
-                shift: bias,
-                residual,
-                relu: op.relu,
-            };
-            Convolution::forward_loop(
-                &p,
-                Forward {
-                    x,
-                    w,
-                    post,
-                    y,
-                    add: false,
-                },
-                scratch,
-            );
-        }
-        (Some(_), Some(bn)) => {
-            let post = Epilogue::bias(bias);
-            Convolution::forward_loop(
-                &p,
-                Forward {
-                    x,
-                    w,
-                    post,
-                    y,
-                    add: false,
-                },
-                scratch,
-            );
-            let inner = p.geom.cols();
-            let l = Layout {
-                outer: p.batch,
-                channels: p.filters,
-                inner,
-            };
-            let moments = batch_moments(&l, y);
-            let k = op.bn_at();
-            let (gamma, beta) = (io.inputs[k].slice::<T>(), io.inputs[k + 1].slice::<T>());
-            let (scale, shift, _) = affine(bn, gamma, beta, (&moments.0, &moments.1), None);
-            let moving = [
-                io.inputs[k + 2].slice_mut::<T>(),
-                io.inputs[k + 3].slice_mut::<T>(),
-            ];
-            update_moving(bn, moving, (&moments.0, &moments.1));
-            let post = Epilogue {
-                scale: Some(&scale),
-                shift: Some(&shift),
-                residual,
-                relu: op.relu,
-            };
-            let plane = |(i, row): (usize, &mut [T])| post.apply(i % p.filters, i * inner, row);
-            if inner > 0 && y.len() >= 1 << 15 && pool_shares_work() {
-                y.par_chunks_mut(inner).enumerate().for_each(plane);
-            } else if inner > 0 {
-                y.chunks_mut(inner).enumerate().for_each(plane);
-            }
+        _ => None,
+    };
+    let post = match (&folded, batch_stats) {
+        (Some((scale, shift)), _) => Epilogue {
+            scale: Some(scale.as_slice()),
+            shift: Some(shift.as_slice()),
+            residual,
+            relu: op.relu,
+        },
+        (None, Some(_)) => Epilogue::bias(bias),
+        (None, None) => Epilogue {
+            scale: None,
+            shift: bias,
+            residual,
+            relu: op.relu,
+        },
+    };
+    let y_conv = &mut *y;
+    Convolution::forward_loop(
+        &p,
+        Forward {
+            x,
+            w,
+            post,
+            y: y_conv,
+            add: false,
+        },
+        scratch,
+    );
+    // With batch statistics the BatchNorm and what follows it go over the whole output.
+    if let Some(bn) = batch_stats {
+        let inner = p.geom.cols();
+        let l = Layout {
+            outer: p.batch,
+            channels: p.filters,
+            inner,
+        };
+        let moments = batch_moments(&l, y);
+        let k = op.bn_at();
+        let (gamma, beta) = (io.inputs[k].slice::<T>(), io.inputs[k + 1].slice::<T>());
+        let (scale, shift, _) = affine(bn, gamma, beta, (&moments.0, &moments.1), None);
+        let moving = [
+            io.inputs[k + 2].slice_mut::<T>(),
+            io.inputs[k + 3].slice_mut::<T>(),
+        ];
+        update_moving(bn, moving, (&moments.0, &moments.1));
+        let post = Epilogue {
+            scale: Some(&scale),
+            shift: Some(&shift),
+            residual,
+            relu: op.relu,
+        };
+        let plane = |(i, row): (usize, &mut [T])| post.apply(i % p.filters, i * inner, row);
+        if inner > 0 && y.len() >= 1 << 15 && pool_shares_work() {
+            y.par_chunks_mut(inner).enumerate().for_each(plane);
+        } else if inner > 0 {
+            y.chunks_mut(inner).enumerate().for_each(plane);
         }
     }
     if add {
