@@ -4,18 +4,24 @@
 //! buffer (`dist_sync`, `dist_async`), or on one of those devices and then copied into it
 //! (`dist_device_sync`: each key summed on the least loaded of the devices pushing it, as
 //! the `device` store does). A pull is an engine op that writes the servers' answer into
-//! the host buffer, then copies it to the arrays given. The buffer's engine variable
-//! orders one key's pushes and pulls; different keys travel independently.
+//! the one host array pulled to, or else into the host buffer, then copies it to the
+//! arrays given. The buffer's engine variable
+//! orders one key's pushes and pulls, and each key's requests leave in the order they
+//! were made ([`WireOrder`]); different keys travel independently. Once every server is
+//! known to hold a pull behind the sender's own push, a push sent from the caller's
+//! array no longer holds the buffer, so the key's pull leaves right behind it instead of
+//! waiting for its answer: one round trip less per push and pull.
 
 use super::compress::encode_params;
 use super::config::NodeConfig;
 use super::frame::Source;
 use super::layout::{ServerCommand, WORKER_GROUP};
+use super::order::WireOrder;
 use super::process;
 use super::worker::DistWorker;
 use crate::context::Context;
 use crate::dtype::DType;
-use crate::engine::{self, FnProperty, OnComplete, PushSpec};
+use crate::engine::{self, FnProperty, OnComplete, PushSpec, Var};
 use crate::error::{Error, Result};
 use crate::kvstore::{check, Comm, CommCpu, CommDevice, Key, Reduced, Store, StoreUpdater};
 use crate::ndarray::copy::copy_prioritized;
@@ -33,12 +39,18 @@ struct Entry {
     /// The integer key the servers know it by (string keys are numbered 0, 1, ... in
     /// `init` order, as MXNet does, so every worker must init them in the same order).
     id: i32,
-    /// The host buffer pushes are summed into and pulls land in.
+    /// The host buffer pushes are summed into, and pulls land in unless they go straight
+    /// to the one host array pulled to.
     buf: NDArray,
     /// Under 2-bit compression, what earlier pushes of the key did not send.
     residual: Residual,
     /// `dist_device_sync`: where the key's pushes are summed, once it has had one.
     merged: Arc<Mutex<Option<NDArray>>>,
+    /// The order the key's requests leave in.
+    order: Arc<WireOrder>,
+    /// What a push that does not hold the buffer writes, to keep the key's pushes in
+    /// order and carry their errors.
+    pushes: Var,
 }
 
 /// A worker's view of a distributed store.
@@ -126,98 +138,133 @@ impl DistStore {
             .collect()
     }
 
-    /// Queues the engine op that sends `value` to the servers as key `id`, straight from
-    /// its memory (libzmq reads it as it sends), then lets `buf`'s later ops through.
-    /// Under 2-bit compression, a float32 key is sent as its codes, the rest of each value
-    /// kept in `residual` for the key's next push.
-    fn send(&self, id: i32, value: &NDArray, buf: &NDArray, residual: Residual, priority: i32) {
+    /// Queues the engine op that sends `value` to the servers as `entry`'s key, straight
+    /// from its memory (libzmq reads it as it sends). Under 2-bit compression, a float32
+    /// key is sent as its codes, the rest of each value kept in the key's residual for
+    /// its next push.
+    fn send(&self, entry: &Entry, value: &NDArray, priority: i32) {
         let worker = self.worker.clone();
+        let (id, residual) = (entry.id, entry.residual.clone());
         let data = value.clone();
         let compressed = data.dtype() == DType::F32 && worker.compression().is_some();
-        let body = Box::new(move |_ctx, done: OnComplete| {
-            let finish: Box<dyn FnOnce(Result<()>) + Send> = Box::new(move |r| done.done(r));
-            if compressed {
-                let blob = data.blob();
-                let copied: Vec<f32>;
-                let grad: &[f32] = match bytemuck::try_cast_slice(blob.bytes()) {
-                    Ok(g) if cfg!(target_endian = "little") => g,
-                    _ => {
-                        copied = blob
-                            .bytes()
-                            .chunks_exact(4)
-                            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-                            .collect();
-                        &copied
-                    }
-                };
-                let mut residual = residual.lock();
-                residual.resize(grad.len(), 0.0);
-                worker.push_compressed(id, grad, &mut residual, finish);
-                return;
-            }
-            let dtype = data.dtype();
-            // SAFETY: the op reads `data` until the servers answer, after they have
-            // received every byte, and the frames hold the array alive until libzmq is
-            // done with them.
-            let bytes = unsafe { Source::borrowed(data.blob().bytes(), Arc::new(data.clone())) };
-            worker.push(
-                id,
-                dtype,
-                bytes,
-                false,
-                Box::new(move |r| finish(r.map(|_| ()))),
-            );
-        });
-        // A dense push only hands the value's memory to libzmq: it starts on whichever
-        // thread lets it through (the one that wrote the value, as soon as it has), so
-        // each key leaves the moment it is ready. Compressing takes real work, done as
-        // prioritised CPU work, in priority order, not behind ordinary kernels. The op
-        // writes `buf` (without touching it) so that the key's next pull follows it.
-        let prop = if compressed {
-            FnProperty::CpuPrioritized
+        // The op reads `value` until the servers answer. It writes the buffer (without
+        // touching it) so that the key's next pull waits for that answer, unless the
+        // servers hold the pull behind the push themselves and the value is not the
+        // buffer, which the pull writes.
+        let pipelined =
+            !value.same_chunk(&entry.buf) && worker.orders_pulls(id, value.size(), value.dtype());
+        let written = if pipelined {
+            entry.pushes.clone()
         } else {
-            FnProperty::Async
+            entry.buf.var().clone()
         };
-        let spec = PushSpec::new(
-            "KVStoreDistPush",
-            Context::cpu(0),
-            std::slice::from_ref(value.var()),
-            std::slice::from_ref(buf.var()),
-        )
-        .prop(prop)
-        .priority(priority);
-        engine::get().push_async(body, spec);
+        entry.order.issue(|turn| {
+            let body = Box::new(move |_ctx, done: OnComplete| {
+                turn.send(move || {
+                    let finish: Box<dyn FnOnce(Result<()>) + Send> =
+                        Box::new(move |r| done.done(r));
+                    if compressed {
+                        push_compressed(&worker, id, &data, &residual, finish);
+                        return;
+                    }
+                    let dtype = data.dtype();
+                    // SAFETY: the op reads `data` until the servers answer, after they
+                    // have received every byte, and the frames hold the array alive
+                    // until libzmq is done with them.
+                    let bytes =
+                        unsafe { Source::borrowed(data.blob().bytes(), Arc::new(data.clone())) };
+                    worker.push(
+                        id,
+                        dtype,
+                        bytes,
+                        false,
+                        Box::new(move |r| finish(r.map(|_| ()))),
+                    );
+                });
+            });
+            // A dense push only hands the value's memory to libzmq: it starts on
+            // whichever thread lets it through (the one that wrote the value, as soon as
+            // it has), so each key leaves the moment it is ready. Compressing takes real
+            // work, done as prioritised CPU work, in priority order, not behind ordinary
+            // kernels.
+            let prop = if compressed {
+                FnProperty::CpuPrioritized
+            } else {
+                FnProperty::Async
+            };
+            let spec = PushSpec::new(
+                "KVStoreDistPush",
+                Context::cpu(0),
+                std::slice::from_ref(value.var()),
+                std::slice::from_ref(&written),
+            )
+            .prop(prop)
+            .priority(priority);
+            engine::get().push_async(body, spec);
+        });
     }
 
-    /// Queues the engine op that writes the servers' value of key `id` into `buf`.
-    fn fetch(&self, id: i32, buf: &NDArray, priority: i32) {
+    /// Queues the engine op that writes the servers' value of `entry`'s key into `into`
+    /// (its buffer, or the one host array the value is pulled to). The op writes the
+    /// buffer in either case, which orders it after the key's pushes that hold it.
+    fn fetch(&self, entry: &Entry, into: &NDArray, priority: i32) {
         let worker = self.worker.clone();
-        let data = buf.clone();
-        let body = Box::new(move |_ctx, done: OnComplete| {
-            let (dtype, n) = (data.dtype(), data.size());
-            worker.pull(
-                id,
-                dtype,
-                n,
-                Box::new(move |r| {
-                    // The op holds write access to the buffer until `done`.
-                    let r = r.map(|pulled| pulled.copy_to(data.blob().bytes_mut()));
-                    done.done(r);
-                }),
-            );
+        let (id, data) = (entry.id, into.clone());
+        let mut written = vec![entry.buf.var().clone()];
+        if !into.same_chunk(&entry.buf) {
+            written.push(into.var().clone());
+        }
+        entry.order.issue(|turn| {
+            let body = Box::new(move |_ctx, done: OnComplete| {
+                turn.send(move || {
+                    let (dtype, n) = (data.dtype(), data.size());
+                    worker.pull(
+                        id,
+                        dtype,
+                        n,
+                        Box::new(move |r| {
+                            // The op holds write access to the buffer until `done`.
+                            let r = r.map(|pulled| pulled.copy_to(data.blob().bytes_mut()));
+                            done.done(r);
+                        }),
+                    );
+                });
+            });
+            // Async: the request leaves from whichever thread lets it through (often the
+            // one that sent the key's push), without waking a worker for it.
+            let spec = PushSpec::new("KVStoreDistPull", Context::cpu(0), &[], &written)
+                .prop(FnProperty::Async)
+                .priority(priority);
+            engine::get().push_async(body, spec);
         });
-        // Async: the request leaves from whichever thread lets it through (often the one
-        // that received the key's push answer), without waking a worker for it.
-        let spec = PushSpec::new(
-            "KVStoreDistPull",
-            Context::cpu(0),
-            &[],
-            std::slice::from_ref(buf.var()),
-        )
-        .prop(FnProperty::Async)
-        .priority(priority);
-        engine::get().push_async(body, spec);
     }
+}
+
+/// Sends the float32 gradient `data` of key `id` 2-bit compressed: the gradient is added to
+/// `residual`, and what the codes do not carry stays in it.
+fn push_compressed(
+    worker: &DistWorker,
+    id: i32,
+    data: &NDArray,
+    residual: &Residual,
+    finish: Box<dyn FnOnce(Result<()>) + Send>,
+) {
+    let blob = data.blob();
+    let copied: Vec<f32>;
+    let grad: &[f32] = match bytemuck::try_cast_slice(blob.bytes()) {
+        Ok(g) if cfg!(target_endian = "little") => g,
+        _ => {
+            copied = blob
+                .bytes()
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
+                .collect();
+            &copied
+        }
+    };
+    let mut residual = residual.lock();
+    residual.resize(grad.len(), 0.0);
+    worker.push_compressed(id, grad, &mut residual, finish);
 }
 
 impl Store for DistStore {
@@ -280,6 +327,8 @@ impl Store for DistStore {
                         buf: buf.clone(),
                         residual: Arc::default(),
                         merged: Arc::default(),
+                        order: Arc::default(),
+                        pushes: Var::new(),
                     },
                 );
                 bufs.push((id, buf));
@@ -358,7 +407,7 @@ impl Store for DistStore {
                     entry.buf.clone()
                 }
             };
-            self.send(entry.id, &value, &entry.buf, entry.residual, priority);
+            self.send(&entry, &value, priority);
         }
         Ok(())
     }
@@ -367,8 +416,17 @@ impl Store for DistStore {
         check::lists("pull", keys.len(), outs.len(), priorities.len())?;
         let sources = self.entries_for("pull", keys, outs, "output")?;
         for ((entry, dsts), &priority) in sources.iter().zip(outs).zip(priorities) {
-            self.fetch(entry.id, &entry.buf, priority);
-            self.comm.broadcast(&entry.buf, dsts, priority)?;
+            match &dsts[..] {
+                // One host array of the key's type takes the value straight from the
+                // answer: no copy through the buffer, no op after the pull.
+                [only] if only.context().is_cpu() && only.dtype() == entry.buf.dtype() => {
+                    self.fetch(entry, only, priority)
+                }
+                _ => {
+                    self.fetch(entry, &entry.buf, priority);
+                    self.comm.broadcast(&entry.buf, dsts, priority)?;
+                }
+            }
         }
         Ok(())
     }
@@ -425,7 +483,8 @@ impl Store for DistStore {
         )))
     }
 
-    /// This worker's buffer of `key`: the last value it pulled (or summed for a push).
+    /// This worker's buffer of `key`: the last value it summed for a push, or pulled
+    /// through the buffer.
     fn stored(&self, key: &Key) -> Result<NDArray> {
         let entries = self.entries.lock();
         Ok(entries

@@ -64,8 +64,13 @@ pub fn msg_sig(app_id: i32, sender: i32, recver: i32, timestamp: i32, request: b
 }
 
 /// The version of rsmx's additions to ps-lite's protocol, sent in meta field 100 (which
-/// MXNet skips) so that a node knows which peers understand them.
-pub const WIRE_VERSION: u32 = 1;
+/// MXNet skips) so that a node knows which peers understand them. 1: error answers and
+/// lost-node notices. 2: a server answers a worker's pull of a key whose push from that
+/// worker waits in a sync round with the round's value ([`ORDERED_PULLS`]).
+pub const WIRE_VERSION: u32 = 2;
+
+/// The first wire version whose servers hold a pull behind the sender's own push.
+pub const ORDERED_PULLS: u32 = 2;
 
 impl Command {
     fn from_wire(v: i32) -> Result<Command> {

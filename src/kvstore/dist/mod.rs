@@ -12,7 +12,8 @@
 //!   ([`registry`]).
 //! - A server: its values ([`flat`]) and rounds ([`store`]), served by [`server`], with
 //!   optimizers run on arrays ([`updaters`]).
-//! - A worker: its requests ([`worker`]) and the KVStore interface over them ([`client`]).
+//! - A worker: its requests ([`worker`]), each key's requests kept in program order on the
+//!   wire ([`order`]), and the KVStore interface over them ([`client`]).
 //! - The process's own node: its worker, or the scheduler or server role ([`process`]).
 
 pub mod client;
@@ -23,6 +24,7 @@ pub mod frame;
 pub mod kv;
 pub mod layout;
 pub mod meta;
+pub mod order;
 pub mod process;
 pub mod registry;
 pub mod server;

@@ -37,14 +37,24 @@ impl Serving {
     fn serve(&self, msg: DataMessage) {
         let DataMessage { sender, meta, data } = msg;
         let frames = data.into_iter().map(SharedBytes::from).collect();
-        let handled = self.store.lock().handle(sender, meta.clone(), frames);
+        let (handled, failed) = {
+            let mut store = self.store.lock();
+            let handled = store.handle(sender, meta.clone(), frames);
+            (handled, store.take_failed())
+        };
         match handled {
             Ok(replies) => {
                 for r in replies {
                     self.sender.send(r.to, r.meta, r.data);
                 }
             }
-            Err(e) => self.refuse(sender, &meta, &e),
+            Err(e) => {
+                self.refuse(sender, &meta, &e);
+                // A failed update fails every request of its round.
+                for (other, request) in failed {
+                    self.refuse(other, &request, &e);
+                }
+            }
         }
     }
 

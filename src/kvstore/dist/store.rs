@@ -2,7 +2,9 @@
 //! dense and 2-bit compressed requests. The first push of a key stores it; in sync mode
 //! pushes are summed in arrival order until there is one per worker, then the updater
 //! (or, without one, the sum itself) becomes the stored value and every waiting request
-//! is answered; in async mode each push updates at once. Pulls are answered at once.
+//! is answered; in async mode each push updates at once. A pull is answered at once,
+//! unless its sender's push of the key waits in a sync round: then it is answered with
+//! the round's value, so that a worker may send a key's pull right behind its push.
 
 use super::compress::dequantize_2bit;
 use super::flat::Flat;
@@ -35,10 +37,12 @@ struct Waiting {
     meta: Meta,
 }
 
-/// A sync round of one key: the sum so far and the pushes in it.
+/// A sync round of one key: the sum so far, the pushes in it, and the pulls of workers
+/// whose push is in it.
 struct Round {
     merged: Flat,
     waiting: Vec<Waiting>,
+    pulls: Vec<Waiting>,
 }
 
 /// A server's stored values and open rounds.
@@ -57,6 +61,8 @@ pub struct ServerStore {
     /// The 2-bit threshold, once a worker set gradient compression.
     threshold: Option<f32>,
     warned_async_assign: bool,
+    /// The other requests of a round whose update failed, to be refused as well.
+    failed: Vec<(i32, Meta)>,
 }
 
 impl ServerStore {
@@ -74,6 +80,7 @@ impl ServerStore {
             wide: HashMap::new(),
             threshold: None,
             warned_async_assign: false,
+            failed: Vec::new(),
         }
     }
 
@@ -128,7 +135,7 @@ impl ServerStore {
                 if meta.push {
                     self.push(sender, meta, key, Flat::new(dtype, kv.vals)?)
                 } else {
-                    self.pull(sender, &meta, key).map(|r| vec![r])
+                    self.pull(sender, meta, key)
                 }
             }
             RequestKind::Compressed => self.compressed(sender, meta, dtype, kv),
@@ -158,7 +165,7 @@ impl ServerStore {
                     "KVStore dist server: a compressed pull has one key".into(),
                 ));
             };
-            return self.pull(sender, &meta, key).map(|r| vec![r]);
+            return self.pull(sender, meta, key);
         }
         let threshold = self.threshold.ok_or_else(|| {
             Error::Value(
@@ -190,14 +197,26 @@ impl ServerStore {
         self.push(sender, meta, *key, Flat::new(DType::F32, bytes)?)
     }
 
-    fn pull(&self, sender: i32, meta: &Meta, key: u64) -> Result<Reply> {
-        let stored = self.values.get(&key).ok_or_else(|| {
-            Error::Value(format!(
+    /// The requests of a round whose update failed, apart from the one that completed it
+    /// (which gets the error itself): each is to be refused with the same error.
+    pub fn take_failed(&mut self) -> Vec<(i32, Meta)> {
+        std::mem::take(&mut self.failed)
+    }
+
+    fn pull(&mut self, sender: i32, meta: Meta, key: u64) -> Result<Vec<Reply>> {
+        let Some(stored) = self.values.get(&key) else {
+            return Err(Error::Value(format!(
                 "KVStore dist server: key {} was pulled before any push initialised it",
                 self.worker_key(key)
-            ))
-        })?;
-        Ok(answer(sender, meta, Some((key, stored))))
+            )));
+        };
+        if let Some(round) = self.rounds.get_mut(&key) {
+            if round.waiting.iter().any(|w| w.sender == sender) {
+                round.pulls.push(Waiting { sender, meta });
+                return Ok(Vec::new());
+            }
+        }
+        Ok(vec![answer(sender, &meta, Some((key, stored)))])
     }
 
     fn push(&mut self, sender: i32, meta: Meta, key: u64, value: Flat) -> Result<Vec<Reply>> {
@@ -250,20 +269,35 @@ impl ServerStore {
             Entry::Vacant(v) => v.insert(Round {
                 merged: value,
                 waiting: Vec::new(),
+                pulls: Vec::new(),
             }),
         };
         round.waiting.push(Waiting { sender, meta });
         if round.waiting.len() < self.num_workers {
             return Ok(Vec::new());
         }
-        let round = self.rounds.remove(&key).expect("the round just filled");
-        self.apply(key, round.merged)?;
+        let Round {
+            merged,
+            mut waiting,
+            pulls,
+        } = self.rounds.remove(&key).expect("the round just filled");
+        if let Err(e) = self.apply(key, merged) {
+            waiting.pop(); // this request's own, answered with the error by the caller
+            self.failed = waiting
+                .into_iter()
+                .chain(pulls)
+                .map(|w| (w.sender, w.meta))
+                .collect();
+            return Err(e);
+        }
         let stored = &self.values[&key];
-        Ok(round
-            .waiting
+        let pushes = waiting
             .iter()
-            .map(|w| answer(w.sender, &w.meta, w.meta.pull.then_some((key, stored))))
-            .collect())
+            .map(|w| answer(w.sender, &w.meta, w.meta.pull.then_some((key, stored))));
+        let pulls = pulls
+            .iter()
+            .map(|w| answer(w.sender, &w.meta, Some((key, stored))));
+        Ok(pushes.chain(pulls).collect())
     }
 
     /// Updates key `key` with `merged` (the updater, or the value itself without one),

@@ -13,7 +13,7 @@ use super::registry::unregistered;
 use super::transport::{Monitor, Router};
 use crate::error::{Error, Result};
 use parking_lot::{Condvar, Mutex};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
@@ -78,8 +78,8 @@ struct Shared {
     links: Links,
     stop: AtomicBool,
     app: Mutex<Option<Arc<dyn App>>>,
-    /// The peers whose messages carry rsmx's wire version.
-    rsmx_peers: Mutex<HashSet<i32>>,
+    /// The peers whose messages carry rsmx's wire version, and that version.
+    rsmx_peers: Mutex<HashMap<i32, u32>>,
 }
 
 /// What sends on a van's connections from a node's app, without keeping the van alive
@@ -261,6 +261,12 @@ impl Van {
     /// A sender for the node's app.
     pub fn sender(&self) -> VanSender {
         VanSender(Arc::downgrade(&self.shared))
+    }
+
+    /// The wire version of rsmx node `id`, once a message from it has arrived; `None`
+    /// for MXNet's nodes and for nodes not heard from yet.
+    pub fn peer_wire(&self, id: i32) -> Option<u32> {
+        self.shared.rsmx_peers.lock().get(&id).copied()
     }
 
     /// Why this node cannot go on, if it cannot.

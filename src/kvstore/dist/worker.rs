@@ -10,13 +10,13 @@ use super::layout::{
     compressed_parts, data_head, dense_parts, server_id, Part, RequestKind, ServerCommand, ALL,
     WORKER_GROUP,
 };
-use super::meta::{Meta, Role};
+use super::meta::{Meta, Role, ORDERED_PULLS};
 use super::van::{App, DataMessage, Van};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
 /// One server's answer: its keys and lengths, and its values in the frame they came in.
@@ -177,6 +177,8 @@ pub struct DistWorker {
     /// The 2-bit threshold once gradient compression is on: float32 keys are then laid
     /// out, pushed and pulled as MXNet's compressed keys.
     compression: Mutex<Option<f32>>,
+    /// Per server rank: set once it is known to hold a pull behind this worker's push.
+    ordered_pulls: Vec<AtomicBool>,
 }
 
 impl DistWorker {
@@ -201,6 +203,26 @@ impl DistWorker {
             num_servers,
             bigarray_bound,
             compression: Mutex::new(None),
+            ordered_pulls: (0..num_servers).map(|_| AtomicBool::new(false)).collect(),
+        })
+    }
+
+    /// True once each server holding key `key` (`elements` of `dtype`) has answered
+    /// with a wire version that holds a pull behind its sender's push of the same key:
+    /// the key's pull may then leave right behind the push, without waiting for its
+    /// answer (one connection keeps the two in order).
+    pub fn orders_pulls(&self, key: i32, elements: usize, dtype: DType) -> bool {
+        self.parts(key, elements, dtype).iter().all(|p| {
+            let known = &self.ordered_pulls[p.server];
+            if known.load(Ordering::Relaxed) {
+                return true;
+            }
+            let ordered = self
+                .van
+                .peer_wire(server_id(p.server as i32))
+                .is_some_and(|v| v >= ORDERED_PULLS);
+            known.store(ordered, Ordering::Relaxed);
+            ordered
         })
     }
 

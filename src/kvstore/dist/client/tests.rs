@@ -200,3 +200,37 @@ fn device_sync_sums_on_a_pushing_device_and_sends_from_the_host() {
         on_devices.barrier().unwrap();
     });
 }
+
+#[test]
+fn a_pull_sent_behind_its_push_gets_the_round_of_a_late_worker() {
+    with_cluster(2, 2, 4, |w| {
+        if w.rank() == 0 {
+            w.command_and_wait(ServerCommand::SyncMode, b"").unwrap();
+        }
+        let kv = DistStore::new("dist_sync", w.clone());
+        let r = (kv.rank() + 1) as f32;
+        // 8 elements over a bound of 4: the key is split over both servers.
+        let k = [Key::Int(5)];
+        kv.init(&k, &[full(&[8], 0.0, Context::cpu(0))]).unwrap();
+        let out = vec![vec![full(&[8], 0.0, Context::cpu(0))]];
+        let value = vec![vec![full(&[8], r, Context::cpu(0))]];
+        kv.pushpull(&k, &value, &out, &[0]).unwrap();
+        assert_eq!(values(&out[0][0]), vec![3.0; 8]);
+        assert!(
+            w.orders_pulls(5, 8, DType::F32),
+            "both servers answered with ordered pulls"
+        );
+        for round in 2..=4 {
+            if kv.rank() == 1 {
+                // Rank 0's pull reaches the servers long before this push.
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            let value = vec![vec![full(&[8], r * round as f32, Context::cpu(0))]];
+            kv.push(&k, &value, &[0]).unwrap();
+            kv.pull(&k, &out, &[0]).unwrap();
+            let sum = 3.0 * round as f32;
+            assert_eq!(values(&out[0][0]), vec![sum; 8], "round {round}");
+        }
+        kv.barrier().unwrap();
+    });
+}

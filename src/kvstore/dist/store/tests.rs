@@ -88,17 +88,19 @@ fn a_sync_round_sums_one_push_per_worker_then_answers_them_all() {
     assert!(dense(&mut s, 9, true, false, 1, 1, &[1.0, 2.0])
         .unwrap()
         .is_empty());
-    // A pull in the middle of a round gets the value before it.
+    // A pull in the middle of a round gets the value before it, unless its sender's push
+    // is in the round: that one waits for the round's value.
     assert_eq!(
-        value_of(&dense(&mut s, 9, false, true, 2, 1, &[]).unwrap()[0]),
+        value_of(&dense(&mut s, 11, false, true, 2, 1, &[]).unwrap()[0]),
         [0.0, 0.0]
     );
+    assert!(dense(&mut s, 9, false, true, 2, 1, &[]).unwrap().is_empty());
     let r = dense(&mut s, 11, true, true, 7, 1, &[10.0, 20.0]).unwrap();
     assert_eq!(
         r.iter()
-            .map(|r| (r.to, r.meta.timestamp))
+            .map(|r| (r.to, r.meta.timestamp, r.meta.push))
             .collect::<Vec<_>>(),
-        [(9, 1), (11, 7)]
+        [(9, 1, true), (11, 7, true), (9, 2, false)]
     );
     assert!(r[0].data.is_empty());
     assert_eq!(
@@ -106,6 +108,7 @@ fn a_sync_round_sums_one_push_per_worker_then_answers_them_all() {
         [11.0, 22.0],
         "push-pull gets the round's value"
     );
+    assert_eq!(value_of(&r[2]), [11.0, 22.0], "so does the waiting pull");
     // It counts pushes, not workers: one worker pushing twice completes a round.
     assert!(dense(&mut s, 9, true, false, 3, 1, &[1.0, 1.0])
         .unwrap()
@@ -150,6 +153,40 @@ fn an_updater_applies_the_round_or_each_async_push() {
     dense(&mut a, 9, true, false, 0, 1, &[1.0]).unwrap();
     let r = dense(&mut a, 9, true, true, 1, 1, &[4.0]).unwrap();
     assert_eq!(value_of(&r[0]), [-1.0], "async: each push updates at once");
+}
+
+struct Failing;
+
+impl Updater for Failing {
+    fn update(&mut self, _key: u64, _merged: &Flat, _stored: &mut Flat) -> Result<()> {
+        Err(Error::Value("the optimizer failed".into()))
+    }
+}
+
+#[test]
+fn a_failed_update_fails_every_request_of_its_round() {
+    let mut s = ServerStore::new(BEGIN, 2);
+    s.set_sync_mode();
+    dense(&mut s, 9, true, false, 0, 1, &[1.0]).unwrap();
+    s.set_updater(Box::new(Failing));
+    assert!(dense(&mut s, 9, true, false, 1, 1, &[1.0])
+        .unwrap()
+        .is_empty());
+    assert!(dense(&mut s, 9, false, true, 2, 1, &[]).unwrap().is_empty());
+    let e = dense(&mut s, 11, true, false, 3, 1, &[3.0]).unwrap_err();
+    assert!(e.message().contains("the optimizer failed"), "{e}");
+    let failed: Vec<(i32, i32)> = s
+        .take_failed()
+        .iter()
+        .map(|(to, m)| (*to, m.timestamp))
+        .collect();
+    assert_eq!(failed, [(9, 1), (9, 2)]);
+    assert!(s.take_failed().is_empty());
+    assert_eq!(
+        floats(&s.value(BEGIN + 1).unwrap().bytes),
+        [1.0],
+        "unchanged"
+    );
 }
 
 #[test]

@@ -179,7 +179,7 @@ impl Receiver<'_> {
         };
         let rsmx_peers = self.shared.rsmx_peers.lock().clone();
         for n in &nodes {
-            if n.id == lost || n.role == Role::Scheduler || !rsmx_peers.contains(&n.id) {
+            if n.id == lost || n.role == Role::Scheduler || !rsmx_peers.contains_key(&n.id) {
                 continue;
             }
             let notice = Meta {
@@ -211,8 +211,8 @@ impl Receiver<'_> {
                 return true;
             }
         };
-        if meta.rsmx_wire.is_some() && msg.sender != EMPTY {
-            self.shared.rsmx_peers.lock().insert(msg.sender);
+        if let (Some(version), true) = (meta.rsmx_wire, msg.sender != EMPTY) {
+            self.shared.rsmx_peers.lock().insert(msg.sender, version);
         }
         let me = self.shared.me.lock().clone();
         if self.shared.config.verbose >= 2 {
