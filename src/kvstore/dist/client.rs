@@ -48,9 +48,11 @@ struct Entry {
     merged: Arc<Mutex<Option<NDArray>>>,
     /// The order the key's requests leave in.
     order: Arc<WireOrder>,
-    /// What a push that does not hold the buffer writes, to keep the key's pushes in
-    /// order and carry their errors.
+    /// What every push of the key writes, so that they are answered one by one.
     pushes: Var,
+    /// The error of a failed push of the key, until the key's next pull fails with it
+    /// (that pull's answer comes after the push's, on the same connections).
+    failed: Arc<Mutex<Option<Error>>>,
 }
 
 /// A worker's view of a distributed store.
@@ -144,29 +146,50 @@ impl DistStore {
     /// its next push.
     fn send(&self, entry: &Entry, value: &NDArray, priority: i32) {
         let worker = self.worker.clone();
-        let (id, residual) = (entry.id, entry.residual.clone());
+        let (id, residual, failed) = (entry.id, entry.residual.clone(), entry.failed.clone());
         let data = value.clone();
         let compressed = data.dtype() == DType::F32 && worker.compression().is_some();
-        // The op reads `value` until the servers answer. It writes the buffer (without
-        // touching it) so that the key's next pull waits for that answer, unless the
-        // servers hold the pull behind the push themselves and the value is not the
-        // buffer, which the pull writes.
+        // The op reads `value` until the servers answer, and writes the key's push
+        // variable, so that its pushes are answered one by one. It also writes the buffer
+        // (without touching it) so that the key's next pull waits for that answer,
+        // unless the servers hold the pull behind the push themselves and the value is
+        // not the buffer, which the pull writes.
         let pipelined =
             !value.same_chunk(&entry.buf) && worker.orders_pulls(id, value.size(), value.dtype());
-        let written = if pipelined {
-            entry.pushes.clone()
-        } else {
-            entry.buf.var().clone()
-        };
+        let mut written = vec![entry.pushes.clone()];
+        if !pipelined {
+            written.push(entry.buf.var().clone());
+        }
         entry.order.issue(|turn| {
+            let not_sent = failed.clone();
+            let turn = turn.if_unused(move || {
+                *not_sent.lock() = Some(Error::Runtime(format!(
+                    "KVStore dist: key {id}: a push before this pull was not sent, as the \
+                     value it pushes failed"
+                )));
+            });
             let body = Box::new(move |_ctx, done: OnComplete| {
-                turn.send(move || {
-                    let finish: Box<dyn FnOnce(Result<()>) + Send> =
-                        Box::new(move |r| done.done(r));
-                    if compressed {
-                        push_compressed(&worker, id, &data, &residual, finish);
-                        return;
+                // A failed push fails the key's next pull too, whose answer comes after.
+                let finish: Box<dyn FnOnce(Result<()>) + Send> = Box::new(move |r| {
+                    if let Err(e) = &r {
+                        *failed.lock() = Some(e.clone());
                     }
+                    done.done(r)
+                });
+                if compressed {
+                    // Quantised here, in the op's priority, and only sent in turn.
+                    match quantize(&worker, &data, &residual) {
+                        Ok(codes) => {
+                            turn.send(move || worker.push_codes(id, data.size(), codes, finish))
+                        }
+                        Err(e) => {
+                            drop(turn);
+                            finish(Err(e));
+                        }
+                    }
+                    return;
+                }
+                turn.send(move || {
                     let dtype = data.dtype();
                     // SAFETY: the op reads `data` until the servers answer, after they
                     // have received every byte, and the frames hold the array alive
@@ -196,7 +219,7 @@ impl DistStore {
                 "KVStoreDistPush",
                 Context::cpu(0),
                 std::slice::from_ref(value.var()),
-                std::slice::from_ref(&written),
+                &written,
             )
             .prop(prop)
             .priority(priority);
@@ -209,7 +232,7 @@ impl DistStore {
     /// buffer in either case, which orders it after the key's pushes that hold it.
     fn fetch(&self, entry: &Entry, into: &NDArray, priority: i32) {
         let worker = self.worker.clone();
-        let (id, data) = (entry.id, into.clone());
+        let (id, data, failed) = (entry.id, into.clone(), entry.failed.clone());
         let mut written = vec![entry.buf.var().clone()];
         if !into.same_chunk(&entry.buf) {
             written.push(into.var().clone());
@@ -223,8 +246,11 @@ impl DistStore {
                         dtype,
                         n,
                         Box::new(move |r| {
-                            // The op holds write access to the buffer until `done`.
-                            let r = r.map(|pulled| pulled.copy_to(data.blob().bytes_mut()));
+                            let r = match failed.lock().take() {
+                                Some(push_failed) => Err(push_failed),
+                                // The op holds write access to `data` until `done`.
+                                None => r.map(|p| p.copy_to(data.blob().bytes_mut())),
+                            };
                             done.done(r);
                         }),
                     );
@@ -240,15 +266,9 @@ impl DistStore {
     }
 }
 
-/// Sends the float32 gradient `data` of key `id` 2-bit compressed: the gradient is added to
-/// `residual`, and what the codes do not carry stays in it.
-fn push_compressed(
-    worker: &DistWorker,
-    id: i32,
-    data: &NDArray,
-    residual: &Residual,
-    finish: Box<dyn FnOnce(Result<()>) + Send>,
-) {
+/// The 2-bit codes of the float32 gradient `data`, added to `residual`, which keeps what
+/// they do not carry.
+fn quantize(worker: &DistWorker, data: &NDArray, residual: &Residual) -> Result<Vec<u8>> {
     let blob = data.blob();
     let copied: Vec<f32>;
     let grad: &[f32] = match bytemuck::try_cast_slice(blob.bytes()) {
@@ -264,7 +284,7 @@ fn push_compressed(
     };
     let mut residual = residual.lock();
     residual.resize(grad.len(), 0.0);
-    worker.push_compressed(id, grad, &mut residual, finish);
+    worker.quantize(grad, &mut residual)
 }
 
 impl Store for DistStore {
@@ -329,6 +349,7 @@ impl Store for DistStore {
                         merged: Arc::default(),
                         order: Arc::default(),
                         pushes: Var::new(),
+                        failed: Arc::default(),
                     },
                 );
                 bufs.push((id, buf));

@@ -4,6 +4,7 @@
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// A request's send, waiting for its turn.
@@ -35,6 +36,8 @@ pub struct Turn {
     order: Arc<WireOrder>,
     ticket: u64,
     used: bool,
+    /// Run when the turn is dropped unused, before the later turns go.
+    unused: Option<Sending>,
 }
 
 impl WireOrder {
@@ -45,6 +48,7 @@ impl WireOrder {
             order: self.clone(),
             ticket: *issued,
             used: false,
+            unused: None,
         };
         *issued += 1;
         queue_op(turn)
@@ -57,21 +61,37 @@ impl WireOrder {
             return;
         }
         q.draining = true;
+        // A send that panics fails its own op (the engine catches it); the later sends
+        // still go, then the panic goes on.
+        let mut panicked = None;
         loop {
             let next = q.next;
             let Some(send) = q.parked.remove(&next) else {
                 q.draining = false;
-                return;
+                break;
             };
             q.next += 1;
             drop(q);
-            send();
+            if let Err(p) = catch_unwind(AssertUnwindSafe(send)) {
+                panicked.get_or_insert(p);
+            }
             q = self.queue.lock();
+        }
+        drop(q);
+        if let Some(p) = panicked {
+            resume_unwind(p);
         }
     }
 }
 
 impl Turn {
+    /// Has `f` run if the turn is dropped unused (its op never ran), before the later
+    /// turns go.
+    pub fn if_unused(mut self, f: impl FnOnce() + Send + 'static) -> Turn {
+        self.unused = Some(Box::new(f));
+        self
+    }
+
     /// Runs `send` once every earlier turn of the key has sent (here, or on the thread
     /// whose send lets it through).
     pub fn send(mut self, send: impl FnOnce() + Send + 'static) {
@@ -83,6 +103,9 @@ impl Turn {
 impl Drop for Turn {
     fn drop(&mut self) {
         if !self.used {
+            if let Some(f) = self.unused.take() {
+                f();
+            }
             self.order.arrive(self.ticket, Box::new(|| {}));
         }
     }
@@ -117,8 +140,25 @@ mod tests {
         let s = sent.clone();
         second.send(move || s.lock().push(2));
         assert!(sent.lock().is_empty());
-        drop(first);
+        let s = sent.clone();
+        drop(first.if_unused(move || s.lock().push(1)));
+        assert_eq!(*sent.lock(), [1, 2], "its hook first, then the later turns");
+    }
+
+    #[test]
+    fn a_send_that_panics_lets_the_later_ones_through() {
+        let order = Arc::new(WireOrder::default());
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let first = order.issue(|t| t);
+        let second = order.issue(|t| t);
+        let s = sent.clone();
+        second.send(move || s.lock().push(2));
+        let r = catch_unwind(AssertUnwindSafe(|| first.send(|| panic!("a broken send"))));
+        assert!(r.is_err(), "the panic goes on to the op that sent");
         assert_eq!(*sent.lock(), [2]);
+        let s = sent.clone();
+        order.issue(|t| t).send(move || s.lock().push(3));
+        assert_eq!(*sent.lock(), [2, 3]);
     }
 
     #[test]

@@ -285,15 +285,32 @@ impl DistWorker {
         residual: &mut [f32],
         done: Box<dyn FnOnce(Result<()>) + Send>,
     ) {
-        let Some(threshold) = self.compression() else {
-            return done(Err(Error::Value(
-                "KVStore dist: a compressed push needs gradient compression set".into(),
-            )));
-        };
+        match self.quantize(grad, residual) {
+            Ok(codes) => self.push_codes(key, grad.len(), codes, done),
+            Err(e) => done(Err(e)),
+        }
+    }
+
+    /// The 2-bit codes of `grad` added to `residual`, which keeps what they do not carry.
+    pub fn quantize(&self, grad: &[f32], residual: &mut [f32]) -> Result<Vec<u8>> {
+        let threshold = self.compression().ok_or_else(|| {
+            Error::Value("KVStore dist: a compressed push needs gradient compression set".into())
+        })?;
         let mut codes = vec![0u8; compressed_bytes(grad.len())];
         quantize_2bit(grad, residual, threshold, &mut codes);
+        Ok(codes)
+    }
+
+    /// Pushes the 2-bit `codes` of the `elements` of float32 key `key`.
+    pub fn push_codes(
+        &self,
+        key: i32,
+        elements: usize,
+        codes: Vec<u8>,
+        done: Box<dyn FnOnce(Result<()>) + Send>,
+    ) {
         let codes = Source::from(codes);
-        let parts = compressed_parts(key, grad.len(), self.num_servers, self.bigarray_bound);
+        let parts = compressed_parts(key, elements, self.num_servers, self.bigarray_bound);
         let mut offset = 0;
         let to = parts
             .iter()

@@ -234,3 +234,83 @@ fn a_pull_sent_behind_its_push_gets_the_round_of_a_late_worker() {
         kv.barrier().unwrap();
     });
 }
+
+#[test]
+fn a_failed_push_fails_the_pull_sent_behind_it_and_the_store_goes_on() {
+    with_cluster(1, 2, 1_000_000, |w| {
+        if w.rank() == 0 {
+            w.command_and_wait(ServerCommand::SyncMode, b"").unwrap();
+        }
+        let kv = DistStore::new("dist_sync", w.clone());
+        let k = [Key::Int(2)];
+        kv.init(&k, &[full(&[4], 1.0, Context::cpu(0))]).unwrap();
+        let value = vec![vec![full(&[4], 1.0, Context::cpu(0))]];
+        let out = vec![vec![full(&[4], 0.0, Context::cpu(0))]];
+        kv.pushpull(&k, &value, &out, &[0]).unwrap();
+        assert_eq!(values(&out[0][0]), vec![2.0; 4]);
+        assert!(w.orders_pulls(2, 4, DType::F32));
+        let set = |body: &[u8]| {
+            if w.rank() == 0 {
+                w.command_and_wait(ServerCommand::Controller, body).unwrap();
+            }
+            kv.barrier().unwrap();
+        };
+        set(b"fail");
+        kv.pushpull(&k, &value, &out, &[0]).unwrap();
+        let e = out[0][0].wait_to_read().unwrap_err();
+        assert!(e.message().contains("the update of key 2 failed"), "{e}");
+        // The push failed as well. Both workers share this process's engine: raising its
+        // errors clears them all.
+        kv.barrier().unwrap();
+        let _ = engine::get().wait_for_all();
+        kv.barrier().unwrap();
+        set(b"0.5");
+        kv.pushpull(&k, &value, &out, &[0]).unwrap();
+        // The failed round left the value; this one moves it by 0.5 * (1 + 1).
+        assert_eq!(values(&out[0][0]), vec![1.0; 4]);
+    });
+}
+
+#[test]
+fn a_push_of_a_failed_value_fails_the_pull_sent_behind_it() {
+    with_cluster(1, 2, 1_000_000, |w| {
+        if w.rank() == 0 {
+            w.command_and_wait(ServerCommand::SyncMode, b"").unwrap();
+        }
+        let kv = DistStore::new("dist_sync", w.clone());
+        let k = [Key::Int(6)];
+        kv.init(&k, &[full(&[4], 0.0, Context::cpu(0))]).unwrap();
+        let out = vec![vec![full(&[4], 0.0, Context::cpu(0))]];
+        let ones = || vec![vec![full(&[4], 1.0, Context::cpu(0))]];
+        kv.pushpull(&k, &ones(), &out, &[0]).unwrap();
+        assert_eq!(values(&out[0][0]), vec![2.0; 4]);
+        assert!(w.orders_pulls(6, 4, DType::F32));
+        // The value's producer fails: its push is never sent, and the pull behind it
+        // says so instead of handing back the value from before.
+        let value = full(&[4], 1.0, Context::cpu(0));
+        engine::get().push_sync(
+            Box::new(|_| Err(Error::Runtime("the value failed".into()))),
+            PushSpec::new(
+                "Fail",
+                Context::cpu(0),
+                &[],
+                std::slice::from_ref(value.var()),
+            ),
+        );
+        kv.push(&k, &[vec![value]], &[0]).unwrap();
+        kv.pull(&k, &out, &[0]).unwrap();
+        let e = out[0][0].wait_to_read().unwrap_err();
+        assert!(
+            e.message().contains("a push before this pull was not sent"),
+            "{e}"
+        );
+        // Both workers share this process's engine: raising its errors clears them all.
+        kv.barrier().unwrap();
+        let _ = engine::get().wait_for_all();
+        kv.barrier().unwrap();
+        // The store goes on: with no updater, the next round's sum is the value.
+        let threes = vec![vec![full(&[4], 3.0, Context::cpu(0))]];
+        kv.pushpull(&k, &threes, &out, &[0]).unwrap();
+        assert_eq!(values(&out[0][0]), vec![6.0; 4]);
+    });
+}

@@ -38,10 +38,23 @@ impl Updater for Sgd {
     }
 }
 
+/// An updater that always fails, as an optimizer raising on the server.
+struct Failing;
+
+impl Updater for Failing {
+    fn update(&mut self, key: u64, _merged: &Flat, _stored: &mut Flat) -> Result<()> {
+        Err(Error::Value(format!("the update of key {key} failed")))
+    }
+}
+
+/// Makes `Sgd` from a learning rate in text, or `Failing` from `fail`.
 pub(crate) struct TextController;
 
 impl Controller for TextController {
     fn updater(&mut self, body: &[u8]) -> Result<Box<dyn Updater>> {
+        if body == b"fail" {
+            return Ok(Box::new(Failing));
+        }
         let lr: f32 = String::from_utf8_lossy(body)
             .parse()
             .map_err(|_| Error::Value("not a learning rate".into()))?;
