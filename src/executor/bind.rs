@@ -2,7 +2,7 @@
 //! planning) run once, ending in the list of steps forward and backward push.
 
 use super::step::{CopyStep, OpStep, Step};
-use super::{bulk_groups, fuse, Executor};
+use super::{bulk_groups, fuse, fuse_backward, Executor};
 use crate::context::{Context, DeviceType};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -136,14 +136,24 @@ pub fn bind(sym: &Symbol, b: BindArgs, shared: Option<&Executor>) -> Result<Exec
             exec_sym = Symbol { outputs: heads };
         }
     }
-    let grad_graph = if wrt.is_empty() {
+    let mut grad_graph = if wrt.is_empty() {
         None
     } else {
         Some(gradient::build(&exec_sym.outputs, &wrt)?)
     };
     let mut heads = exec_sym.outputs.clone();
-    if let Some(gg) = &grad_graph {
+    if let Some(gg) = &mut grad_graph {
         heads.extend(gg.grads.iter().flatten().cloned());
+        let cpu_only = on_cpu(&b.ctx) && b.group2ctx.values().all(on_cpu);
+        let rewrite = (cpu_only && fuse::enabled())
+            .then(|| fuse_backward::fuse(&heads))
+            .flatten();
+        if let Some(rw) = rewrite {
+            heads = heads.iter().map(|e| rw.entry(e)).collect();
+            for ge in gg.grads.iter_mut().flatten() {
+                *ge = rw.entry(ge);
+            }
+        }
     }
     let g = IndexedGraph::new(&heads);
     let n_fwd_nodes = topo_order(exec_sym.outputs.iter().map(|e| &e.node)).len();

@@ -4,6 +4,7 @@
 mod bind;
 mod debug;
 mod fuse;
+mod fuse_backward;
 mod pace;
 pub mod step;
 

@@ -146,6 +146,45 @@ impl Operator for BatchNormBackward {
     }
 }
 
+/// `_backward_rsmx_bn_relu`: `_backward_BatchNorm` of the gradient through the ReLU after
+/// the BatchNorm, which it computes element by element instead of reading it. Inputs: the
+/// ReLU's output gradient, the ReLU's output, then `_backward_BatchNorm`'s data, gamma,
+/// saved mean and saved inverse standard deviation; outputs as `_backward_BatchNorm`'s.
+/// Executors bound with gradients on the CPU make these nodes at bind time
+/// (`executor::fuse_backward`); no symbol or file ever holds one.
+pub(crate) struct BatchNormReluBackward {
+    pub(crate) fwd: BatchNorm,
+}
+
+/// The operator's name, as profiles and errors show it.
+pub(crate) const RELU_BACKWARD: &str = "_backward_rsmx_bn_relu";
+
+impl Operator for BatchNormReluBackward {
+    fn name(&self) -> &'static str {
+        RELU_BACKWARD
+    }
+
+    fn num_outputs(&self) -> usize {
+        3
+    }
+
+    fn infer_shape(&self, inputs: &[Shape]) -> Result<Vec<Shape>> {
+        check_inputs(RELU_BACKWARD, inputs, 6)?;
+        for (k, what) in [(0, "output gradient"), (1, "ReLU output")] {
+            if inputs[k] != inputs[2] {
+                return Err(Error::Value(format!(
+                    "{RELU_BACKWARD}: the {what} has shape {}, the data {}",
+                    fmt_shape(&inputs[k]),
+                    fmt_shape(&inputs[2])
+                )));
+            }
+        }
+        let l = self.fwd.layout(&inputs[2])?;
+        let c = Shape::from_slice(&[l.channels]);
+        Ok(vec![inputs[2].clone(), c.clone(), c])
+    }
+}
+
 /// A bound of the calibration range MXNet's quantized BatchNorm reads; accepted and
 /// unused here.
 macro_rules! calib_range {

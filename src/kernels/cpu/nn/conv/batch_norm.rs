@@ -14,7 +14,7 @@ use crate::kernels::cpu::simd::vectorized;
 use crate::kernels::cpu::{self, Blobs, CpuKernel};
 use crate::kernels::Kernels;
 use crate::ndarray::TBlob;
-use crate::op::nn::batch_norm::{BatchNorm, BatchNormBackward, Layout};
+use crate::op::nn::batch_norm::{BatchNorm, BatchNormBackward, BatchNormReluBackward, Layout};
 use crate::op::{OpContext, OpReq};
 use num_traits::Float;
 use rayon::prelude::*;
@@ -93,30 +93,6 @@ fn lane_sum<T: Num>(b: &[T], f: impl Fn(T) -> T) -> f64 {
     total
 }
 
-/// `(Σ g, Σ g·(v - mu))` over a block of the output gradient `g` and the data `v`.
-#[inline(always)]
-fn lane_sums2<T: Num>(g: &[T], x: &[T], mu: T) -> (f64, f64) {
-    let (mut sg, mut sgd) = (0.0, 0.0);
-    for (gr, xr) in g.chunks(RUN).zip(x.chunks(RUN)) {
-        let (mut a, mut b) = ([T::ZERO; LANES], [T::ZERO; LANES]);
-        let (mut gi, mut xi) = (gr.chunks_exact(LANES), xr.chunks_exact(LANES));
-        for (gc, xc) in (&mut gi).zip(&mut xi) {
-            for i in 0..LANES {
-                a[i] = a[i].add(gc[i]);
-                b[i] = b[i].add(gc[i].mul(xc[i].sub(mu)));
-            }
-        }
-        let (mut ra, mut rb) = (T::ZERO, T::ZERO);
-        for (&g, &v) in gi.remainder().iter().zip(xi.remainder()) {
-            ra = ra.add(g);
-            rb = rb.add(g.mul(v.sub(mu)));
-        }
-        sg += wide(a.iter().fold(ra, |s, &l| s.add(l)));
-        sgd += wide(b.iter().fold(rb, |s, &l| s.add(l)));
-    }
-    (sg, sgd)
-}
-
 /// Writes `v` into `out` as `req` says.
 fn store<T: Num>(out: &TBlob, req: OpReq, v: impl Iterator<Item = T>) {
     match req {
@@ -134,28 +110,53 @@ fn store<T: Num>(out: &TBlob, req: OpReq, v: impl Iterator<Item = T>) {
     }
 }
 
+/// The batch's `(mean, biased variance)` of channel `c` of `x`, in f64.
+#[inline(always)]
+fn channel_moments<T: Num + Float>(l: &Layout, x: &[T], c: usize) -> (f64, f64) {
+    let m = l.per_channel().max(1) as f64;
+    let mut sum = 0.0;
+    for b in l.blocks(x, c) {
+        sum += lane_sum(b, |v| v);
+    }
+    let (mean, mut dev) = (sum / m, 0.0);
+    let mu = T::from_f64(mean);
+    for b in l.blocks(x, c) {
+        dev += lane_sum(b, |v| (v - mu) * (v - mu));
+    }
+    (mean, dev / m)
+}
+
 /// The batch's `(mean, biased variance)` of every channel of `x`, in f64.
 pub(crate) fn batch_moments<T: Num + Float>(l: &Layout, x: &[T]) -> (Vec<f64>, Vec<f64>) {
-    let m = l.per_channel().max(1) as f64;
     per_channel(l, |c| {
         vectorized(
             #[inline(always)]
-            || {
-                let mut sum = 0.0;
-                for b in l.blocks(x, c) {
-                    sum += lane_sum(b, |v| v);
-                }
-                let (mean, mut dev) = (sum / m, 0.0);
-                let mu = T::from_f64(mean);
-                for b in l.blocks(x, c) {
-                    dev += lane_sum(b, |v| (v - mu) * (v - mu));
-                }
-                (mean, dev / m)
-            },
+            || channel_moments(l, x, c),
         )
     })
     .into_iter()
     .unzip()
+}
+
+/// Channel `c`'s `(scale, shift, inverse standard deviation)` of the normalisation
+/// `y = x · scale + shift`, from its statistics; with `bias`, of `x + bias`.
+#[inline(always)]
+fn channel_affine<T: Num + Float>(
+    op: &BatchNorm,
+    (gamma, beta): (&[T], &[T]),
+    c: usize,
+    (mean, var): (f64, f64),
+    bias: Option<&[T]>,
+) -> (T, T, f64) {
+    let invstd = 1.0 / (var + op.eps).sqrt();
+    let g = if op.fix_gamma { 1.0 } else { wide(gamma[c]) };
+    let s = g * invstd;
+    let b = bias.map_or(0.0, |b| wide(b[c]));
+    (
+        T::from_f64(s),
+        T::from_f64(wide(beta[c]) - mean * s + b * s),
+        invstd,
+    )
 }
 
 /// The normalisation as `y = x · scale + shift` per channel, from the statistics `mean`
@@ -168,19 +169,28 @@ pub(crate) fn affine<T: Num + Float>(
     (mean, var): (&[f64], &[f64]),
     bias: Option<&[T]>,
 ) -> (Vec<T>, Vec<T>, Vec<f64>) {
-    let invstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + op.eps).sqrt()).collect();
-    let (scale, shift) = (0..invstd.len())
-        .map(|c| {
-            let g = if op.fix_gamma { 1.0 } else { wide(gamma[c]) };
-            let s = g * invstd[c];
-            let b = bias.map_or(0.0, |b| wide(b[c]));
-            (
-                T::from_f64(s),
-                T::from_f64(wide(beta[c]) - mean[c] * s + b * s),
-            )
-        })
-        .unzip();
-    (scale, shift, invstd)
+    let mut out = (Vec::new(), Vec::new(), Vec::new());
+    for c in 0..mean.len() {
+        let (s, h, i) = channel_affine(op, (gamma, beta), c, (mean[c], var[c]), bias);
+        out.0.push(s);
+        out.1.push(h);
+        out.2.push(i);
+    }
+    out
+}
+
+/// Writes `x · s + h` over `y` (added to it with `add`).
+#[inline(always)]
+fn scale_shift<T: Num + Float>(y: &mut [T], x: &[T], (s, h): (T, T), add: bool) {
+    if add {
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = *o + (v * s + h);
+        }
+    } else {
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = v * s + h;
+        }
+    }
 }
 
 /// Moves the moving statistics toward the batch's, by the momentum.
@@ -201,35 +211,41 @@ fn forward_kernel<T: Num + Float>(op: &BatchNorm, is_train: bool, io: Blobs) -> 
     let l = op.layout(&io.inputs[0].shape)?;
     let x = io.inputs[0].slice::<T>();
     let (gamma, beta) = (io.inputs[1].slice::<T>(), io.inputs[2].slice::<T>());
-    // (mean, biased variance) per channel, in f64.
-    let (mean, var): (Vec<f64>, Vec<f64>) = if op.batch_stats(is_train) {
+    let write = io.req[0] != OpReq::Null;
+    let add = io.req[0] == OpReq::Add;
+    // (mean, biased variance) per channel, in f64. With batch statistics, each channel is
+    // one task: its moments, then its output, while its blocks are in cache.
+    let (mean, var): (Vec<f64>, Vec<f64>) = if op.batch_stats(is_train) && write {
+        per_channel_out(&l, io.outputs[0].slice_mut::<T>(), |c, mut y| {
+            vectorized(
+                #[inline(always)]
+                || {
+                    let stats = channel_moments(&l, x, c);
+                    let (s, h, _) = channel_affine(op, (gamma, beta), c, stats, None);
+                    for (o, xb) in l.blocks(x, c).enumerate() {
+                        scale_shift(y.block(o), xb, (s, h), add);
+                    }
+                    stats
+                },
+            )
+        })
+        .into_iter()
+        .unzip()
+    } else if op.batch_stats(is_train) {
         batch_moments(&l, x)
     } else {
         let mm = io.inputs[3].slice::<T>().iter().map(|&v| wide(v));
         let mv = io.inputs[4].slice::<T>().iter().map(|&v| wide(v));
         (mm.collect(), mv.collect())
     };
-    // y = x * scale + shift per channel.
     let (scale, shift, invstd) = affine(op, gamma, beta, (&mean, &var), None);
-    if io.req[0] != OpReq::Null {
-        let add = io.req[0] == OpReq::Add;
+    if write && !op.batch_stats(is_train) {
         let y = io.outputs[0].slice_mut::<T>();
         per_block(&l, y, |c, r, yb| {
             let xb = &x[r];
-            let (s, h) = (scale[c], shift[c]);
             vectorized(
                 #[inline(always)]
-                || {
-                    if add {
-                        for (o, &v) in yb.iter_mut().zip(xb) {
-                            *o = *o + (v * s + h);
-                        }
-                    } else {
-                        for (o, &v) in yb.iter_mut().zip(xb) {
-                            *o = v * s + h;
-                        }
-                    }
-                },
+                || scale_shift(yb, xb, (scale[c], shift[c]), add),
             )
         });
     }
@@ -268,69 +284,213 @@ impl CpuKernel for BatchNorm {
     }
 }
 
-fn backward_kernel<T: Num + Float>(op: &BatchNorm, is_train: bool, io: Blobs) -> Result<()> {
-    let l = op.layout(&io.inputs[1].shape)?;
-    let (dy, x, gamma) = (
-        io.inputs[0].slice::<T>(),
-        io.inputs[1].slice::<T>(),
-        io.inputs[2].slice::<T>(),
+/// The output gradient at one element: `g` itself, or with `RELU` the gradient through a
+/// ReLU whose output is `y` (`g` where `y > 0`, NaN where `y` is, else 0, as
+/// `_backward_Activation` computes it).
+#[inline(always)]
+fn through_relu<T: Num + Float, const RELU: bool>(g: T, y: T) -> T {
+    if !RELU || y > T::ZERO {
+        g
+    } else if Float::is_nan(y) {
+        y
+    } else {
+        T::ZERO
+    }
+}
+
+/// `(Σ dy, Σ dy·(v - mu))` over a block, `dy` being `g` (through a ReLU of output `y`
+/// with `RELU`).
+#[inline(always)]
+fn lane_sums2<T: Num + Float, const RELU: bool>(g: &[T], y: &[T], x: &[T], mu: T) -> (f64, f64) {
+    let (mut sg, mut sgd) = (0.0, 0.0);
+    for ((gr, yr), xr) in g.chunks(RUN).zip(y.chunks(RUN)).zip(x.chunks(RUN)) {
+        let (mut a, mut b) = ([T::ZERO; LANES], [T::ZERO; LANES]);
+        let (mut gi, mut yi, mut xi) = (
+            gr.chunks_exact(LANES),
+            yr.chunks_exact(LANES),
+            xr.chunks_exact(LANES),
+        );
+        for ((gc, yc), xc) in (&mut gi).zip(&mut yi).zip(&mut xi) {
+            for i in 0..LANES {
+                let d = through_relu::<T, RELU>(gc[i], yc[i]);
+                a[i] = a[i] + d;
+                b[i] = b[i] + d * (xc[i] - mu);
+            }
+        }
+        let (mut ra, mut rb) = (T::ZERO, T::ZERO);
+        let rest = gi
+            .remainder()
+            .iter()
+            .zip(yi.remainder())
+            .zip(xi.remainder());
+        for ((&g, &y), &v) in rest {
+            let d = through_relu::<T, RELU>(g, y);
+            ra = ra + d;
+            rb = rb + d * (v - mu);
+        }
+        sg += wide(a.iter().fold(ra, |s, &l| s + l));
+        sgd += wide(b.iter().fold(rb, |s, &l| s + l));
+    }
+    (sg, sgd)
+}
+
+/// A pointer shared by per-channel tasks, each writing only its own channel's blocks.
+struct SharedOut<T>(*mut T);
+
+impl<T> Clone for SharedOut<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for SharedOut<T> {}
+
+impl<T> SharedOut<T> {
+    /// The pointer (a method, so closures capture the whole wrapper).
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+// SAFETY: `per_channel_out` hands each task a `ChannelOut` of a channel of its own, and a
+// `ChannelOut` addresses only its channel's blocks.
+unsafe impl<T> Send for SharedOut<T> {}
+
+// SAFETY: as above.
+unsafe impl<T> Sync for SharedOut<T> {}
+
+/// The blocks of one channel of an output laid out as the data, writable one at a time.
+struct ChannelOut<'a, T> {
+    base: SharedOut<T>,
+    l: &'a Layout,
+    c: usize,
+}
+
+impl<T> ChannelOut<'_, T> {
+    /// Block `o` (of `0..outer`) of the channel.
+    fn block(&mut self, o: usize) -> &mut [T] {
+        assert!(
+            o < self.l.outer,
+            "block {o} of {} outer blocks",
+            self.l.outer
+        );
+        let start = (o * self.l.channels + self.c) * self.l.inner;
+        // SAFETY: `per_channel_out` checked that the output holds every block of the
+        // layout; blocks of distinct channels are disjoint, each channel's `ChannelOut`
+        // goes to one task, and `&mut self` keeps one block of it borrowed at a time.
+        unsafe { std::slice::from_raw_parts_mut(self.base.get().add(start), self.l.inner) }
+    }
+}
+
+/// `per_channel` with channel `c`'s blocks of `out` lent to `f(c, ..)`, so that a task
+/// reads a channel and writes its output while the channel is still in cache.
+fn per_channel_out<T: Send, R: Send>(
+    l: &Layout,
+    out: &mut [T],
+    f: impl Fn(usize, ChannelOut<'_, T>) -> R + Sync + Send,
+) -> Vec<R> {
+    assert_eq!(
+        out.len(),
+        l.channels * l.per_channel(),
+        "output laid out as the data"
     );
-    let mean: Vec<f64> = io.inputs[3].slice::<T>().iter().map(|&v| wide(v)).collect();
-    let invstd: Vec<f64> = io.inputs[4].slice::<T>().iter().map(|&v| wide(v)).collect();
-    // Σ dy and Σ dy·x̂ per channel.
-    let sums: Vec<(f64, f64)> = per_channel(&l, |c| {
+    let base = SharedOut(out.as_mut_ptr());
+    per_channel(l, |c| f(c, ChannelOut { base, l, c }))
+}
+
+/// `_backward_BatchNorm`, and with `RELU` the same of the gradient through the ReLU after
+/// the BatchNorm (`_backward_rsmx_bn_relu`, whose second input is the ReLU's output). Each
+/// channel is one task: its sums, then its data gradient, while its blocks are in cache.
+fn backward_kernel<T: Num + Float, const RELU: bool>(
+    op: &BatchNorm,
+    is_train: bool,
+    io: Blobs,
+) -> Result<()> {
+    let at = usize::from(RELU);
+    let l = op.layout(&io.inputs[at + 1].shape)?;
+    let g = io.inputs[0].slice::<T>();
+    // Without a ReLU, `y` is never read: `g` stands in for it.
+    let y = if RELU { io.inputs[1].slice::<T>() } else { g };
+    let (x, gamma) = (
+        io.inputs[at + 1].slice::<T>(),
+        io.inputs[at + 2].slice::<T>(),
+    );
+    let mean: Vec<f64> = io.inputs[at + 3]
+        .slice::<T>()
+        .iter()
+        .map(|&v| wide(v))
+        .collect();
+    let invstd: Vec<f64> = io.inputs[at + 4]
+        .slice::<T>()
+        .iter()
+        .map(|&v| wide(v))
+        .collect();
+    if g.len() != x.len() || y.len() != x.len() {
+        return Err(Error::Value(format!(
+            "_backward_BatchNorm: the output gradient has {} elements, the data {}",
+            g.len(),
+            x.len()
+        )));
+    }
+    let add = io.req[0] == OpReq::Add;
+    let batch = op.batch_stats(is_train);
+    let m = l.per_channel().max(1) as f64;
+    let block = |o: usize, c: usize| {
+        let r = (o * l.channels + c) * l.inner..(o * l.channels + c + 1) * l.inner;
+        (&g[r.clone()], &y[r.clone()], &x[r])
+    };
+    // Σ dy and Σ dy·x̂ of channel `c`, then dx = k1·dy + k2·(x - mean) + k0 into `dx`.
+    let channel = |c: usize, dx: Option<ChannelOut<'_, T>>| {
         let mu = T::from_f64(mean[c]);
         vectorized(
             #[inline(always)]
             || {
                 let (mut sum_dy, mut sum_dy_dev) = (0.0, 0.0);
-                for (gb, xb) in l.blocks(dy, c).zip(l.blocks(x, c)) {
-                    let (a, b) = lane_sums2(gb, xb, mu);
+                for o in 0..l.outer {
+                    let (gb, yb, xb) = block(o, c);
+                    let (a, b) = lane_sums2::<T, RELU>(gb, yb, xb, mu);
                     sum_dy += a;
                     sum_dy_dev += b;
                 }
-                (sum_dy, sum_dy_dev * invstd[c])
-            },
-        )
-    });
-    if io.req[0] != OpReq::Null {
-        let add = io.req[0] == OpReq::Add;
-        let batch = op.batch_stats(is_train);
-        let m = l.per_channel().max(1) as f64;
-        // dx = k1·dy + k2·(x - mean) + k0 per channel.
-        let coef: Vec<(T, T, T, T)> = (0..l.channels)
-            .map(|c| {
-                let g = if op.fix_gamma { 1.0 } else { wide(gamma[c]) };
-                let k1 = g * invstd[c];
+                let sums = (sum_dy, sum_dy_dev * invstd[c]);
+                let Some(mut dx) = dx else {
+                    return sums;
+                };
+                let gm = if op.fix_gamma { 1.0 } else { wide(gamma[c]) };
+                let k1 = gm * invstd[c];
                 let (k2, k0) = if batch {
-                    (-k1 * invstd[c] * sums[c].1 / m, -k1 * sums[c].0 / m)
+                    (-k1 * invstd[c] * sums.1 / m, -k1 * sums.0 / m)
                 } else {
                     (0.0, 0.0)
                 };
-                let f = T::from_f64;
-                (f(k1), f(k2), f(k0), f(mean[c]))
-            })
-            .collect();
-        let dx = io.outputs[0].slice_mut::<T>();
-        per_block(&l, dx, |c, r, db| {
-            let (k1, k2, k0, mu) = coef[c];
-            let (gb, xb) = (&dy[r.clone()], &x[r]);
-            vectorized(
-                #[inline(always)]
-                || {
+                let (k1, k2, k0) = (T::from_f64(k1), T::from_f64(k2), T::from_f64(k0));
+                for o in 0..l.outer {
+                    let (gb, yb, xb) = block(o, c);
+                    let db = dx.block(o);
+                    let each = db.iter_mut().zip(gb).zip(yb).zip(xb);
                     if add {
-                        for ((o, &g), &v) in db.iter_mut().zip(gb).zip(xb) {
-                            *o = *o + (k1 * g + k2 * (v - mu) + k0);
+                        for (((o, &g), &y), &v) in each {
+                            let d = through_relu::<T, RELU>(g, y);
+                            *o = *o + (k1 * d + k2 * (v - mu) + k0);
                         }
                     } else {
-                        for ((o, &g), &v) in db.iter_mut().zip(gb).zip(xb) {
-                            *o = k1 * g + k2 * (v - mu) + k0;
+                        for (((o, &g), &y), &v) in each {
+                            let d = through_relu::<T, RELU>(g, y);
+                            *o = k1 * d + k2 * (v - mu) + k0;
                         }
                     }
-                },
-            )
-        });
-    }
+                }
+                sums
+            },
+        )
+    };
+    let sums = if io.req[0] == OpReq::Null {
+        per_channel(&l, |c| channel(c, None))
+    } else {
+        per_channel_out(&l, io.outputs[0].slice_mut::<T>(), |c, dx| {
+            channel(c, Some(dx))
+        })
+    };
     let fix = op.fix_gamma;
     store::<T>(
         &io.outputs[1],
@@ -349,8 +509,20 @@ fn backward_kernel<T: Num + Float>(op: &BatchNorm, is_train: bool, io: Blobs) ->
 impl CpuKernel for BatchNormBackward {
     fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
         match io.inputs[1].dtype {
-            crate::dtype::DType::F32 => backward_kernel::<f32>(&self.fwd, ctx.is_train, io),
-            crate::dtype::DType::F64 => backward_kernel::<f64>(&self.fwd, ctx.is_train, io),
+            crate::dtype::DType::F32 => backward_kernel::<f32, false>(&self.fwd, ctx.is_train, io),
+            crate::dtype::DType::F64 => backward_kernel::<f64, false>(&self.fwd, ctx.is_train, io),
+            other => Err(Error::Type(format!(
+                "_backward_BatchNorm: dtype {other} is not supported"
+            ))),
+        }
+    }
+}
+
+impl CpuKernel for BatchNormReluBackward {
+    fn forward(&self, ctx: &mut OpContext, io: Blobs) -> Result<()> {
+        match io.inputs[2].dtype {
+            crate::dtype::DType::F32 => backward_kernel::<f32, true>(&self.fwd, ctx.is_train, io),
+            crate::dtype::DType::F64 => backward_kernel::<f64, true>(&self.fwd, ctx.is_train, io),
             other => Err(Error::Type(format!(
                 "_backward_BatchNorm: dtype {other} is not supported"
             ))),
@@ -362,4 +534,5 @@ impl CpuKernel for BatchNormBackward {
 pub(crate) fn register_kernels(k: &mut Kernels) {
     cpu::add::<BatchNorm>(k);
     cpu::add::<BatchNormBackward>(k);
+    cpu::add::<BatchNormReluBackward>(k);
 }

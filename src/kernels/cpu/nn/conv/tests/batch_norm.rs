@@ -291,3 +291,84 @@ fn long_blocks_match_plain_sums() {
         }
     }
 }
+
+/// `_backward_rsmx_bn_relu` computes bit for bit what `_backward_Activation` (relu) then
+/// `_backward_BatchNorm` compute, with `Write` and `Add`, over long and one-element
+/// blocks, with NaN and zeros in the ReLU's output.
+#[test]
+fn relu_fused_backward_matches_the_two_backwards() {
+    use crate::op::nn::activation::{Act, ActivationBackward};
+    use crate::op::nn::batch_norm::{BatchNorm, BatchNormBackward, BatchNormReluBackward};
+    use std::sync::Arc;
+    let run = crate::kernels::cpu::testing::run_with;
+    for (shape, fix_gamma) in [
+        (vec![2, 3, 4099 + 5], "False"),
+        (vec![5, 3], "False"),
+        (vec![4, 3, 2, 3], "True"),
+    ] {
+        let len: usize = shape.iter().product();
+        let x: Vec<f64> = (0..len).map(|i| ((i * 37 % 101) as f64) / 25.0).collect();
+        let g: Vec<f64> = (0..len)
+            .map(|i| ((i * 13 % 29) as f64) / 7.0 - 2.0)
+            .collect();
+        // The ReLU's output: positive, zero and NaN.
+        let y: Vec<f64> = (0..len)
+            .map(|i| match i % 7 {
+                0 | 3 => 0.0,
+                5 => f64::NAN,
+                k => k as f64 / 3.0,
+            })
+            .collect();
+        let op = build("BatchNorm", &[("fix_gamma", fix_gamma), ("eps", "1e-3")]);
+        let bn = op.as_any().downcast_ref::<BatchNorm>().unwrap().clone();
+        let ins = vec![
+            f(&shape, &x),
+            f(&[3], &[1.5, 2.0, 0.5]),
+            f(&[3], &[0.1, 0.2, 0.3]),
+            f(&[3], &[0.0; 3]),
+            f(&[3], &[1.0; 3]),
+        ];
+        let fwd = forward(&op, &ins, true);
+        let (ga, ya) = (f(&shape, &g), f(&shape, &y));
+        for req in [OpReq::Write, OpReq::Add] {
+            let start = |k: usize| {
+                let s = if k == 0 { shape.clone() } else { vec![3] };
+                f(&s, &vec![0.25; s.iter().product()])
+            };
+            // ReLU backward, then BatchNorm backward.
+            let dy = zeros(&shape);
+            let relu: OpRef = Arc::new(ActivationBackward(Act::Relu));
+            run(
+                &relu,
+                &[ga.clone(), ya.clone()],
+                std::slice::from_ref(&dy),
+                &[OpReq::Write],
+                true,
+            );
+            let two: Vec<NDArray> = (0..3).map(start).collect();
+            let bwd: OpRef = Arc::new(BatchNormBackward { fwd: bn.clone() });
+            let bin = [
+                dy,
+                ins[0].clone(),
+                ins[1].clone(),
+                fwd[1].clone(),
+                fwd[2].clone(),
+            ];
+            run(&bwd, &bin, &two, &[req; 3], true);
+            // The fused node.
+            let one: Vec<NDArray> = (0..3).map(start).collect();
+            let fused: OpRef = Arc::new(BatchNormReluBackward { fwd: bn.clone() });
+            assert_eq!(fused.name(), "_backward_rsmx_bn_relu");
+            let fin = [ga.clone(), ya.clone(), ins[0].clone(), ins[1].clone()];
+            let fin = [&fin[..], &[fwd[1].clone(), fwd[2].clone()]].concat();
+            run(&fused, &fin, &one, &[req; 3], true);
+            for k in 0..3 {
+                let (a, b) = (f64s(&two[k]), f64s(&one[k]));
+                assert!(
+                    a.iter().zip(&b).all(|(p, q)| p.to_bits() == q.to_bits()),
+                    "output {k} of {shape:?} with {req:?}"
+                );
+            }
+        }
+    }
+}
