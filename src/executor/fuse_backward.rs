@@ -44,41 +44,33 @@ pub fn fuse(roots: &[Entry]) -> Option<Rewrite> {
             readers[e] += 1;
         }
     }
-    let mut new: HashMap<*const Node, Arc<Node>> = HashMap::new();
+    let mut rw = Rewrite {
+        new: HashMap::new(),
+    };
     for (i, node) in g.nodes.iter().enumerate() {
         if node.is_variable() {
             continue;
         }
-        let remap = |e: &Entry| match new.get(&Arc::as_ptr(&e.node)) {
-            Some(n) => Entry {
-                node: n.clone(),
-                index: e.index,
-            },
-            None => e.clone(),
-        };
+        let remap = |es: &[Entry]| es.iter().map(|e| rw.entry(e)).collect::<Vec<_>>();
         let replaced = match relu_below(&g, i, &readers) {
             Some(relu) => {
-                let mut inputs: Vec<Entry> = relu.inputs.iter().map(remap).collect();
-                inputs.extend(node.inputs[1..].iter().map(remap));
+                let inputs = [remap(&relu.inputs), remap(&node.inputs[1..])].concat();
                 Some(fused_node(node, inputs))
             }
             None if node
                 .inputs
                 .iter()
-                .any(|e| new.contains_key(&Arc::as_ptr(&e.node))) =>
+                .any(|e| rw.new.contains_key(&Arc::as_ptr(&e.node))) =>
             {
-                Some(same_with_inputs(
-                    node,
-                    node.inputs.iter().map(remap).collect(),
-                ))
+                Some(same_with_inputs(node, remap(&node.inputs)))
             }
             None => None,
         };
         if let Some(n) = replaced {
-            new.insert(Arc::as_ptr(node), n);
+            rw.new.insert(Arc::as_ptr(node), n);
         }
     }
-    (!new.is_empty()).then_some(Rewrite { new })
+    (!rw.new.is_empty()).then_some(rw)
 }
 
 /// For node `i`, a `_backward_BatchNorm` whose output gradient is a ReLU backward's
