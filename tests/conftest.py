@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import os
 
-import pytest
-import rsmx as mx
+# Kernels follow a fixed thread count here, not the machine's load, so that results
+# computed twice in a test are the same bits; test_kernel_threads.py covers the load.
+os.environ.setdefault("RSMX_DYNAMIC_THREADS", "0")
+
+import pytest  # noqa: E402
+import rsmx as mx  # noqa: E402
 
 
 def _contexts() -> list:

@@ -25,6 +25,8 @@
 mod core;
 mod errors;
 mod idle;
+mod kernel_threads;
+mod load;
 mod naive;
 mod opr;
 mod per_device;
@@ -39,6 +41,7 @@ mod threads;
 mod var;
 
 pub use self::core::DependencyEngine;
+pub use kernel_threads::{kernel_threads, run_cpu_kernel};
 pub use naive::NaiveEngine;
 pub use per_device::{CpuWorkers, ThreadedEnginePerDevice};
 pub use stream::StreamHandle;

@@ -136,8 +136,9 @@ pub fn has_kernel(op: &dyn Operator, dev: DeviceType) -> bool {
     table().get(op, dev).is_some()
 }
 
-/// Calls `kernel` of `op` with its borrows checked; a panic inside the kernel (a kernel
-/// bug) becomes an error naming the op, so the engine can store it on the outputs.
+/// Calls `kernel` of `op` with its borrows checked, a CPU kernel with the threads the
+/// machine's load leaves free (`engine::run_cpu_kernel`); a panic inside the kernel (a
+/// kernel bug) becomes an error naming the op, so the engine can store it on the outputs.
 pub fn call_kernel(
     kernel: KernelFn,
     op: &dyn Operator,
@@ -146,8 +147,19 @@ pub fn call_kernel(
     outputs: &[TBlob],
     req: &[OpReq],
 ) -> Result<()> {
+    let dev = ctx.device.dev_type;
     let run = std::panic::AssertUnwindSafe(|| {
-        track_borrows(inputs, outputs, || kernel(op, ctx, inputs, outputs, req))
+        let call = move || {
+            track_borrows(inputs, outputs, move || {
+                kernel(op, ctx, inputs, outputs, req)
+            })
+        };
+        if device_class(dev) == DeviceType::Cpu {
+            let elements = inputs.iter().chain(outputs).map(TBlob::size).sum();
+            crate::engine::run_cpu_kernel(elements, call)
+        } else {
+            call()
+        }
     });
     std::panic::catch_unwind(run).unwrap_or_else(|p| {
         let msg = p

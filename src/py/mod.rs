@@ -115,6 +115,13 @@ fn engine_type() -> PyResult<&'static str> {
     guard("engine_type", || Ok(engine::get().kind().name()))
 }
 
+/// The thread count CPU kernels compute with now: the kernel pool's, or fewer while other
+/// processes keep cores busy (`engine::kernel_threads`).
+#[pyfunction]
+fn kernel_threads() -> usize {
+    engine::kernel_threads()
+}
+
 /// Byte counters of a device's memory pool.
 #[pyfunction]
 fn storage_stats<'py>(py: Python<'py>, dev_type: i32, dev_id: i32) -> PyResult<Bound<'py, PyDict>> {
@@ -201,6 +208,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(op_param_docs, m)?)?;
     m.add_function(wrap_pyfunction!(waitall, m)?)?;
     m.add_function(wrap_pyfunction!(engine_type, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_threads, m)?)?;
     m.add_function(wrap_pyfunction!(storage_stats, m)?)?;
     m.add_function(wrap_pyfunction!(storage_release_all, m)?)?;
     m.add_function(wrap_pyfunction!(random_seed, m)?)?;
