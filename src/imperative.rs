@@ -267,6 +267,7 @@ fn push_kernel(
                 device: ctx,
                 rng: guard.as_deref_mut().map(|g| g.as_mut()),
                 stream: rctx.stream,
+                node: None,
             };
             call_kernel(kernel, op.as_ref(), &mut octx, &in_blobs, &out_blobs, &req)
                 .map_err(|e| e.in_op(name))

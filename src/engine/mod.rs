@@ -47,7 +47,7 @@ pub use per_device::{CpuWorkers, ThreadedEnginePerDevice};
 pub use stream::StreamHandle;
 pub use threaded::ThreadedEngine;
 pub use threads::{cores, cpu_workers_policy, cpu_workers_setting, omp_threads, size_kernel_pool};
-pub use var::Var;
+pub use var::{ContentStamp, Var};
 
 use crate::context::Context;
 use crate::error::Result;

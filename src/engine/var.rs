@@ -7,7 +7,7 @@ use crate::error::Error;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::cuda::sync::GpuSync;
@@ -16,8 +16,19 @@ use crate::cuda::sync::GpuSync;
 #[derive(Clone, Default)]
 pub struct Var(pub(crate) Arc<VarInner>);
 
+/// The source of variables' identities.
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
+/// What a variable's memory holds, as far as the engine can tell: the variable and how
+/// many writes on it have completed. Two equal stamps, read while no write on the
+/// variable runs, saw the same bytes (see [`Var::content_stamp`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ContentStamp {
+    var: u64,
+    writes: u64,
+}
+
 /// The shared state of a variable.
-#[derive(Default)]
 pub(crate) struct VarInner {
     /// Who may run now, and who waits.
     state: Mutex<VarState>,
@@ -28,6 +39,27 @@ pub(crate) struct VarInner {
     error: Mutex<Option<ErrorRef>>,
     /// CUDA events of the GPU work on the variable; set by its first GPU op.
     gpu: OnceLock<Box<Mutex<GpuSync>>>,
+    /// This variable's identity, never reused by another.
+    uid: u64,
+    /// Writes completed on the variable, engine ops and direct ones.
+    writes: AtomicU64,
+    /// The memory may change without a write on the variable (shared with another
+    /// library): it has no content stamp.
+    untracked: AtomicBool,
+}
+
+impl Default for VarInner {
+    fn default() -> Self {
+        VarInner {
+            state: Mutex::default(),
+            has_error: AtomicBool::new(false),
+            error: Mutex::default(),
+            gpu: OnceLock::new(),
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            writes: AtomicU64::new(0),
+            untracked: AtomicBool::new(false),
+        }
+    }
 }
 
 /// The dependency state of a variable.
@@ -95,6 +127,31 @@ impl Var {
     pub fn is_idle(&self) -> bool {
         let s = self.0.state.lock();
         !s.writing && s.running_reads == 0 && s.queue.is_empty()
+    }
+
+    /// The stamp of what the memory holds now, or `None` when it may change without a
+    /// write on the variable. Meaningful while no write on the variable runs, as inside
+    /// an op that reads it.
+    pub fn content_stamp(&self) -> Option<ContentStamp> {
+        if self.0.untracked.load(Ordering::Acquire) {
+            return None;
+        }
+        Some(ContentStamp {
+            var: self.0.uid,
+            writes: self.0.writes.load(Ordering::Acquire),
+        })
+    }
+
+    /// Counts a write made outside the engine's ops (a copy from host memory on the
+    /// calling thread), after it.
+    pub fn note_write(&self) {
+        self.0.writes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The memory is shared with code that may write it without the engine: no content
+    /// stamp from now on.
+    pub fn mark_untracked(&self) {
+        self.0.untracked.store(true, Ordering::Release);
     }
 
     /// Hands the variable, with ops of its old owner still queued, to a new owner whose
@@ -213,6 +270,7 @@ impl Var {
 
     /// A write finished; the reads queued behind it go together, or else the next write.
     pub(crate) fn complete_write(&self, granted: &mut Granted) {
+        self.note_write();
         let mut s = self.0.state.lock();
         debug_assert!(s.writing && s.running_reads == 0);
         s.writing = false;

@@ -6,6 +6,7 @@ use crate::engine::{self, FnProperty, PushSpec, RunContext, Var};
 use crate::error::{Error, Result};
 use crate::kernels::{call_kernel, kernel_for, KernelFn};
 use crate::ndarray::{NDArray, TBlob};
+use crate::op::memo::{KernelMemo, NodeMemo};
 use crate::op::resource::{rng_resource, RngResource};
 use crate::op::{AsyncCall, OpContext, OpRef, OpReq};
 use crate::profiler;
@@ -35,6 +36,8 @@ pub struct OpStep {
     rng: Option<&'static RngResource>,
     /// `None` for an asynchronous operator (a custom op), which has no kernel.
     kernel: Option<KernelFn>,
+    /// What the kernel keeps from one run to the next.
+    memo: KernelMemo,
 }
 
 /// A copy of one array into another, for inputs that live on another context.
@@ -101,6 +104,7 @@ impl OpStep {
             mutable_vars,
             rng,
             kernel,
+            memo: KernelMemo::default(),
         })
     }
 
@@ -124,6 +128,10 @@ impl OpStep {
             device: self.ctx,
             rng: guard.as_deref_mut().map(|g| g.as_mut()),
             stream: rctx.stream,
+            node: Some(NodeMemo {
+                memo: &self.memo,
+                inputs: &self.inputs,
+            }),
         };
         call_kernel(
             kernel,

@@ -65,6 +65,9 @@ impl Chunk {
         bytes: usize,
         release: Box<dyn FnOnce() + Send>,
     ) -> Chunk {
+        let var = engine::get().new_variable();
+        // The owner may write the memory without the engine.
+        var.mark_untracked();
         Chunk {
             block: None,
             foreign: Some(Foreign {
@@ -72,7 +75,7 @@ impl Chunk {
                 bytes,
                 release: Some(release),
             }),
-            var: engine::get().new_variable(),
+            var,
             ctx,
         }
     }

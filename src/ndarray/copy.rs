@@ -213,7 +213,9 @@ pub fn write_from_host_now(dst: &NDArray, data: &[u8]) -> Result<()> {
         d.dtype,
         Context::cpu(0),
     );
-    move_bytes(&s, &d, RunContext::new(Context::cpu(0)))
+    let written = move_bytes(&s, &d, RunContext::new(Context::cpu(0)));
+    dst.var().note_write();
+    written
 }
 
 /// Copies the contents of `src` into host memory `out` (exactly its size in bytes) once

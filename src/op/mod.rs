@@ -19,6 +19,7 @@ pub mod la;
 pub mod la_factor;
 pub mod la_trian;
 pub mod linalg;
+pub mod memo;
 pub mod nn;
 pub mod optim;
 pub mod params;
@@ -69,6 +70,8 @@ pub struct OpContext<'a> {
     pub rng: Option<&'a mut (dyn DeviceRng + 'static)>,
     /// The stream a GPU kernel enqueues on (the running op's); `None` on the CPU.
     pub stream: Option<crate::engine::StreamHandle>,
+    /// The executor node's memo and inputs, when the kernel runs for one.
+    pub node: Option<memo::NodeMemo<'a>>,
 }
 
 impl<'a> OpContext<'a> {
@@ -79,6 +82,7 @@ impl<'a> OpContext<'a> {
             device,
             rng: None,
             stream: None,
+            node: None,
         }
     }
 

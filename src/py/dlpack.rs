@@ -122,6 +122,8 @@ fn export(py: Python<'_>, array: &NDArray) -> PyResult<Py<PyAny>> {
         )))
         .py();
     }
+    // The importer may write the memory without the engine.
+    array.var().mark_untracked();
     let blob = array.blob();
     let mut exported = Box::new(Exported {
         _array: array.clone(),

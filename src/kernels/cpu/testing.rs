@@ -41,6 +41,27 @@ pub fn run_with(
     .unwrap_or_else(|e| panic!("{}: {e}", op.name()));
 }
 
+/// Runs `op`'s kernel as `run_with` does, for an executor node keeping `memo`.
+pub fn run_in_node(
+    op: &OpRef,
+    inputs: &[NDArray],
+    outputs: &[NDArray],
+    req: &[OpReq],
+    is_train: bool,
+    memo: &crate::op::memo::KernelMemo,
+) {
+    let ib: Vec<_> = inputs.iter().map(|a| a.blob()).collect();
+    let ob: Vec<_> = outputs.iter().map(|a| a.blob()).collect();
+    let mut ctx = OpContext::new(crate::context::Context::cpu(0), is_train);
+    ctx.node = Some(crate::op::memo::NodeMemo { memo, inputs });
+    crate::kernels::run_kernel(
+        op.as_ref(),
+        &mut ctx,
+        crate::kernels::Blobs::new(&ib, &ob, req),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", op.name()));
+}
+
 /// Asserts two float lists agree to `tol`.
 pub fn close(got: &[f64], want: &[f64], tol: f64) {
     assert_eq!(got.len(), want.len(), "lengths: {got:?} vs {want:?}");

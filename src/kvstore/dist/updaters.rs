@@ -47,6 +47,7 @@ impl Arrays {
 fn fill(to: &NDArray, from: &[u8]) -> Result<()> {
     to.wait_to_write()?;
     to.blob().bytes_mut().copy_from_slice(from);
+    to.var().note_write();
     Ok(())
 }
 

@@ -149,7 +149,9 @@ impl ColumnLayer for Convolution {
         if winograd::applies::<T>(p) {
             return winograd::forward(p, a, scratch);
         }
-        let Forward { x, w, post, y, add } = a;
+        let Forward {
+            x, w, post, y, add, ..
+        } = a;
         assert!(
             !add || post.is_bias_only(),
             "Convolution: an epilogue over added outputs"

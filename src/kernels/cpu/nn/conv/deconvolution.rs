@@ -54,7 +54,9 @@ impl ColumnLayer for Deconvolution {
     }
 
     fn forward_loop<T: Num>(p: &Plan, a: Forward<'_, T>, scratch: &mut [T]) {
-        let Forward { x, w, post, y, add } = a;
+        let Forward {
+            x, w, post, y, add, ..
+        } = a;
         assert!(post.is_bias_only(), "Deconvolution: only a bias after it");
         let bias = post.shift;
         let (in_len, cols) = (p.in_len(), p.geom.cols());

@@ -37,7 +37,9 @@ pub fn applies(p: &Plan) -> bool {
 
 /// `y (=|+=) post(conv(x, w))` for a plan that [`applies`].
 pub fn forward<T: Num>(p: &Plan, a: Forward<'_, T>) {
-    let Forward { x, w, post, y, add } = a;
+    let Forward {
+        x, w, post, y, add, ..
+    } = a;
     assert!(
         !add || post.is_bias_only(),
         "Convolution: an epilogue over added outputs"

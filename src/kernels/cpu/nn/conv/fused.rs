@@ -6,7 +6,7 @@
 
 use super::batch_norm::{affine, batch_moments, update_moving};
 use super::epilogue::Epilogue;
-use super::layer::{ColumnLayer, Forward};
+use super::layer::{ColumnLayer, Forward, KeptWeights};
 use super::workspace::Workspace;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::map::pool_shares_work;
@@ -37,6 +37,7 @@ impl CpuKernel for FusedConv {
 
 fn forward<T: Num + Float>(op: &FusedConv, ctx: &mut OpContext, io: Blobs) -> Result<()> {
     let p = op.conv.column_plan(&io.inputs[0].shape)?;
+    let kept = KeptWeights::of(ctx);
     let (x, w) = (io.inputs[0].slice::<T>(), io.inputs[1].slice::<T>());
     let bias = (!op.conv.args.no_bias).then(|| io.inputs[2].slice::<T>());
     let residual = op
@@ -91,6 +92,7 @@ fn forward<T: Num + Float>(op: &FusedConv, ctx: &mut OpContext, io: Blobs) -> Re
             post,
             y: y_conv,
             add: false,
+            kept,
         },
         scratch,
     );

@@ -6,9 +6,11 @@ use super::batch::{tasks, Sink};
 use super::epilogue::Epilogue;
 use super::workspace::Workspace;
 use crate::dispatch_float;
+use crate::engine::ContentStamp;
 use crate::error::Result;
 use crate::kernels::cpu::num::Num;
 use crate::kernels::cpu::{Blobs, CpuKernel};
+use crate::op::memo::KernelMemo;
 use crate::op::nn::conv_layer::{ConvBackward, ConvLayer};
 use crate::op::{OpContext, OpReq};
 
@@ -51,6 +53,28 @@ pub(crate) struct Forward<'a, T> {
     pub post: Epilogue<'a, T>,
     pub y: &'a mut [T],
     pub add: bool,
+    /// Where what is derived from the weights alone may be kept for the next run.
+    pub kept: Option<KeptWeights<'a>>,
+}
+
+/// An executor node's memo, for a forward pass to keep what it derives from the weights
+/// alone (Winograd's transformed weights) while their content stamp stays the same.
+#[derive(Clone, Copy)]
+pub(crate) struct KeptWeights<'a> {
+    pub memo: &'a KernelMemo,
+    pub stamp: ContentStamp,
+}
+
+impl<'a> KeptWeights<'a> {
+    /// For a run outside training (where the weights do not change between steps) of an
+    /// executor node whose weights, input 1, have a content stamp.
+    pub fn of(ctx: &OpContext<'a>) -> Option<KeptWeights<'a>> {
+        let node = ctx.node.filter(|_| !ctx.is_train)?;
+        Some(KeptWeights {
+            memo: node.memo,
+            stamp: node.input_stamp(1)?,
+        })
+    }
 }
 
 /// The arrays of a backward pass: output gradient, data and weight, and the gradients of
@@ -71,13 +95,14 @@ impl<L: ColumnLayer> CpuKernel for L {
         }
         let p = self.column_plan(&io.inputs[0].shape)?;
         let add = io.req[0] == OpReq::Add;
+        let kept = KeptWeights::of(ctx);
         dispatch_float!(L::NAME, io.inputs[0].dtype, T => {
             let len = L::forward_runs::<T>(&p) * L::scratch::<T>(&p).0;
             let bias = (!self.args().no_bias).then(|| io.inputs[2].slice::<T>());
             let mut ws = Workspace::<T>::new(ctx, L::NAME, len)?;
             let (x, w, y) = (io.inputs[0].slice(), io.inputs[1].slice(), io.outputs[0].slice_mut());
             let post = Epilogue::bias(bias);
-            L::forward_loop::<T>(&p, Forward { x, w, post, y, add }, ws.slice_mut());
+            L::forward_loop::<T>(&p, Forward { x, w, post, y, add, kept }, ws.slice_mut());
         });
         Ok(())
     }

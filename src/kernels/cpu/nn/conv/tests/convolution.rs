@@ -1,5 +1,6 @@
 use super::{build, close, error_text, f64s, run_backward, run_error, seq, seq32, seq64};
-use crate::kernels::cpu::testing::run_with;
+use crate::kernels::cpu::testing::{run_in_node, run_with};
+use crate::op::memo::KernelMemo;
 use crate::op::testutil::{array, f32a, gradcheck, run, try_run};
 use crate::op::OpReq;
 use crate::shape::Shape;
@@ -313,6 +314,60 @@ fn winograd_forward_and_gradients_on_one_thread_in_blocks_and_in_phases() {
             }
         }
     }
+}
+
+/// Outside training, an executor node keeps the transformed weights of a Winograd
+/// convolution in its memo: a run under the same content stamp uses them (even over bytes
+/// changed behind the engine's back, which shows that they were kept), a write counted on
+/// the weights makes the next run transform them again, and a training run keeps none.
+#[test]
+fn winograd_keeps_transformed_weights_while_their_stamp_holds() {
+    let (xs, ws) = ([1, 16, 16, 16], [16, 16, 3, 3]);
+    let (nx, nw): (usize, usize) = (xs.iter().product(), ws.iter().product());
+    let (xv, mut wv) = (seq(nx, 7, 11, 0.5), seq(nw, 5, 13, 0.6));
+    let op = build(
+        "Convolution",
+        &[
+            ("kernel", "(3,3)"),
+            ("pad", "(1,1)"),
+            ("num_filter", "16"),
+            ("no_bias", "True"),
+        ],
+    );
+    let (x, w) = (array(&xs, &xv), array(&ws, &wv));
+    x.wait_to_read().unwrap();
+    w.wait_to_read().unwrap();
+    let memo = KernelMemo::default();
+    let conv = |is_train: bool| {
+        let out = array(&[1, 16, 16, 16], &vec![0.0; nx]);
+        out.wait_to_write().unwrap();
+        let inputs = [x.clone(), w.clone()];
+        run_in_node(
+            &op,
+            &inputs,
+            std::slice::from_ref(&out),
+            &[OpReq::Write],
+            is_train,
+            &memo,
+        );
+        f64s(&out)
+    };
+    let by_definition =
+        |wv: &[f64]| direct(&xv, &xs, wv, &[3, 3], &[1, 1], &[1, 1], &[1, 1], 1, 16).0;
+    let first = conv(false);
+    close(&first, &by_definition(&wv), 1e-12);
+    assert!(memo.is_set());
+    w.blob().slice_mut::<f64>()[0] += 1.0;
+    assert_eq!(conv(false), first);
+    wv[0] += 1.0;
+    w.var().note_write();
+    let second = conv(false);
+    assert_ne!(second, first);
+    close(&second, &by_definition(&wv), 1e-12);
+    assert_eq!(conv(false), second);
+    memo.clear();
+    close(&conv(true), &by_definition(&wv), 1e-12);
+    assert!(!memo.is_set());
 }
 
 /// The weight gradient of a 2-D 3×3 convolution at stride 1 padded by `pad`, by the

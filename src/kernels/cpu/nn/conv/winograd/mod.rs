@@ -21,9 +21,11 @@ use transform::{put_output, transform_input, transform_output, transform_output_
 use super::batch::{for_units, unit_runs};
 use super::convolution::TileOut;
 use super::epilogue::Epilogue;
-use super::layer::Forward;
+use super::layer::{Forward, KeptWeights};
+use crate::engine::ContentStamp;
 use crate::kernels::cpu::linalg::{gemm_type, matmul_rows, MatMul};
 use crate::kernels::cpu::num::Num;
+use crate::op::memo;
 use crate::op::nn::convolution::Plan;
 use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 use rayon::slice::ParallelSliceMut;
@@ -333,7 +335,9 @@ impl Job {
     }
 
     /// `y (=|+=) conv(x, w) + b`, the weights given as `kernel(f, c)`, with `scratch` of
-    /// at least `runs * scratch_per_run` elements.
+    /// at least `runs * scratch_per_run` elements; with `kept`, the transformed weights
+    /// are kept in (or taken from) the node's memo under the key.
+    #[allow(clippy::too_many_arguments)]
     fn run<T: Num>(
         &self,
         x: &[T],
@@ -342,6 +346,7 @@ impl Job {
         y: &mut [T],
         add: bool,
         scratch: &mut [T],
+        kept: Option<(KeptWeights<'_>, WeightsKey)>,
     ) {
         let g = self.g;
         let (in_len, out_len) = (g.channels * g.h * g.w, g.filters * g.oh * g.ow);
@@ -349,8 +354,21 @@ impl Job {
             x.len() >= self.batch * in_len && y.len() >= self.batch * out_len,
             "Convolution: arrays smaller than the plan"
         );
-        let (u, rest) = scratch.split_at_mut(g.weights_len());
-        transform_weights(&g, u, kernel);
+        let (fresh, rest) = scratch.split_at_mut(g.weights_len());
+        // Kept weights are used while the node's memo is free; another run of the same
+        // node at once (never in an executor) transforms its own.
+        let mut slot = kept.and_then(|(k, _)| k.memo.try_slot());
+        let u: &[T] = match (slot.as_deref_mut(), kept) {
+            (Some(slot), Some((_, key))) => memo::kept(slot, key, || {
+                let mut u = vec![T::ZERO; g.weights_len()];
+                transform_weights(&g, &mut u, &kernel);
+                u
+            }),
+            _ => {
+                transform_weights(&g, fresh, &kernel);
+                fresh
+            }
+        };
         let pass = Pass {
             g,
             x,
@@ -381,7 +399,14 @@ pub fn scratch_per_run(p: &Plan) -> usize {
 /// `y (=|+=) conv(x, w) + b` for a plan that [`applies`], with `scratch` of at least
 /// `runs(p) * scratch_per_run(p)` elements.
 pub fn forward<T: Num>(p: &Plan, a: Forward<'_, T>, scratch: &mut [T]) {
-    let Forward { x, w, post, y, add } = a;
+    let Forward {
+        x,
+        w,
+        post,
+        y,
+        add,
+        kept,
+    } = a;
     assert!(
         !add || post.is_bias_only(),
         "Convolution: an epilogue over added outputs"
@@ -395,7 +420,47 @@ pub fn forward<T: Num>(p: &Plan, a: Forward<'_, T>, scratch: &mut [T]) {
         let k = &w[(f * c + i) * 9..][..9];
         std::array::from_fn(|t| k[t])
     };
-    Job::new(Geometry::of(p), p).run(x, kernel, post, y, add, scratch);
+    let g = Geometry::of(p);
+    let kept = kept
+        .filter(|_| worth_keeping(&g, p.batch))
+        .map(|k| (k, WeightsKey::new(k.stamp, w, p)));
+    Job::new(g, p).run(x, kernel, post, y, add, scratch, kept);
+}
+
+/// The most tiles of a pass whose transformed weights are kept between runs: with more,
+/// transforming them again costs little beside the products.
+const KEEP_MAX_TILES: usize = 255;
+
+/// The most elements of transformed weights kept for one layer (those of 256 filters
+/// over 256 channels): wider layers would keep tens of MiB each.
+const KEEP_MAX_WEIGHTS: usize = 16 * 256 * 256;
+
+/// Whether a pass over `batch` samples keeps its transformed weights between runs.
+fn worth_keeping(g: &Geometry, batch: usize) -> bool {
+    batch * g.th * g.tw <= KEEP_MAX_TILES && g.weights_len() <= KEEP_MAX_WEIGHTS
+}
+
+/// What transformed weights kept in a node's memo were made from: the weights' content
+/// stamp and where they lie, and the layer's sizes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct WeightsKey {
+    stamp: ContentStamp,
+    at: usize,
+    len: usize,
+    filters: usize,
+    channels: usize,
+}
+
+impl WeightsKey {
+    fn new<T>(stamp: ContentStamp, w: &[T], p: &Plan) -> WeightsKey {
+        WeightsKey {
+            stamp,
+            at: w.as_ptr() as usize,
+            len: w.len(),
+            filters: p.filters,
+            channels: p.geom.channels,
+        }
+    }
 }
 
 /// Scratch elements of the data gradient of a plan that [`applies_to_data_gradient`].
@@ -427,7 +492,7 @@ pub fn data_gradient<T: Num>(
         std::array::from_fn(|t| k[8 - t])
     };
     let post = Epilogue::bias(None);
-    Job::new(Geometry::of_data_gradient(p), p).run(dy, kernel, post, dx, add, scratch);
+    Job::new(Geometry::of_data_gradient(p), p).run(dy, kernel, post, dx, add, scratch, None);
 }
 
 /// Scratch elements of the weight gradient of a plan that [`applies_to_weight_gradient`].
@@ -761,5 +826,38 @@ fn transform_weights<T: Num>(
         u.par_chunks_exact_mut(16 * c).enumerate().for_each(filter);
     } else {
         u.chunks_exact_mut(16 * c).enumerate().for_each(filter);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A same-size 3×3 layer of `c` channels and filters over `hw`×`hw` samples.
+    fn layer(c: usize, hw: usize) -> Geometry {
+        Geometry {
+            h: hw,
+            w: hw,
+            oh: hw,
+            ow: hw,
+            ph: 1,
+            pw: 1,
+            th: hw.div_ceil(2),
+            tw: hw.div_ceil(2),
+            channels: c,
+            filters: c,
+        }
+    }
+
+    #[test]
+    fn transformed_weights_are_kept_for_small_passes_of_layers_up_to_256_wide() {
+        // ResNet-18's stages at batch 1: 784, 196 and 49 tiles.
+        assert!(!worth_keeping(&layer(64, 56), 1));
+        assert!(worth_keeping(&layer(128, 28), 1));
+        assert!(worth_keeping(&layer(256, 14), 1));
+        // At batch 16 the transform is shared by enough tiles.
+        assert!(!worth_keeping(&layer(256, 14), 16));
+        // 512 wide: 16 MiB of transformed weights each.
+        assert!(!worth_keeping(&layer(512, 7), 4));
     }
 }
