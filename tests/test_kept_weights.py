@@ -4,6 +4,8 @@ writing the weights between passes must show in the next output."""
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 import rsmx as mx
@@ -75,7 +77,14 @@ def _writes():
     def copyto(ex):
         mx.nd.array(fresh()).copyto(ex.arg_dict["conv_weight"])
 
-    return [from_numpy, from_array, in_place_op, out_argument, one_filter, copy_params, copyto]
+    def through_dlpack(ex):
+        # Another library writing memory it shares over DLPack, without the engine.
+        shared = np.from_dlpack(ex.arg_dict["conv_weight"])
+        new = fresh()
+        ctypes.memmove(shared.ctypes.data, new.ctypes.data, new.nbytes)
+
+    return [from_numpy, from_array, in_place_op, out_argument, one_filter, copy_params, copyto,
+            through_dlpack]
 
 
 @pytest.mark.parametrize("fused", [False, True], ids=["conv", "fused"])
