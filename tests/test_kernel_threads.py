@@ -88,7 +88,6 @@ def busy_machine():
 def test_kernels_narrow_to_the_free_cores_and_match_that_many_threads(busy_machine):
     with tempfile.TemporaryDirectory() as tmp:
         counts, busy = _run("follow", {"RSMX_DYNAMIC_THREADS": "1"}, tmp)
-        assert counts["pool"] == _cores()
         assert counts["threads"] == 1 and counts["after"] == 1, counts
         _, one_thread = _run("once", {"RAYON_NUM_THREADS": "1"}, tmp)
     for name in ("conv", "total"):
@@ -105,4 +104,6 @@ def test_a_fixed_thread_count_ignores_the_load(busy_machine, env):
     with tempfile.TemporaryDirectory() as tmp:
         # Kernels run for long enough to measure the load several times, were it measured.
         counts, _ = _run("hold", env, tmp)
-    assert counts["pool"] == counts["threads"] == counts["after"] == _cores()
+    assert counts["pool"] == counts["threads"] == counts["after"] >= 1, counts
+    if "OMP_NUM_THREADS" in env:
+        assert counts["pool"] == _cores()
