@@ -118,8 +118,8 @@ fn engine_type() -> PyResult<&'static str> {
 /// The thread count CPU kernels compute with now: the kernel pool's, or fewer while other
 /// processes keep cores busy (`engine::kernel_threads`).
 #[pyfunction]
-fn kernel_threads() -> usize {
-    engine::kernel_threads()
+fn kernel_threads() -> PyResult<usize> {
+    guard("kernel_threads", || Ok(engine::kernel_threads()))
 }
 
 /// Byte counters of a device's memory pool.
