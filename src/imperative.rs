@@ -47,6 +47,31 @@ pub fn invoke_at(
     is_train: bool,
     priority: i32,
 ) -> Result<Vec<NDArray>> {
+    invoke_with(op, inputs, out, ctx, is_train, priority, false)
+}
+
+/// As [`invoke`], for a caller that reads only the visible outputs and records no
+/// gradient: hidden outputs that only a gradient reads (max pooling's index) are left
+/// uncomputed.
+pub fn invoke_visible(
+    op: &OpRef,
+    inputs: &[NDArray],
+    out: Option<Vec<NDArray>>,
+    ctx: Option<Context>,
+    is_train: bool,
+) -> Result<Vec<NDArray>> {
+    invoke_with(op, inputs, out, ctx, is_train, 0, true)
+}
+
+fn invoke_with(
+    op: &OpRef,
+    inputs: &[NDArray],
+    out: Option<Vec<NDArray>>,
+    ctx: Option<Context>,
+    is_train: bool,
+    priority: i32,
+    skip_optional: bool,
+) -> Result<Vec<NDArray>> {
     let name = op.name();
     let ctx = common_context(name, inputs, ctx).map_err(|e| e.in_op(name))?;
     let kernel = kernel_unless_async(op, ctx)?;
@@ -77,11 +102,16 @@ pub fn invoke_at(
             .map(|(s, t)| NDArray::empty_output(s, *t, ctx))
             .collect::<Result<Vec<_>>>()?,
     };
+    let skip = if skip_optional {
+        op.optional_outputs()
+    } else {
+        &[]
+    };
     push_kernel(
         op.clone(),
         kernel,
         inputs,
-        &outputs,
+        (&outputs, skip),
         ctx,
         is_train,
         priority,
@@ -120,7 +150,15 @@ pub fn invoke_into(
     let shapes: Vec<Shape> = out_shapes.into_iter().flatten().collect();
     let types: Vec<_> = out_types.into_iter().flatten().collect();
     check_outputs(name, &outputs, &shapes, &types, ctx).map_err(|e| e.in_op(name))?;
-    push_kernel(op.clone(), kernel, inputs, &outputs, ctx, is_train, 0);
+    push_kernel(
+        op.clone(),
+        kernel,
+        inputs,
+        (&outputs, &[]),
+        ctx,
+        is_train,
+        0,
+    );
     Ok(outputs)
 }
 
@@ -186,12 +224,13 @@ pub fn instantiate(op: &OpRef, inputs: &[NDArray], ctx: Option<Context>) -> Resu
 }
 
 /// Pushes `kernel` of `op` (or, without one, the asynchronous operator `op`) with the
-/// arrays' variables as dependencies and `priority`.
+/// arrays' variables as dependencies and `priority`; the outputs numbered in `skip` get a
+/// `Null` request.
 fn push_kernel(
     op: OpRef,
     kernel: Option<KernelFn>,
     inputs: &[NDArray],
-    outputs: &[NDArray],
+    (outputs, skip): (&[NDArray], &[usize]),
     ctx: Context,
     is_train: bool,
     priority: i32,
@@ -200,8 +239,11 @@ fn push_kernel(
     let out_blobs: SmallVec<[TBlob; 2]> = outputs.iter().map(|a| a.blob()).collect();
     let req: SmallVec<[OpReq; 2]> = outputs
         .iter()
-        .map(|o| {
-            if inputs.iter().any(|i| i.overlaps(o)) {
+        .enumerate()
+        .map(|(k, o)| {
+            if skip.contains(&k) {
+                OpReq::Null
+            } else if inputs.iter().any(|i| i.overlaps(o)) {
                 OpReq::WriteInplace
             } else {
                 OpReq::Write

@@ -119,6 +119,34 @@ def test_matches_the_symbolic_executor() -> None:
         np.testing.assert_allclose(arr.grad.asnumpy(), grads[name].asnumpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_max_pooling_computes_its_index_only_while_recording() -> None:
+    """Outside recording the hidden index of max pooling is skipped, with the same values;
+    recorded, the pooling still routes each window's gradient to its maximum."""
+    rng = np.random.default_rng(3)
+    d = rng.normal(size=(2, 3, 9, 11)).astype(np.float32)
+    kw = dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="max")
+    plain = mx.nd.Pooling(mx.nd.array(d), **kw).asnumpy()
+    x = _var(d)
+    with ag.record():
+        y = mx.nd.Pooling(x, **kw)
+    y.backward(mx.nd.ones(y.shape))
+
+    padded = np.pad(d, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    ref = np.empty((2, 3, 5, 6), np.float32)
+    grad = np.zeros_like(padded)
+    for i in range(5):
+        for j in range(6):
+            win = padded[:, :, 2 * i : 2 * i + 3, 2 * j : 2 * j + 3].reshape(2, 3, 9)
+            ref[:, :, i, j] = win.max(axis=2)
+            at = win.argmax(axis=2)
+            for n in range(2):
+                for c in range(3):
+                    grad[n, c, 2 * i + at[n, c] // 3, 2 * j + at[n, c] % 3] += 1
+    np.testing.assert_array_equal(plain, ref)
+    np.testing.assert_array_equal(y.asnumpy(), ref)
+    np.testing.assert_array_equal(x.grad.asnumpy(), grad[:, :, 1:-1, 1:-1])
+
+
 def test_head_gradients_and_several_heads() -> None:
     x = _var([1.0, 2.0])
     with ag.record():

@@ -208,7 +208,8 @@ pub fn check_writable(outputs: &[Option<&Entry>]) -> Result<()> {
 
 /// Runs `op` on `inputs` as `mx.nd` does: in training mode when `is_train` or autograd
 /// says so, and recorded while recording. `out` (with the entries the arrays had) is
-/// written when given. Returns every output, hidden ones included, with its entry.
+/// written when given. Returns every output, hidden ones included, with its entry; those
+/// only a gradient reads are left uncomputed when nothing is recorded.
 pub fn invoke(
     op: &OpRef,
     inputs: &[Value],
@@ -226,7 +227,13 @@ pub fn invoke(
     let arrays: Vec<NDArray> = inputs.iter().map(|(a, _)| a.clone()).collect();
     let out = out.map(|o| o.into_iter().map(|(a, _)| a).collect());
     let op = &crate::imperative::instantiate(op, &arrays, ctx)?;
-    let outs = crate::imperative::invoke(op, &arrays, out, ctx, is_train || is_training())?;
+    let is_train = is_train || is_training();
+    let outs = if is_recording() {
+        crate::imperative::invoke(op, &arrays, out, ctx, is_train)?
+    } else {
+        // Unrecorded, no gradient will read the hidden outputs.
+        crate::imperative::invoke_visible(op, &arrays, out, ctx, is_train)?
+    };
     let with: Vec<(&NDArray, Option<Entry>)> = inputs.iter().map(|(a, e)| (a, e.clone())).collect();
     Ok(match record_op(op, &with, &outs) {
         Some(es) => outs

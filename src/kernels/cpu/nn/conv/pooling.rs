@@ -13,6 +13,7 @@ use crate::op::nn::pooling::{Plan, PoolType, Pooling, PoolingBackward};
 use crate::op::{OpContext, OpReq};
 use num_traits::Float;
 use rayon::prelude::*;
+use std::ops::Range;
 
 /// Below this many window reads a pooling runs on the calling thread.
 const PAR_WORK: usize = 1 << 16;
@@ -323,6 +324,8 @@ fn max_plane_lines<T: Num + Float>(p: &Plan, x: &[T], y: &mut [T], add: bool) {
             (w.lo[2], w.hi[2])
         })
         .collect();
+    let (kw, sw) = (p.kernel[2], p.stride[2]);
+    let inner = whole_windows(&across, kw, sw);
     let mut lines_max = vec![T::min_value(); iw];
     for (oy, out) in y.chunks_exact_mut(ow).enumerate() {
         let w = p.window([0, oy, 0], true);
@@ -332,13 +335,42 @@ fn max_plane_lines<T: Num + Float>(p: &Plan, x: &[T], y: &mut [T], add: bool) {
                 *m = max2(*m, v);
             }
         }
-        for (o, &(lo, hi)) in out.iter_mut().zip(&across) {
-            let m = lines_max[lo..hi]
+        let row_max = |(lo, hi): (usize, usize)| {
+            lines_max[lo..hi]
                 .iter()
-                .fold(T::min_value(), |m, &v| max2(m, v));
-            *o = if add { *o + m } else { m };
+                .fold(T::min_value(), |m, &v| max2(m, v))
+        };
+        let put = |o: &mut T, m: T| *o = if add { *o + m } else { m };
+        for ox in (0..inner.start).chain(inner.end..ow) {
+            put(&mut out[ox], row_max(across[ox]));
+        }
+        let first = across.get(inner.start).map_or(0, |w| w.0);
+        let inside = out[inner.clone()].iter_mut().enumerate();
+        match kw {
+            2 => inside.for_each(|(i, o)| {
+                let w = &lines_max[first + i * sw..][..2];
+                put(o, max2(max2(T::min_value(), w[0]), w[1]));
+            }),
+            3 => inside.for_each(|(i, o)| {
+                let w = &lines_max[first + i * sw..][..3];
+                put(o, max2(max2(max2(T::min_value(), w[0]), w[1]), w[2]));
+            }),
+            _ => inside.for_each(|(i, o)| put(o, row_max(across[inner.start + i]))),
         }
     }
+}
+
+/// The output columns whose windows lie wholly inside the input (`kw` wide, `sw` apart),
+/// a run of them: the windows at the edges are clipped by the padding.
+fn whole_windows(across: &[(usize, usize)], kw: usize, sw: usize) -> Range<usize> {
+    let whole = |w: &(usize, usize)| w.1 - w.0 == kw;
+    let start = across.iter().position(whole).unwrap_or(across.len());
+    let len = across[start..].iter().take_while(|w| whole(w)).count();
+    // Consecutive whole windows start `sw` apart.
+    debug_assert!(across[start..start + len]
+        .windows(2)
+        .all(|w| w[1].0 == w[0].0 + sw));
+    start..start + len
 }
 
 /// Adds the gradient of one pooled plane into `dx`.

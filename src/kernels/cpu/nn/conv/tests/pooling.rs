@@ -283,6 +283,14 @@ fn max_pool_without_index_matches_with_index() {
             &[2, 2, 10],
             &[("kernel", "(4,)"), ("stride", "(3,)"), ("pad", "(3,)")],
         ),
+        (
+            &[1, 2, 5, 37],
+            &[("kernel", "(2,2)"), ("stride", "(1,1)"), ("pad", "(1,1)")],
+        ),
+        (
+            &[1, 1, 4, 40],
+            &[("kernel", "(1,3)"), ("stride", "(1,3)"), ("pad", "(0,2)")],
+        ),
     ];
     for &(xs, attrs) in cases {
         let attrs: Vec<(&str, &str)> = attrs
