@@ -1,7 +1,8 @@
 //! CPU kernels of `Convolution` (1-D, 2-D and 3-D, grouped, strided, padded, dilated)
 //! by im2col and GEMM, and of its backward; 3×3 windows at stride 1 go by Winograd's
-//! F(2×2, 3×3) (`winograd`) in both directions, and the forward pass of depthwise ones
-//! directly (`depthwise`).
+//! F(2×2, 3×3) (`winograd`) in both directions, the forward pass of depthwise ones
+//! directly (`depthwise`), and small inference passes by a product with kept, packed
+//! weights (`packed`).
 //!
 //! The forward pass goes one tile of output lines at a time: the tile's part of the
 //! column matrix stays in a core's cache between being written and being multiplied, and
@@ -11,6 +12,7 @@ use super::batch::{for_units, reduce_partials, tasks, unit_runs, Chunked, Sink};
 use super::depthwise;
 use super::im2col::{col2im, im2col, im2col_lines};
 use super::layer::{Backward, ColumnLayer, Forward};
+use super::packed;
 use super::winograd;
 use crate::error::Result;
 use crate::kernels::cpu;
@@ -148,6 +150,13 @@ impl ColumnLayer for Convolution {
         }
         if winograd::applies::<T>(p) {
             return winograd::forward(p, a, scratch);
+        }
+        if let Some(kept) = a.kept.filter(|_| packed::applies::<T>(p, p.tiles())) {
+            // Kept packed weights are used while the node's memo is free; another run of
+            // the same node at once goes the general way.
+            if let Some(mut slot) = kept.memo.try_slot() {
+                return packed::forward(p, a, kept.stamp, &mut slot, scratch);
+            }
         }
         let Forward {
             x, w, post, y, add, ..

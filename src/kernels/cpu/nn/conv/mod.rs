@@ -10,6 +10,7 @@ mod epilogue;
 mod fused;
 mod im2col;
 mod layer;
+mod packed;
 mod pooling;
 #[cfg(test)]
 mod tests;
