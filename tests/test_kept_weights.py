@@ -124,3 +124,28 @@ def test_repeated_passes_give_the_same_bits_and_match_a_training_pass(layer):
     else:
         # A training pass goes by the general product, which sums in another order.
         np.testing.assert_allclose(train, outs[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_packed_pass_fused_with_a_residual_matches_the_plain_operators():
+    shape, weight, conv = LAYERS["packed"]
+    data, skip = mx.sym.Variable("data"), mx.sym.Variable("skip")
+    y = mx.sym.Convolution(data, num_filter=weight[0], no_bias=True, name="conv", **conv)
+    y = mx.sym.BatchNorm(y, fix_gamma=False, name="bn")
+    y = mx.sym.Activation(y + skip, act_type="relu")
+    out_shape = (shape[0], weight[0], shape[2] // 2, shape[3] // 2)
+    ex = y.simple_bind(mx.cpu(), data=shape, skip=out_shape, grad_req="null")
+    rng = np.random.default_rng(5)
+    for name, arr in {**ex.arg_dict, **ex.aux_dict}.items():
+        values = rng.uniform(-1, 1, arr.shape)
+        if name.endswith("var"):
+            values = np.abs(values) + 0.5
+        arr[:] = values.astype(np.float32)
+    got = [ex.forward(is_train=False)[0].asnumpy() for _ in range(2)]
+    np.testing.assert_array_equal(got[1], got[0])
+    args, aux = ex.arg_dict, ex.aux_dict
+    z = mx.nd.Convolution(args["data"], args["conv_weight"], num_filter=weight[0], no_bias=True,
+                          **conv)
+    z = mx.nd.BatchNorm(z, args["bn_gamma"], args["bn_beta"], aux["bn_moving_mean"],
+                        aux["bn_moving_var"], fix_gamma=False, use_global_stats=True)
+    want = np.maximum(z.asnumpy() + args["skip"].asnumpy(), 0)
+    np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4)

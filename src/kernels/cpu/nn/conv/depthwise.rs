@@ -368,7 +368,7 @@ impl<E: Wide + Num> WithSimd for Planes<'_, E> {
                 }
             }
             ph.store(&acc, out, self.add);
-            self.post.apply(f, (first + k) * cols, out);
+            self.post.apply_in(s, f, (first + k) * cols, out);
         }
     }
 }

@@ -54,6 +54,26 @@ impl<'a, T: Num> Epilogue<'a, T> {
         self.is_bias_only() && self.shift.is_none()
     }
 
+    /// As [`Epilogue::apply`], from inside a kernel already running on instruction set
+    /// `s`: no dispatch per row, which costs as much as a short row's arithmetic.
+    #[inline(always)]
+    pub(super) fn apply_in<S: Simd>(&self, s: S, f: usize, at: usize, row: &mut [T])
+    where
+        T: Wide,
+    {
+        if self.is_identity() {
+            return;
+        }
+        Apply {
+            scale: self.scale.map_or(T::ONE, |v| v[f]),
+            shift: self.shift.map_or(T::ZERO, |v| v[f]),
+            residual: self.residual.map(|r| &r[at..at + row.len()]),
+            row,
+            relu: self.relu,
+        }
+        .with_simd(s);
+    }
+
     /// Applies the epilogue of filter `f` to `row`, elements `at..at + row.len()` of the
     /// whole output.
     #[inline]

@@ -5,6 +5,7 @@
 //! filters by `COLS` output columns. A general product packs the weights on every call,
 //! which at these sizes costs as much as the multiply-adds it saves.
 
+use super::epilogue::Epilogue;
 use super::im2col::im2col;
 use super::layer::Forward;
 use super::wide::{cast, cast_mut};
@@ -111,6 +112,12 @@ pub fn forward<T: Num>(
         "Convolution: arrays smaller than the plan"
     );
     let w32 = cast::<T, f32>(w).expect("applies to float32 only");
+    let post = Epilogue {
+        scale: post.scale.map(as_f32),
+        shift: post.shift.map(as_f32),
+        residual: post.residual.map(as_f32),
+        relu: post.relu,
+    };
     let key = PackedKey {
         stamp,
         at: w.as_ptr() as usize,
@@ -132,19 +139,17 @@ pub fn forward<T: Num>(
         let b = cast::<T, f32>(b).expect("applies to float32 only");
         let out = &mut y[n * out_len..(n + 1) * out_len];
         let block = |(i, yb): (usize, &mut [T])| {
-            let y32 = cast_mut::<T, f32>(yb).expect("applies to float32 only");
-            run_block(
-                &packed[i * BLOCK * rows..][..BLOCK * rows],
+            let y = cast_mut::<T, f32>(yb).expect("applies to float32 only");
+            let block = Block {
+                packed: &packed[i * BLOCK * rows..][..BLOCK * rows],
                 b,
-                y32,
+                y,
                 rows,
                 cols,
                 add,
-            );
-            for f in 0..BLOCK {
-                let at = n * out_len + (i * BLOCK + f) * cols;
-                post.apply(i * BLOCK + f, at, &mut yb[f * cols..(f + 1) * cols]);
-            }
+                post,
+            };
+            run_block(block, (i * BLOCK, n * out_len + i * BLOCK * cols));
         };
         if threads {
             out.par_chunks_mut(BLOCK * cols).enumerate().for_each(block);
@@ -154,28 +159,33 @@ pub fn forward<T: Num>(
     }
 }
 
-/// One block's `BLOCK` output rows of `cols` columns: `y (=|+=) packed · b`.
-fn run_block(packed: &[f32], b: &[f32], y: &mut [f32], rows: usize, cols: usize, add: bool) {
+/// `v`, of float32 `T`, as float32.
+fn as_f32<T: 'static>(v: &[T]) -> &[f32] {
+    cast::<T, f32>(v).expect("applies to float32 only")
+}
+
+/// One block's `BLOCK` output rows of `cols` columns, `y (=|+=) packed · b`, then its
+/// epilogue; `(filter, at)` are the block's first filter and the offset of its first row
+/// in the whole output.
+fn run_block(block: Block<'_>, (filter, at): (usize, usize)) {
+    let Block {
+        packed,
+        b,
+        y,
+        rows,
+        cols,
+        ..
+    } = &block;
     assert!(packed.len() >= BLOCK * rows && b.len() >= rows * cols && y.len() >= BLOCK * cols);
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = pulp::x86::V4::try_new() {
-        Simd::vectorize(
-            simd,
-            Block {
-                packed,
-                b,
-                y,
-                rows,
-                cols,
-                add,
-            },
-        );
+        Simd::vectorize(simd, Placed { block, filter, at });
         return;
     }
     unreachable!("packed products run on AVX-512 only");
 }
 
-/// One call of [`run_block`].
+/// The operands of one block's product, and its epilogue.
 struct Block<'a> {
     packed: &'a [f32],
     b: &'a [f32],
@@ -183,20 +193,34 @@ struct Block<'a> {
     rows: usize,
     cols: usize,
     add: bool,
+    post: Epilogue<'a, f32>,
 }
 
-impl WithSimd for Block<'_> {
+/// A block with its first filter and the offset of its first row in the whole output.
+struct Placed<'a> {
+    block: Block<'a>,
+    filter: usize,
+    at: usize,
+}
+
+impl WithSimd for Placed<'_> {
     type Output = ();
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, s: S) {
-        let Block {
-            packed,
-            b,
-            y,
-            rows,
-            cols,
-            add,
+        let Placed {
+            block:
+                Block {
+                    packed,
+                    b,
+                    y,
+                    rows,
+                    cols,
+                    add,
+                    post,
+                },
+            filter,
+            at,
         } = self;
         assert_eq!(S::F32_LANES, LANES, "packed products need 16-lane vectors");
         let mut k0 = 0;
@@ -224,6 +248,9 @@ impl WithSimd for Block<'_> {
                 c0 += cn;
             }
             k0 += kn;
+        }
+        for (f, row) in y.chunks_exact_mut(cols).take(BLOCK).enumerate() {
+            post.apply_in(s, filter + f, at + f * cols, row);
         }
     }
 }
@@ -329,7 +356,18 @@ mod tests {
             let packed = pack(&w, BLOCK, rows);
             for add in [false, true] {
                 let mut y = vec![1.0f32; BLOCK * cols];
-                run_block(&packed, &b, &mut y, rows, cols, add);
+                let (packed, b) = (&packed[..], &b[..]);
+                let post = Epilogue::bias(None);
+                let block = Block {
+                    packed,
+                    b,
+                    y: &mut y,
+                    rows,
+                    cols,
+                    add,
+                    post,
+                };
+                run_block(block, (0, 0));
                 for f in 0..BLOCK {
                     for c in 0..cols {
                         let want: f32 = (0..rows).map(|k| w[f * rows + k] * b[k * cols + c]).sum();
