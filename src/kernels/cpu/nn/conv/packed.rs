@@ -111,7 +111,10 @@ pub fn forward<T: Num>(
         y.len() >= p.batch * out_len && x.len() >= p.batch * in_len,
         "Convolution: arrays smaller than the plan"
     );
-    let w32 = cast::<T, f32>(w).expect("applies to float32 only");
+    assert!(
+        !add || post.is_bias_only(),
+        "Convolution: an epilogue over added outputs"
+    );
     let post = Epilogue {
         scale: post.scale.map(as_f32),
         shift: post.shift.map(as_f32),
@@ -125,7 +128,7 @@ pub fn forward<T: Num>(
         filters,
         rows,
     };
-    let packed: &Vec<f32> = memo::kept(slot, key, || pack(w32, filters, rows));
+    let packed: &Vec<f32> = memo::kept(slot, key, || pack(as_f32(w), filters, rows));
     let identity = p.geom.win.is_identity();
     let threads = rayon::current_num_threads() > 1 && filters * rows * cols > PAR_WORK;
     for n in 0..p.batch {
@@ -136,7 +139,7 @@ pub fn forward<T: Num>(
             im2col(&p.geom, sample, &mut scratch[..rows * cols]);
             &scratch[..rows * cols]
         };
-        let b = cast::<T, f32>(b).expect("applies to float32 only");
+        let b = as_f32(b);
         let out = &mut y[n * out_len..(n + 1) * out_len];
         let block = |(i, yb): (usize, &mut [T])| {
             let y = cast_mut::<T, f32>(yb).expect("applies to float32 only");
